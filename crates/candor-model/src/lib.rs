@@ -1,0 +1,434 @@
+//! The result model: every figure candor measures ends up in these types, and every
+//! reporter reads them back from JSON. Fields are only ever added (with a serde default),
+//! so files written by older versions of the same `schema_version` still load.
+//! The schema is documented in `docs/results-schema.md`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+mod load;
+pub use load::{load_result, LoadError};
+
+/// Bumped when a field changes meaning or is removed; additions keep the version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The value of `tool` in every file candor writes.
+pub const TOOL: &str = "candor";
+
+/// One saved run: `candor run` writes it, `candor report` and `candor compare` read it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+#[serde(default)]
+pub struct RunDoc {
+    pub schema_version: u32,
+    pub tool: String,
+    /// "run" for `candor run`, "audit" for `candor audit`.
+    pub kind: String,
+    pub candor_version: String,
+    pub command_line: Vec<String>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// False while the run is going on and when it was interrupted or failed.
+    pub complete: bool,
+    /// Why the run stopped early ("interrupted by SIGINT", "failed: ...").
+    pub stop_reason: Option<String>,
+    pub host: Host,
+    pub targets: Vec<TargetInfo>,
+    /// The options as the run understood them (for the report header and for compare).
+    pub options: BTreeMap<String, serde_json::Value>,
+    pub results: Vec<TestResult>,
+    /// Typed warnings, already worded for a person, each with its remedy.
+    pub warnings: Vec<String>,
+    /// Present for runs made over MPI.
+    pub mpi: Option<MpiInfo>,
+    /// Present for `candor audit`.
+    pub audit: Option<serde_json::Value>,
+}
+
+impl RunDoc {
+    pub fn new(kind: &str, command_line: Vec<String>, started_at: String) -> Self {
+        RunDoc {
+            schema_version: SCHEMA_VERSION,
+            tool: TOOL.to_string(),
+            kind: kind.to_string(),
+            candor_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line,
+            started_at,
+            ..Default::default()
+        }
+    }
+}
+
+/// The machine, as source document 000's Table 1 describes it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Host {
+    pub hostname: String,
+    pub os: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: u32,
+    pub threads: u32,
+    pub caches: Vec<CpuCache>,
+    pub ram_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct CpuCache {
+    pub level: u32,
+    /// "Data", "Instruction" or "Unified".
+    pub kind: String,
+    pub size_bytes: u64,
+}
+
+/// A directory candor benchmarked, with what lies under it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct TargetInfo {
+    pub path: String,
+    pub fs_type: String,
+    pub mount_point: String,
+    pub mount_source: String,
+    pub mount_options: String,
+    pub free_bytes: u64,
+    pub total_bytes: u64,
+    /// None for filesystems with no block device (tmpfs, FUSE, network).
+    pub device: Option<BlockDevice>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct BlockDevice {
+    /// Kernel name of what the filesystem sits on ("vda", "sda1", "loop0").
+    pub name: String,
+    /// The whole disk(s) whose counters are read: the disk of a partition, and what lies
+    /// beneath a loop, dm or md device.
+    pub counted: Vec<String>,
+    pub model: String,
+    pub rotational: bool,
+    pub size_bytes: u64,
+    pub scheduler: String,
+    pub logical_block_size: u32,
+    pub physical_block_size: u32,
+}
+
+/// Mean, spread and confidence of one figure over the repetitions.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Summary {
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// 95% confidence interval of the mean (Student t), [low, high].
+    pub ci95: [f64; 2],
+    /// Coefficient of variation, stddev / mean (0 when n < 2).
+    pub cv: f64,
+    pub n: u32,
+    /// One value per repetition, in the order they ran.
+    pub samples: Vec<f64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Latency {
+    pub min: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    /// How many operations were timed.
+    pub count: u64,
+}
+
+/// A histogram in its saved form: (lower bound in ns, count) for every non-empty bucket.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct HistogramDump {
+    /// Relative width of a bucket (the largest error of a percentile read from it).
+    pub relative_error: f64,
+    pub buckets: Vec<[u64; 2]>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Cpu {
+    /// CPU seconds of the whole process (all threads) during the timed region, mean per repetition.
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Wall seconds of the timed region, mean per repetition.
+    pub wall_s: f64,
+    /// (user + sys) / wall, in percent (iozone -+u): 100 = one core busy.
+    pub cpu_pct: f64,
+}
+
+/// Aggregates of a multi-thread test, both ways iozone reports them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct ThreadAggregate {
+    /// Sum of the per-thread rates (iozone "Children see"), bytes/s.
+    pub children_see: f64,
+    /// Total bytes over the wall time of the slowest thread (iozone "Parent sees"), bytes/s.
+    pub parent_sees: f64,
+    pub min_thread: f64,
+    pub max_thread: f64,
+    pub avg_thread: f64,
+    pub stonewalled: bool,
+    /// Bytes each thread moved in the last repetition.
+    pub per_thread_bytes: Vec<u64>,
+}
+
+/// One repetition of one test, as measured.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Repetition {
+    pub bytes: u64,
+    pub ops: u64,
+    /// Seconds of the headline timed region (with flush unless --no-fsync-in-timing).
+    pub seconds: f64,
+    /// Seconds from the first operation to the end of the last one, before any flush.
+    pub io_seconds: f64,
+    /// Seconds spent in fsync/msync/fflush at the end of a write test.
+    pub flush_seconds: f64,
+    /// Seconds spent in close, when measured.
+    pub close_seconds: f64,
+    /// True when --runtime stopped the repetition before the whole file was covered.
+    pub truncated: bool,
+    /// Seconds since the run started at which this repetition's timed region began.
+    pub started_s: f64,
+}
+
+/// One test at one point of the plan (target x test x sizes x threads x depth).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct TestResult {
+    pub target: String,
+    pub test: String,
+    pub engine: String,
+    pub file_size: u64,
+    pub record_size: u64,
+    pub threads: u32,
+    pub iodepth: u32,
+    pub direct: bool,
+    pub osync: bool,
+    pub fsync_in_timing: bool,
+    pub close_in_timing: bool,
+    /// What the test is meant to measure: "device" (caches dropped first) or "cache"
+    /// (re-tests and --keep-cache, which read what is already in memory).
+    pub intent: String,
+    /// "ok" or "failed".
+    pub status: String,
+    pub error: Option<String>,
+    pub repetitions: u32,
+    /// Headline throughput, bytes per second.
+    pub throughput: Summary,
+    /// Write tests: throughput with the flush left out of the timing.
+    pub throughput_without_flush: Option<Summary>,
+    /// Write tests: throughput with the flush inside the timing.
+    pub throughput_with_flush: Option<Summary>,
+    /// Operations per second (one operation = one record).
+    pub iops: Summary,
+    pub latency_ns: Latency,
+    pub latency_histogram: HistogramDump,
+    pub cpu: Cpu,
+    pub thread_aggregate: Option<ThreadAggregate>,
+    pub reps: Vec<Repetition>,
+    pub witness: Option<Witness>,
+    /// Share of a device's ceiling reached (studies).
+    pub efficiency: Option<Efficiency>,
+    /// Data verification outcome (--verify).
+    pub verify: Option<serde_json::Value>,
+    /// Per-rank figures of an MPI run.
+    pub ranks: Option<serde_json::Value>,
+    /// Extra figures of workloads that are not records on a file (metadata, copy).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl TestResult {
+    pub fn is_write(&self) -> bool {
+        is_write_test(&self.test)
+    }
+}
+
+/// True for tests whose headline figure includes writing.
+pub fn is_write_test(name: &str) -> bool {
+    matches!(
+        name,
+        "write"
+            | "rewrite"
+            | "randwrite"
+            | "recrewrite"
+            | "fwrite"
+            | "frewrite"
+            | "pwrite"
+            | "repwrite"
+            | "pwritev"
+            | "repwritev"
+            | "mmapwrite"
+            | "randmix"
+            | "copy"
+    )
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Efficiency {
+    /// What the figure is compared with: "seq" (bytes/s) or "iops".
+    pub basis: String,
+    pub ceiling: f64,
+    /// Where the ceiling came from: "spec" or "measured".
+    pub source: String,
+    pub share: f64,
+}
+
+/// What the kernel saw during one test.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Witness {
+    /// "procfs", "bpf" or "off".
+    pub source: String,
+    /// "device", "cache", "mixed", "memory" or "unverified".
+    pub verdict: String,
+    /// For "mixed": the share of the application's bytes that the device moved.
+    pub device_share: Option<f64>,
+    /// One plain sentence, with a suggestion when the verdict is not what the test meant.
+    pub explanation: String,
+    /// True when the verdict contradicts the test's intent (a device test served by the cache...).
+    pub contradicts_intent: bool,
+    /// Why the witness could not observe (verdict "unverified").
+    pub unverified_reason: Option<String>,
+    pub app: AppIo,
+    pub process_io: Option<ProcessIo>,
+    pub device: Option<DeviceIo>,
+    /// Reads: share of the bytes that did not come from the device.
+    pub cache_hit_ratio: Option<f64>,
+    /// Writes: device bytes written because of the test, after the data is on disk, over app bytes.
+    pub write_amplification: Option<f64>,
+    /// Writes: share of the app bytes that reached the device inside the timed region.
+    pub flushed_in_window: Option<f64>,
+    pub disturbed: bool,
+    /// Device traffic that candor's own counters cannot explain.
+    pub foreign_device_bytes: u64,
+    /// |headline - witness throughput| / headline, when the witness can compute one.
+    pub precision: Option<f64>,
+    pub memory: Option<MemoryDelta>,
+    /// Deltas of selected /proc/vmstat counters.
+    pub vmstat: BTreeMap<String, i64>,
+    /// /proc/pressure/io "some" and "full" total stall, microseconds, during the test.
+    pub io_pressure_us: Option<[u64; 2]>,
+    pub file_cache: Option<FileCache>,
+    pub timeline: Vec<TimelinePoint>,
+    /// eBPF only: per syscall name.
+    pub syscalls: Option<BTreeMap<String, SyscallStat>>,
+    /// eBPF only: per direction ("read", "write").
+    pub block: Option<BTreeMap<String, BlockStat>>,
+    /// eBPF only: pages of the tracked files inserted into the page cache (misses).
+    pub cache_misses: Option<u64>,
+    /// Free-form details a source adds (documented per source in docs/methodology.md).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct AppIo {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// Deltas of /proc/self/io over the test.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct ProcessIo {
+    pub rchar: u64,
+    pub wchar: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub cancelled_write_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct DeviceIo {
+    /// Devices counted ("vda", or "loop0+vda").
+    pub name: String,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub avg_request_bytes: f64,
+    /// Share of the interval the device was busy (diskstats io_ticks).
+    pub util: f64,
+    pub avg_latency_us: f64,
+    /// Write bytes inside the timed region only (the rest came with the final flush).
+    pub write_bytes_in_window: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct MemoryDelta {
+    pub dirty_before: u64,
+    pub dirty_after: u64,
+    pub dirty_peak: u64,
+    pub writeback_after: u64,
+    pub cached_before: u64,
+    pub cached_after: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct FileCache {
+    /// Which call answered: "cachestat" or "mincore".
+    pub method: String,
+    pub file_pages: u64,
+    pub resident_before: u64,
+    pub resident_after: u64,
+    pub dirty_before: Option<u64>,
+    pub dirty_after: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct TimelinePoint {
+    /// Seconds since the test's timed region began.
+    pub t: f64,
+    pub device_read_bps: f64,
+    pub device_write_bps: f64,
+    /// What candor's process moved (rchar/wchar rate), bytes/s.
+    pub app_read_bps: f64,
+    pub app_write_bps: f64,
+    pub dirty_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct SyscallStat {
+    pub count: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+    pub latency: HistogramDump,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct BlockStat {
+    pub completions: u64,
+    pub bytes: u64,
+    pub size_histogram: HistogramDump,
+    pub latency: HistogramDump,
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct MpiInfo {
+    pub ranks: u32,
+    pub nodes: u32,
+    pub ranks_per_node: Vec<u32>,
+    pub node_names: Vec<String>,
+    pub shared_file: bool,
+    pub reorder: bool,
+}
