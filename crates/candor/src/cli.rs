@@ -1,0 +1,39 @@
+//! The command line: one subcommand per capability. Each subcommand's options live beside
+//! its code in `commands/`.
+
+use crate::commands;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "candor",
+    version,
+    about = "A filesystem and disk benchmark that shows its work",
+    long_about = "candor runs the classic filesystem and disk workloads and, for every figure it \
+prints, shows what the kernel saw: bytes that reached the device, reads served by the page cache, \
+device latency, write amplification and disturbance by other processes, with a verdict in plain words.",
+    after_help = "Exit codes: 0 success, 1 the run failed (I/O error, ENOSPC...), 2 bad usage or bad input, \
+128+N interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Benchmark one or more directories (default: the current directory).
+    Run(commands::run::Args),
+    /// Run another benchmark (iozone, fio, dd...) under the witness and check what it claims.
+    Audit(commands::audit::Args),
+    /// Render a saved result as HTML or another format.
+    Report(commands::report::Args),
+    /// Compare saved results side by side, with statistical significance.
+    Compare(commands::compare::Args),
+    /// Make or remove filesystems on loop devices for comparisons (root).
+    Lab(commands::lab::Args),
+    /// Say what this machine supports and what candor will use.
+    Doctor(commands::doctor::Args),
+    /// Remove run directories left behind by a killed run.
+    Clean(commands::clean::Args),
+}

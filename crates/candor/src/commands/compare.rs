@@ -1,0 +1,10 @@
+//! `candor compare` (being built).
+
+use crate::exit::{CmdResult, Failure};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CmdResult {
+    Err(Failure::usage("candor compare is not built yet"))
+}

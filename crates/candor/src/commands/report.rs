@@ -1,0 +1,10 @@
+//! `candor report` (being built).
+
+use crate::exit::{CmdResult, Failure};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CmdResult {
+    Err(Failure::usage("candor report is not built yet"))
+}
