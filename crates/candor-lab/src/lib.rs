@@ -1,9 +1,22 @@
-//! Filesystems on loop devices: a backing file, `losetup`, `mkfs.<fs>`, a mount. Used by
-//! `candor lab` to compare filesystems without spare disks, and by tests, through
-//! [`scratch`], to get a real ext4/xfs/btrfs that no other process writes to.
+//! Filesystems on loop devices: a backing file, `losetup`, `mkfs.<fs>`, a mount.
+//!
+//! - [`lab`]: `candor lab create/destroy/list`, a lasting set of filesystems under
+//!   `DIR/.candor-lab/` for comparing filesystems without spare disks.
+//! - [`scratch`]: a throw-away filesystem for tests, gone when dropped, that no other
+//!   process writes to.
+//! - [`spec`]: the filesystem kinds and the parsing of `--fs` and `--size`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+pub mod lab;
+mod scratch;
+pub mod spec;
+mod sys;
+
+pub use lab::{
+    create, destroy, lab_root, list, CreateReport, CreateRequest, CreatedMember, DestroyReport,
+    LabState, Member, MemberStatus, MemberView, Outcome,
+};
+pub use scratch::{scratch, scratch_in, ScratchFs};
+pub use spec::{check_size, human, parse_fs_list, parse_size, FsKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
@@ -14,154 +27,13 @@ pub enum LabError {
     Command { what: String, detail: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
-}
-
-fn run(cmd: &str, args: &[&str]) -> Result<String, LabError> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| LabError::Unsupported(format!("cannot run {cmd}: {e}")))?;
-    if !out.status.success() {
-        return Err(LabError::Command {
-            what: format!("{cmd} {}", args.join(" ")),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The mkfs command and its "force, quiet" flags for a filesystem.
-fn mkfs_args(fs: &str) -> Option<(&'static str, &'static [&'static str])> {
-    match fs {
-        "ext4" => Some(("mkfs.ext4", &["-q", "-F"])),
-        "ext2" => Some(("mkfs.ext2", &["-q", "-F"])),
-        "xfs" => Some(("mkfs.xfs", &["-q", "-f"])),
-        "btrfs" => Some(("mkfs.btrfs", &["-q", "-f"])),
-        _ => None,
-    }
-}
-
-/// A filesystem on a loop device, mounted; unmounted and removed when dropped.
-#[derive(Debug)]
-pub struct ScratchFs {
-    pub fs: String,
-    pub mount_point: PathBuf,
-    pub loop_device: String,
-    backing: PathBuf,
-    dir: PathBuf,
-    mounted: bool,
-}
-
-impl ScratchFs {
-    pub fn path(&self) -> &Path {
-        &self.mount_point
-    }
-}
-
-impl Drop for ScratchFs {
-    fn drop(&mut self) {
-        if self.mounted {
-            let mp = self.mount_point.display().to_string();
-            if run("umount", &[&mp]).is_err() {
-                let _ = run("umount", &["-l", &mp]);
-            }
-        }
-        let _ = run("losetup", &["-d", &self.loop_device]);
-        let _ = std::fs::remove_file(&self.backing);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Makes a `fs` filesystem of `size_bytes` on a loop device under a fresh directory in
-/// `parent` (the system temporary directory when None). `Err(Unsupported)` means the test
-/// should be skipped, with that reason.
-pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
-    if !is_root() {
-        return Err(LabError::Unsupported("needs root for losetup and mount".into()));
-    }
-    let (mkfs, flags) = mkfs_args(fs)
-        .ok_or_else(|| LabError::Unsupported(format!("no recipe for filesystem {fs}")))?;
-    let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
-    let dir = parent.join(format!(
-        "candor-scratch-{fs}-{}-{}",
-        std::process::id(),
-        unique()
-    ));
-    std::fs::create_dir(&dir)?;
-    let backing = dir.join("backing.img");
-    let mount_point = dir.join("mnt");
-    std::fs::create_dir(&mount_point)?;
-    let cleanup_dir = |e: LabError| {
-        let _ = std::fs::remove_dir_all(&dir);
-        e
-    };
-    let f = std::fs::File::create(&backing).map_err(|e| cleanup_dir(e.into()))?;
-    f.set_len(size_bytes).map_err(|e| cleanup_dir(e.into()))?;
-    drop(f);
-    let loop_device = run("losetup", &["-f", "--show", &backing.display().to_string()])
-        .map_err(|e| match e {
-            LabError::Command { detail, .. } => {
-                cleanup_dir(LabError::Unsupported(format!("losetup failed: {detail}")))
-            }
-            other => cleanup_dir(other),
-        })?;
-    let mut s = ScratchFs {
-        fs: fs.to_string(),
-        mount_point: mount_point.clone(),
-        loop_device: loop_device.clone(),
-        backing,
-        dir: dir.clone(),
-        mounted: false,
-    };
-    let mut args: Vec<&str> = flags.to_vec();
-    args.push(&loop_device);
-    match run(mkfs, &args) {
-        Ok(_) => {}
-        Err(LabError::Unsupported(m)) => return Err(LabError::Unsupported(m)),
-        Err(e) => return Err(e),
-    }
-    run("mount", &[&loop_device, &mount_point.display().to_string()])?;
-    s.mounted = true;
-    Ok(s)
-}
-
-/// [`scratch_in`] under the system temporary directory.
-pub fn scratch(fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
-    scratch_in(None, fs, size_bytes)
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scratch_ext4_mounts_and_goes_away() {
-        let s = match scratch("ext4", 64 << 20) {
-            Ok(s) => s,
-            Err(LabError::Unsupported(why)) => {
-                eprintln!("skipped: {why}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
-        let mp = s.mount_point.clone();
-        std::fs::write(mp.join("x"), b"hello").unwrap();
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
-        assert!(mounts.contains(&mp.display().to_string()));
-        drop(s);
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
-        assert!(!mounts.contains(&mp.display().to_string()));
-        assert!(!mp.exists());
-    }
+    /// Bad input from the user (names, sizes, directories): nothing was done.
+    #[error("{0}")]
+    Usage(String),
+    /// The operation needs root and the caller is not.
+    #[error("{0}")]
+    NeedsRoot(String),
+    /// A step failed at run time; the sentence says what and what to do.
+    #[error("{0}")]
+    Failed(String),
 }

@@ -1,0 +1,684 @@
+//! `candor lab`: a set of filesystems on loop devices kept under one directory,
+//! `DIR/.candor-lab/`, for comparisons without spare disks.
+//!
+//! The lab owns exactly what its state file (`DIR/.candor-lab/lab.json`, marked with
+//! `"kind": "candor-lab"`) lists: one sparse backing file per filesystem
+//! (`DIR/.candor-lab/<fs>.img`), the loop device attached to it (found again through
+//! /sys by its backing file, never by a remembered device name), and its mount point
+//! (`DIR/.candor-lab/mnt/<fs>`). The state is saved before every step that makes something,
+//! so an interrupted `create` leaves nothing that `destroy` does not know about. `create`
+//! undoes everything it made in the same call when a step fails, and `destroy` removes only
+//! listed things, with non-recursive directory removal, so files a person added survive.
+
+use crate::spec::{check_size, human, FsKind};
+use crate::sys::{self, canonical, run};
+use crate::LabError;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The lab's directory inside the directory the user names.
+pub const LAB_DIR_NAME: &str = ".candor-lab";
+const STATE_FILE: &str = "lab.json";
+const STATE_KIND: &str = "candor-lab";
+const STATE_VERSION: u32 = 1;
+
+/// `DIR/.candor-lab`.
+pub fn lab_root(dir: &Path) -> PathBuf {
+    dir.join(LAB_DIR_NAME)
+}
+
+/// The state file: what this lab made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabState {
+    pub kind: String,
+    pub version: u32,
+    pub members: Vec<Member>,
+}
+
+/// One filesystem of the lab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub fs: FsKind,
+    /// Size of the backing file, in bytes.
+    pub size: u64,
+    pub backing: PathBuf,
+    pub mount_point: PathBuf,
+    /// True once mkfs succeeded: the backing file holds this filesystem.
+    pub formatted: bool,
+}
+
+/// Where a member stands now, as the kernel sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberStatus {
+    /// Its loop device is mounted on its mount point.
+    Mounted { loop_device: String },
+    /// Its loop device exists but is not mounted there.
+    Attached { loop_device: String },
+    /// The backing file exists, no loop device uses it (after a reboot, say).
+    Detached,
+    /// The backing file is gone.
+    Missing,
+}
+
+impl std::fmt::Display for MemberStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemberStatus::Mounted { .. } => f.write_str("mounted"),
+            MemberStatus::Attached { .. } => f.write_str("not mounted"),
+            MemberStatus::Detached => f.write_str("no loop device"),
+            MemberStatus::Missing => f.write_str("backing file missing"),
+        }
+    }
+}
+
+/// A member with its status.
+#[derive(Debug, Clone)]
+pub struct MemberView {
+    pub member: Member,
+    pub status: MemberStatus,
+}
+
+impl MemberView {
+    pub fn loop_device(&self) -> Option<&str> {
+        match &self.status {
+            MemberStatus::Mounted { loop_device } | MemberStatus::Attached { loop_device } => {
+                Some(loop_device)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What `candor lab create` is asked for.
+#[derive(Debug, Clone)]
+pub struct CreateRequest {
+    /// The directory whose filesystem holds the backing files; the lab lives in
+    /// `dir/.candor-lab`.
+    pub dir: PathBuf,
+    pub filesystems: Vec<FsKind>,
+    /// Size of each filesystem, in bytes.
+    pub size: u64,
+}
+
+/// What happened to one requested filesystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Made now: backing file, loop device, mkfs, mount.
+    Created,
+    /// It was there and mounted; nothing done.
+    Existed,
+    /// It was there but not mounted (after a reboot, say); attached and mounted again.
+    Remounted,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreatedMember {
+    pub member: Member,
+    pub loop_device: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreateReport {
+    pub root: PathBuf,
+    /// In the order requested.
+    pub members: Vec<CreatedMember>,
+    /// Bytes free on the backing filesystem before anything was made.
+    pub free_before: u64,
+}
+
+impl CreateReport {
+    /// Sum of the sizes of the backing files made by this call (sparse: an upper bound on
+    /// the space they will take).
+    pub fn new_bytes(&self) -> u64 {
+        self.members
+            .iter()
+            .filter(|m| m.outcome == Outcome::Created)
+            .map(|m| m.member.size)
+            .sum()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DestroyReport {
+    /// Members unmounted, detached and removed.
+    pub removed: Vec<Member>,
+    /// Paths left in place because they were not empty or not the lab's (files a person
+    /// added, say).
+    pub left: Vec<PathBuf>,
+}
+
+impl DestroyReport {
+    pub fn nothing_to_do(&self) -> bool {
+        self.removed.is_empty() && self.left.is_empty()
+    }
+}
+
+fn state_path(root: &Path) -> PathBuf {
+    root.join(STATE_FILE)
+}
+
+/// Reads the state; `Ok(None)` when the lab directory or its state file does not exist.
+fn load_state(root: &Path) -> Result<Option<LabState>, LabError> {
+    let path = state_path(root);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let state: LabState = serde_json::from_str(&text).map_err(|e| {
+        LabError::Usage(format!(
+            "{} is not a lab state file candor can read ({e}); candor leaves that directory alone",
+            path.display()
+        ))
+    })?;
+    if state.kind != STATE_KIND {
+        return Err(LabError::Usage(format!(
+            "{} was not written by candor lab; candor leaves that directory alone",
+            path.display()
+        )));
+    }
+    if state.version != STATE_VERSION {
+        return Err(LabError::Usage(format!(
+            "{} has state version {}, this candor reads version {STATE_VERSION}",
+            path.display(),
+            state.version
+        )));
+    }
+    Ok(Some(state))
+}
+
+/// Writes the state atomically (temporary file, fsync, rename).
+fn save_state(root: &Path, state: &LabState) -> Result<(), LabError> {
+    let tmp = root.join(format!("{STATE_FILE}.tmp"));
+    let text =
+        serde_json::to_string_pretty(state).map_err(|e| LabError::Io(std::io::Error::other(e)))?;
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, state_path(root))?;
+    Ok(())
+}
+
+fn new_state() -> LabState {
+    LabState {
+        kind: STATE_KIND.to_string(),
+        version: STATE_VERSION,
+        members: Vec::new(),
+    }
+}
+
+/// The status of a member from /sys and /proc/mounts.
+fn status_of(member: &Member, mounts: &[sys::MountEntry]) -> MemberStatus {
+    let loops = sys::loops_backed_by(&member.backing);
+    let mp = canonical(&member.mount_point);
+    for l in &loops {
+        if mounts.iter().any(|m| &m.source == l && m.target == mp) {
+            return MemberStatus::Mounted {
+                loop_device: l.clone(),
+            };
+        }
+    }
+    if let Some(l) = loops.first() {
+        return MemberStatus::Attached {
+            loop_device: l.clone(),
+        };
+    }
+    if member.backing.exists() {
+        MemberStatus::Detached
+    } else {
+        MemberStatus::Missing
+    }
+}
+
+/// The lab in `dir`, with the status of each member; `Ok(None)` when there is none.
+/// Needs no privileges.
+pub fn list(dir: &Path) -> Result<Option<Vec<MemberView>>, LabError> {
+    let root = lab_root(dir);
+    let Some(state) = load_state(&root)? else {
+        return Ok(None);
+    };
+    let mounts = sys::mounts()?;
+    Ok(Some(
+        state
+            .members
+            .into_iter()
+            .map(|member| {
+                let status = status_of(&member, &mounts);
+                MemberView { member, status }
+            })
+            .collect(),
+    ))
+}
+
+fn check_dir(dir: &Path) -> Result<PathBuf, LabError> {
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| LabError::Usage(format!("--dir {} cannot be used: {e}", dir.display())))?;
+    if !meta.is_dir() {
+        return Err(LabError::Usage(format!(
+            "--dir {} is not a directory",
+            dir.display()
+        )));
+    }
+    // Absolute, resolved paths: mount points are compared with /proc/mounts.
+    Ok(std::fs::canonicalize(dir)?)
+}
+
+/// Things made for one new member so far, undone in reverse on failure.
+#[derive(Default)]
+struct Made {
+    backing: bool,
+    loop_device: Option<String>,
+    mount_point_dir: bool,
+    mounted: bool,
+}
+
+fn undo(member: &Member, made: &Made) {
+    if made.mounted {
+        let _ = run("umount", &[&member.mount_point.display().to_string()]);
+    }
+    if let Some(l) = &made.loop_device {
+        let _ = run("losetup", &["-d", l]);
+    }
+    if made.backing {
+        let _ = std::fs::remove_file(&member.backing);
+    }
+    if made.mount_point_dir {
+        let _ = std::fs::remove_dir(&member.mount_point);
+    }
+}
+
+/// Attaches `backing` to a free loop device and checks, through /sys, that the device is
+/// really backed by it before anything is written to it.
+fn attach(backing: &Path) -> Result<String, LabError> {
+    let device = run("losetup", &["-f", "--show", &backing.display().to_string()])?;
+    if !sys::loops_backed_by(backing).contains(&device) {
+        let _ = run("losetup", &["-d", &device]);
+        return Err(LabError::Failed(format!(
+            "losetup reported {device} for {}, but /sys does not show that device backed by it; nothing was formatted",
+            backing.display()
+        )));
+    }
+    Ok(device)
+}
+
+fn mount(device: &str, mount_point: &Path) -> Result<(), LabError> {
+    run("mount", &[device, &mount_point.display().to_string()]).map(|_| ())
+}
+
+/// Makes one member: backing file, loop device, mkfs, mount point, mount. The state lists
+/// the member before anything is made, and is saved again once it is formatted.
+fn build(root: &Path, state: &mut LabState, fs: FsKind, size: u64) -> Result<String, LabError> {
+    let member = Member {
+        fs,
+        size,
+        backing: root.join(format!("{fs}.img")),
+        mount_point: root.join("mnt").join(fs.name()),
+        formatted: false,
+    };
+    state.members.push(member.clone());
+    save_state(root, state)?;
+    let mut made = Made::default();
+    let result = build_steps(&member, &mut made);
+    match result {
+        Ok(device) => {
+            if let Some(m) = state.members.iter_mut().find(|m| m.fs == fs) {
+                m.formatted = true;
+            }
+            save_state(root, state)?;
+            Ok(device)
+        }
+        Err(e) => {
+            undo(&member, &made);
+            state.members.retain(|m| m.fs != fs);
+            save_state(root, state)?;
+            Err(e)
+        }
+    }
+}
+
+fn build_steps(member: &Member, made: &mut Made) -> Result<String, LabError> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&member.backing)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                LabError::Failed(format!(
+                    "{} exists but the lab did not make it; candor leaves it alone: move it away and try again",
+                    member.backing.display()
+                ))
+            } else {
+                LabError::Failed(format!(
+                    "cannot create {}: {e}",
+                    member.backing.display()
+                ))
+            }
+        })?;
+    made.backing = true;
+    file.set_len(member.size)?;
+    drop(file);
+
+    let device = attach(&member.backing)?;
+    made.loop_device = Some(device.clone());
+
+    let (mkfs, flags) = member.fs.mkfs();
+    let mut args: Vec<&str> = flags.to_vec();
+    args.push(&device);
+    run(mkfs, &args).map_err(|e| match e {
+        LabError::Command { detail, .. } => {
+            LabError::Failed(format!("{mkfs} failed on {device}: {detail}"))
+        }
+        other => other,
+    })?;
+
+    if let Some(parent) = member.mount_point.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::create_dir(&member.mount_point) {
+        Ok(()) => made.mount_point_dir = true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let empty = std::fs::read_dir(&member.mount_point)?.next().is_none();
+            if !empty {
+                return Err(LabError::Failed(format!(
+                    "{} exists and is not empty; candor does not mount over files it did not make",
+                    member.mount_point.display()
+                )));
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    mount(&device, &member.mount_point)?;
+    made.mounted = true;
+    Ok(device)
+}
+
+/// Brings a formatted member back: attach its backing file if needed, mount it.
+fn revive(member: &Member, status: &MemberStatus) -> Result<String, LabError> {
+    let (device, attached_now) = match status {
+        MemberStatus::Attached { loop_device } => (loop_device.clone(), false),
+        MemberStatus::Detached => (attach(&member.backing)?, true),
+        MemberStatus::Mounted { loop_device } => return Ok(loop_device.clone()),
+        MemberStatus::Missing => {
+            return Err(LabError::Failed(format!(
+                "the lab's {} backing file {} is gone; run candor lab destroy, then create again",
+                member.fs,
+                member.backing.display()
+            )))
+        }
+    };
+    std::fs::create_dir_all(&member.mount_point)?;
+    if let Err(e) = mount(&device, &member.mount_point) {
+        if attached_now {
+            let _ = run("losetup", &["-d", &device]);
+        }
+        return Err(e);
+    }
+    Ok(device)
+}
+
+/// Makes the lab, or completes it: filesystems already there and mounted are reported as
+/// [`Outcome::Existed`]. Needs root. On failure, everything this call made is undone; what
+/// was there before stays.
+pub fn create(req: &CreateRequest) -> Result<CreateReport, LabError> {
+    if req.filesystems.is_empty() {
+        return Err(LabError::Usage(
+            "name at least one filesystem with --fs, such as --fs ext4,xfs,btrfs".into(),
+        ));
+    }
+    check_size(req.size, &req.filesystems).map_err(LabError::Usage)?;
+    if !sys::is_root() {
+        return Err(LabError::NeedsRoot(
+            "candor lab create needs root (it attaches loop devices, runs mkfs and mounts); run it with sudo".into(),
+        ));
+    }
+    let dir = check_dir(&req.dir)?;
+    let root = lab_root(&dir);
+    let free_before = sys::free_bytes(&dir)?;
+
+    let existing = load_state(&root)?;
+    let new_kinds: Vec<FsKind> = req
+        .filesystems
+        .iter()
+        .copied()
+        .filter(|k| {
+            !existing
+                .as_ref()
+                .is_some_and(|s| s.members.iter().any(|m| m.fs == *k && m.formatted))
+        })
+        .collect();
+    let needed = req.size.saturating_mul(new_kinds.len() as u64);
+    if needed > free_before {
+        return Err(LabError::Usage(format!(
+            "{} has {} free but {} filesystem(s) of {} need up to {}; the backing files are sparse, \
+             but filled filesystems would run the host out of space: choose a smaller --size or another --dir",
+            dir.display(),
+            human(free_before),
+            new_kinds.len(),
+            human(req.size),
+            human(needed)
+        )));
+    }
+
+    let made_root = match std::fs::create_dir(&root) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            if existing.is_none() && std::fs::read_dir(&root)?.next().is_some() {
+                return Err(LabError::Usage(format!(
+                    "{} exists but holds no lab state file, so candor did not make it; \
+                     remove it or choose another --dir",
+                    root.display()
+                )));
+            }
+            false
+        }
+        Err(e) => {
+            return Err(LabError::Failed(format!(
+                "cannot create {}: {e}",
+                root.display()
+            )))
+        }
+    };
+    let _lock = sys::lock_dir(&root)?;
+    // Read again under the lock: another create may have finished meanwhile.
+    let mut state = load_state(&root)?.unwrap_or_else(new_state);
+    if existing.is_none() {
+        save_state(&root, &state)?;
+    }
+
+    let result = create_members(&root, &mut state, req);
+    match result {
+        Ok(members) => Ok(CreateReport {
+            root,
+            members,
+            free_before,
+        }),
+        Err((e, created_now)) => {
+            // Undo the members this call made, newest first; earlier ones stay.
+            for fs in created_now.iter().rev() {
+                if let Some(m) = state.members.iter().find(|m| m.fs == *fs).cloned() {
+                    let _ = remove_member(&m);
+                    state.members.retain(|x| x.fs != *fs);
+                    let _ = save_state(&root, &state);
+                }
+            }
+            if state.members.is_empty() {
+                let _ = std::fs::remove_file(state_path(&root));
+                let _ = std::fs::remove_dir(root.join("mnt"));
+                if made_root || std::fs::read_dir(&root).is_ok_and(|mut d| d.next().is_none()) {
+                    let _ = std::fs::remove_dir(&root);
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+type CreateFailure = (LabError, Vec<FsKind>);
+
+fn create_members(
+    root: &Path,
+    state: &mut LabState,
+    req: &CreateRequest,
+) -> Result<Vec<CreatedMember>, CreateFailure> {
+    let mut created_now: Vec<FsKind> = Vec::new();
+    let mut out = Vec::new();
+    let mounts = sys::mounts().map_err(|e| (e, Vec::new()))?;
+    for &fs in &req.filesystems {
+        let known = state.members.iter().find(|m| m.fs == fs).cloned();
+        if let Some(member) = known {
+            if member.formatted {
+                let status = status_of(&member, &mounts);
+                let outcome = if matches!(status, MemberStatus::Mounted { .. }) {
+                    Outcome::Existed
+                } else {
+                    Outcome::Remounted
+                };
+                let loop_device = revive(&member, &status).map_err(|e| (e, created_now.clone()))?;
+                out.push(CreatedMember {
+                    member,
+                    loop_device,
+                    outcome,
+                });
+                continue;
+            }
+            // Listed but never formatted: an interrupted create. Clear it and start again.
+            remove_member(&member).map_err(|e| (e, created_now.clone()))?;
+            state.members.retain(|m| m.fs != fs);
+            save_state(root, state).map_err(|e| (e, created_now.clone()))?;
+        }
+        let loop_device = build(root, state, fs, req.size).map_err(|e| (e, created_now.clone()))?;
+        created_now.push(fs);
+        let member = state
+            .members
+            .iter()
+            .find(|m| m.fs == fs)
+            .cloned()
+            .ok_or_else(|| {
+                (
+                    LabError::Failed(format!("the lab state lost {fs} while making it")),
+                    created_now.clone(),
+                )
+            })?;
+        out.push(CreatedMember {
+            member,
+            loop_device,
+            outcome: Outcome::Created,
+        });
+    }
+    Ok(out)
+}
+
+/// Unmounts, detaches and removes one member. Only mounts whose source is a loop device
+/// backed by the member's own file are unmounted; a busy mount stops here with an error and
+/// leaves the member (and its state) in place so `destroy` can be run again.
+fn remove_member(member: &Member) -> Result<Vec<PathBuf>, LabError> {
+    let loops = sys::loops_backed_by(&member.backing);
+    let mounts = sys::mounts()?;
+    // Deepest first, in case something was mounted inside the lab's filesystem.
+    let mut ours: Vec<&sys::MountEntry> = mounts
+        .iter()
+        .filter(|m| loops.contains(&m.source))
+        .collect();
+    ours.sort_by_key(|m| std::cmp::Reverse(m.target.components().count()));
+    ours.dedup_by(|a, b| a.target == b.target);
+    for m in ours {
+        let target = m.target.display().to_string();
+        run("umount", &[&target]).map_err(|e| {
+            let detail = match e {
+                LabError::Command { detail, .. } => detail,
+                other => other.to_string(),
+            };
+            LabError::Failed(format!(
+                "cannot unmount {target} ({detail}); leave that directory and close the files in it, \
+                 then run candor lab destroy again"
+            ))
+        })?;
+    }
+    for l in &loops {
+        run("losetup", &["-d", l]).map_err(|e| {
+            LabError::Failed(format!(
+                "cannot detach {l} from {}: {e}",
+                member.backing.display()
+            ))
+        })?;
+    }
+    let mut left = Vec::new();
+    match std::fs::remove_file(&member.backing) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(LabError::Failed(format!(
+                "cannot remove {}: {e}",
+                member.backing.display()
+            )))
+        }
+    }
+    match std::fs::remove_dir(&member.mount_point) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => left.push(member.mount_point.clone()),
+    }
+    Ok(left)
+}
+
+/// Removes the lab in `dir`: unmounts its filesystems, detaches their loop devices, deletes
+/// their backing files and mount points, then the state file and the lab directory when
+/// empty. With no lab there, does nothing and says so (`nothing_to_do`).
+pub fn destroy(dir: &Path) -> Result<DestroyReport, LabError> {
+    let dir = match std::fs::canonicalize(dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(DestroyReport::default()),
+        Err(e) => {
+            return Err(LabError::Usage(format!(
+                "--dir {} cannot be used: {e}",
+                dir.display()
+            )))
+        }
+    };
+    let root = lab_root(&dir);
+    if !root.exists() {
+        return Ok(DestroyReport::default());
+    }
+    let Some(_) = load_state(&root)? else {
+        if std::fs::read_dir(&root)?.next().is_none() {
+            // An empty lab directory: left by a create interrupted before its first save.
+            std::fs::remove_dir(&root)?;
+            return Ok(DestroyReport {
+                removed: Vec::new(),
+                left: Vec::new(),
+            });
+        }
+        return Err(LabError::Usage(format!(
+            "{} holds no lab state file, so candor did not make it (or it was changed by hand); nothing was removed",
+            root.display()
+        )));
+    };
+    if !sys::is_root() {
+        return Err(LabError::NeedsRoot(
+            "candor lab destroy needs root (it unmounts and detaches loop devices); run it with sudo".into(),
+        ));
+    }
+    let _lock = sys::lock_dir(&root)?;
+    let mut state = load_state(&root)?.unwrap_or_else(new_state);
+    let mut report = DestroyReport::default();
+    while let Some(member) = state.members.last().cloned() {
+        let left = remove_member(&member)?;
+        report.left.extend(left);
+        state.members.pop();
+        save_state(&root, &state)?;
+        report.removed.push(member);
+    }
+    std::fs::remove_file(state_path(&root))?;
+    for d in [root.join("mnt"), root.clone()] {
+        match std::fs::remove_dir(&d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => report.left.push(d),
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,142 @@
+//! Throw-away filesystems for tests: [`scratch`] makes a filesystem on a loop device in a
+//! fresh directory and removes all of it (mount, loop device, backing file, directory) when
+//! the [`ScratchFs`] is dropped.
+
+use crate::sys::{is_root, run};
+use crate::LabError;
+use std::path::{Path, PathBuf};
+
+/// The mkfs command and its "force, quiet" flags for a filesystem.
+fn mkfs_args(fs: &str) -> Option<(&'static str, &'static [&'static str])> {
+    match fs {
+        "ext4" => Some(("mkfs.ext4", &["-q", "-F"])),
+        "ext2" => Some(("mkfs.ext2", &["-q", "-F"])),
+        "xfs" => Some(("mkfs.xfs", &["-q", "-f"])),
+        "btrfs" => Some(("mkfs.btrfs", &["-q", "-f"])),
+        _ => None,
+    }
+}
+
+/// A filesystem on a loop device, mounted; unmounted and removed when dropped.
+#[derive(Debug)]
+pub struct ScratchFs {
+    pub fs: String,
+    pub mount_point: PathBuf,
+    pub loop_device: String,
+    backing: PathBuf,
+    dir: PathBuf,
+    mounted: bool,
+}
+
+impl ScratchFs {
+    pub fn path(&self) -> &Path {
+        &self.mount_point
+    }
+}
+
+impl Drop for ScratchFs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let mp = self.mount_point.display().to_string();
+            if run("umount", &[&mp]).is_err() {
+                let _ = run("umount", &["-l", &mp]);
+            }
+        }
+        let _ = run("losetup", &["-d", &self.loop_device]);
+        let _ = std::fs::remove_file(&self.backing);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Makes a `fs` filesystem of `size_bytes` on a loop device under a fresh directory in
+/// `parent` (the system temporary directory when None). `Err(Unsupported)` means the test
+/// should be skipped, with that reason.
+pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
+    if !is_root() {
+        return Err(LabError::Unsupported(
+            "needs root for losetup and mount".into(),
+        ));
+    }
+    let (mkfs, flags) = mkfs_args(fs)
+        .ok_or_else(|| LabError::Unsupported(format!("no recipe for filesystem {fs}")))?;
+    let parent = parent
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = parent.join(format!(
+        "candor-scratch-{fs}-{}-{}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::create_dir(&dir)?;
+    let backing = dir.join("backing.img");
+    let mount_point = dir.join("mnt");
+    std::fs::create_dir(&mount_point)?;
+    let cleanup_dir = |e: LabError| {
+        let _ = std::fs::remove_dir_all(&dir);
+        e
+    };
+    let f = std::fs::File::create(&backing).map_err(|e| cleanup_dir(e.into()))?;
+    f.set_len(size_bytes).map_err(|e| cleanup_dir(e.into()))?;
+    drop(f);
+    let loop_device =
+        run("losetup", &["-f", "--show", &backing.display().to_string()]).map_err(|e| match e {
+            LabError::Command { detail, .. } => {
+                cleanup_dir(LabError::Unsupported(format!("losetup failed: {detail}")))
+            }
+            other => cleanup_dir(other),
+        })?;
+    let mut s = ScratchFs {
+        fs: fs.to_string(),
+        mount_point: mount_point.clone(),
+        loop_device: loop_device.clone(),
+        backing,
+        dir: dir.clone(),
+        mounted: false,
+    };
+    let mut args: Vec<&str> = flags.to_vec();
+    args.push(&loop_device);
+    match run(mkfs, &args) {
+        Ok(_) => {}
+        Err(LabError::Unsupported(m)) => return Err(LabError::Unsupported(m)),
+        Err(e) => return Err(e),
+    }
+    run("mount", &[&loop_device, &mount_point.display().to_string()])?;
+    s.mounted = true;
+    Ok(s)
+}
+
+/// [`scratch_in`] under the system temporary directory.
+pub fn scratch(fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
+    scratch_in(None, fs, size_bytes)
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_ext4_mounts_and_goes_away() {
+        let s = match scratch("ext4", 64 << 20) {
+            Ok(s) => s,
+            Err(LabError::Unsupported(why)) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let mp = s.mount_point.clone();
+        std::fs::write(mp.join("x"), b"hello").unwrap();
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        assert!(mounts.contains(&mp.display().to_string()));
+        drop(s);
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        assert!(!mounts.contains(&mp.display().to_string()));
+        assert!(!mp.exists());
+    }
+}

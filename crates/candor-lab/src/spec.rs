@@ -1,0 +1,188 @@
+//! What a lab is asked to be: the filesystem kinds it can make, their minimum sizes, and the
+//! parsing of `--fs` and `--size`. Pure functions; the errors are sentences for a person.
+
+use std::fmt;
+
+/// A filesystem the lab knows how to make on a loop device.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum FsKind {
+    Ext4,
+    Xfs,
+    Btrfs,
+}
+
+impl FsKind {
+    pub const ALL: [FsKind; 3] = [FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FsKind::Ext4 => "ext4",
+            FsKind::Xfs => "xfs",
+            FsKind::Btrfs => "btrfs",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<FsKind> {
+        FsKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The smallest filesystem its mkfs accepts (measured: mkfs.xfs refuses below 300 MiB,
+    /// mkfs.btrfs below 109 MiB).
+    pub fn min_size(self) -> u64 {
+        match self {
+            FsKind::Ext4 => 16 << 20,
+            FsKind::Xfs => 300 << 20,
+            FsKind::Btrfs => 110 << 20,
+        }
+    }
+
+    /// The mkfs program and its arguments before the device. ext4's inode tables and journal
+    /// are written at mkfs time: lazy initialisation would otherwise keep writing in the
+    /// background after the mount and disturb the first benchmarks.
+    pub fn mkfs(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            FsKind::Ext4 => (
+                "mkfs.ext4",
+                &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+            ),
+            FsKind::Xfs => ("mkfs.xfs", &["-q", "-f"]),
+            FsKind::Btrfs => ("mkfs.btrfs", &["-q", "-f"]),
+        }
+    }
+}
+
+impl fmt::Display for FsKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parses `ext4,xfs,btrfs`: known names, no duplicates, at least one. Order is kept.
+pub fn parse_fs_list(text: &str) -> Result<Vec<FsKind>, String> {
+    let mut out: Vec<FsKind> = Vec::new();
+    for raw in text.split(',') {
+        let name = raw.trim().to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(format!(
+                "--fs {text:?} has an empty name; give a comma-separated list such as ext4,xfs,btrfs"
+            ));
+        }
+        let kind = FsKind::from_name(&name).ok_or_else(|| {
+            format!("--fs: the lab cannot make {name:?}; it knows ext4, xfs and btrfs")
+        })?;
+        if out.contains(&kind) {
+            return Err(format!(
+                "--fs names {kind} twice; name each filesystem once"
+            ));
+        }
+        out.push(kind);
+    }
+    Ok(out)
+}
+
+/// Parses a size such as `4g`, `512M`, `300MiB` or `1073741824` (binary units: k = 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || {
+        format!("--size {text:?} is not a size; write a number with an optional unit, such as 4g or 512m")
+    };
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(bad());
+    }
+    let number: u64 = digits.parse().map_err(|_| bad())?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(bad()),
+    };
+    let bytes = number
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("--size {text:?} is too large"))?;
+    if bytes == 0 {
+        return Err("--size must be more than zero".to_string());
+    }
+    Ok(bytes)
+}
+
+/// Checks `size` against every requested filesystem's minimum.
+pub fn check_size(size: u64, kinds: &[FsKind]) -> Result<(), String> {
+    for &k in kinds {
+        if size < k.min_size() {
+            return Err(format!(
+                "--size {} is too small for {k}, which needs at least {}",
+                human(size),
+                human(k.min_size())
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes in binary units, for messages: `4 GiB`, `300 MiB`, `1.5 GiB`.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if (value - value.round()).abs() < 0.05 {
+        format!("{} {}", value.round() as u64, UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fs_lists() {
+        assert_eq!(
+            parse_fs_list("ext4,xfs,btrfs").unwrap(),
+            vec![FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs]
+        );
+        assert_eq!(parse_fs_list(" XFS ").unwrap(), vec![FsKind::Xfs]);
+        assert!(parse_fs_list("ext4,zfs").unwrap_err().contains("\"zfs\""));
+        assert!(parse_fs_list("ext4,,xfs").unwrap_err().contains("empty"));
+        assert!(parse_fs_list("ext4,ext4").unwrap_err().contains("twice"));
+        assert!(parse_fs_list("").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4g").unwrap(), 4 << 30);
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("300MiB").unwrap(), 300 << 20);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1t").unwrap(), 1 << 40);
+        for bad in ["", "g", "4x", "-1g", "1.5g", "4 g", "0", "99999999999t"] {
+            assert!(parse_size(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn minimum_sizes() {
+        assert!(check_size(300 << 20, &FsKind::ALL).is_ok());
+        let e = check_size(200 << 20, &[FsKind::Ext4, FsKind::Xfs]).unwrap_err();
+        assert!(e.contains("xfs") && e.contains("300 MiB"), "{e}");
+        assert!(check_size(100 << 20, &[FsKind::Btrfs]).is_err());
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human(4 << 30), "4 GiB");
+        assert_eq!(human(1536 << 20), "1.5 GiB");
+        assert_eq!(human(100), "100 B");
+    }
+}
