@@ -1,0 +1,401 @@
+//! fio's results, from `--output-format=json` (also when error lines come before or after the
+//! JSON object, as they do with `2>&1`) or from the normal text output. One claim per job
+//! and direction that moved data.
+
+use super::{number_prefix, parse_size, unit_multiplier, Claim, Direction};
+use serde_json::Value;
+
+/// JSON when the text holds fio's JSON object, the normal text output otherwise.
+pub fn parse(text: &str) -> Vec<Claim> {
+    match find_json(text) {
+        Some(v) => parse_json(&v),
+        None => parse_text(text),
+    }
+}
+
+/// The JSON object fio printed, found among whatever else is in the text: from the first
+/// line that is exactly "{" to the matching closing brace.
+fn find_json(text: &str) -> Option<Value> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "{" {
+            let rest = &text[offset..];
+            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+            if let Some(Ok(v)) = stream.next() {
+                if v.get("jobs").is_some() {
+                    return Some(v);
+                }
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn opt<'a>(job: &'a Value, global: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    job.get("job options")
+        .and_then(|o| o.get(key))
+        .or_else(|| global.and_then(|g| g.get(key)))
+        .and_then(Value::as_str)
+}
+
+/// fio's block size option for a direction: "bs", "rw" style "4k,64k" (read,write) or
+/// "bs=<read>,<write>".
+fn block_size(bs: &str, dir: Direction) -> Option<u64> {
+    let mut parts = bs.split(',');
+    let first = parts.next()?;
+    let second = parts.next().filter(|s| !s.is_empty());
+    match dir {
+        Direction::Write => parse_size(second.unwrap_or(first)),
+        _ => parse_size(first),
+    }
+}
+
+fn parse_json(v: &Value) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    let global = v.get("global options");
+    let Some(jobs) = v.get("jobs").and_then(Value::as_array) else {
+        return claims;
+    };
+    for job in jobs {
+        let name = job
+            .get("jobname")
+            .and_then(Value::as_str)
+            .unwrap_or("job")
+            .to_string();
+        let error = job.get("error").and_then(Value::as_f64).unwrap_or(0.0);
+        let numjobs = opt(job, global, "numjobs")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1u32);
+        let direct = opt(job, global, "direct")
+            .map(|d| d != "0")
+            .unwrap_or(false);
+        let end_fsync = opt(job, global, "end_fsync")
+            .map(|d| d != "0")
+            .unwrap_or(false);
+        let fsync_on_close = opt(job, global, "fsync_on_close")
+            .map(|d| d != "0")
+            .unwrap_or(false);
+        let size = opt(job, global, "size").and_then(parse_size);
+        let filename = opt(job, global, "filename").map(str::to_string);
+        let bs = opt(job, global, "bs").or_else(|| opt(job, global, "blocksize"));
+        for (key, dir) in [
+            ("read", Direction::Read),
+            ("write", Direction::Write),
+            ("trim", Direction::Unknown),
+        ] {
+            let Some(d) = job.get(key) else {
+                continue;
+            };
+            let io_bytes = d.get("io_bytes").and_then(Value::as_u64).unwrap_or(0);
+            if io_bytes == 0 || dir == Direction::Unknown {
+                continue;
+            }
+            let bw = d.get("bw_bytes").and_then(Value::as_f64).unwrap_or(0.0);
+            let runtime_ms = d.get("runtime").and_then(Value::as_f64);
+            let mut c = Claim {
+                program: "fio".into(),
+                test: name.clone(),
+                direction: dir,
+                file_size: size,
+                record_size: bs.and_then(|b| block_size(b, dir)).or(Some(4096)),
+                threads: numjobs,
+                claimed_bps: bw,
+                bytes: Some(io_bytes),
+                seconds: runtime_ms.map(|ms| ms / 1000.0),
+                iops: d.get("iops").and_then(Value::as_f64),
+                basis: "io_bytes over the job's runtime (fio bw_bytes)".into(),
+                printed: format!("bw_bytes {bw}"),
+                line: 0,
+                filename: filename.clone(),
+                ..Default::default()
+            };
+            if let Some(p) = d
+                .get("clat_ns")
+                .and_then(|c| c.get("percentile"))
+                .and_then(Value::as_object)
+            {
+                for (k, val) in p {
+                    let Some(x) = val.as_f64() else { continue };
+                    let label = match k.as_str() {
+                        "50.000000" => "p50",
+                        "90.000000" => "p90",
+                        "99.000000" => "p99",
+                        "99.900000" => "p999",
+                        _ => continue,
+                    };
+                    c.latency_ns.insert(label.into(), x);
+                }
+            }
+            if error != 0.0 {
+                c.extra.insert("job_error".into(), error);
+                c.flags.push("job_error".into());
+            }
+            if direct {
+                c.flags.push("direct".into());
+            }
+            if end_fsync || fsync_on_close {
+                c.flags.push("fsync_in_timing".into());
+            }
+            claims.push(c);
+        }
+    }
+    claims
+}
+
+/// The normal text output: a "name: (g=0): rw=..., bs=(R) ..." line per job at the start,
+/// then per job "name: (groupid=0, jobs=1): err= 0: pid=..." and its "read: IOPS=...,
+/// BW=...(bytes/msec)" lines.
+fn parse_text(text: &str) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    // Block sizes per job name from the start lines.
+    let mut bs_of: Vec<(String, Option<u64>, Option<u64>)> = Vec::new();
+    let mut current: Option<(String, u32, f64)> = None;
+    for (n, line) in text.lines().enumerate() {
+        if let Some((name, rest)) = line.split_once(": (g=") {
+            let r = field(rest, "bs=(R) ").and_then(|s| parse_size(s.split('-').next()?));
+            let w = field(rest, "(W) ").and_then(|s| parse_size(s.split('-').next()?));
+            bs_of.push((name.to_string(), r, w));
+            continue;
+        }
+        if let Some((name, rest)) = line.split_once(": (groupid=") {
+            let jobs = field(rest, "jobs=")
+                .and_then(|s| s.trim_end_matches([')', ':']).parse().ok())
+                .unwrap_or(1);
+            let err = rest
+                .split("err=")
+                .nth(1)
+                .map(str::trim_start)
+                .and_then(|s| number_prefix(s).map(|(v, _)| v))
+                .unwrap_or(0.0);
+            current = Some((name.to_string(), jobs, err));
+            continue;
+        }
+        let t = line.trim_start();
+        let (dir, rest) = if let Some(r) = t.strip_prefix("read: ") {
+            (Direction::Read, r)
+        } else if let Some(r) = t.strip_prefix("write: ") {
+            (Direction::Write, r)
+        } else {
+            continue;
+        };
+        let Some((name, jobs, err)) = current.clone() else {
+            continue;
+        };
+        let Some(c) = parse_dir_line(rest, dir) else {
+            continue;
+        };
+        let bs = bs_of
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .and_then(|(_, r, w)| match dir {
+                Direction::Write => *w,
+                _ => *r,
+            });
+        let mut c = Claim {
+            test: name,
+            threads: jobs,
+            record_size: bs,
+            line: n + 1,
+            ..c
+        };
+        if err != 0.0 {
+            c.extra.insert("job_error".into(), err);
+            c.flags.push("job_error".into());
+        }
+        claims.push(c);
+    }
+    // Percentiles: attach the clat percentiles block that follows each direction line.
+    attach_text_percentiles(text, &mut claims);
+    claims
+}
+
+/// The word after `key` in `s`, up to a comma or space.
+fn field<'a>(s: &'a str, key: &str) -> Option<&'a str> {
+    let start = s.find(key)? + key.len();
+    let rest = &s[start..];
+    let end = rest.find([',', ' ']).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// "IOPS=68.3k, BW=4267MiB/s (4474MB/s)(64.0MiB/15msec); 0 zone resets"
+fn parse_dir_line(rest: &str, dir: Direction) -> Option<Claim> {
+    let iops_txt = field(rest, "IOPS=")?;
+    let (iops, suffix) = number_prefix(iops_txt)?;
+    let iops = iops
+        * match suffix {
+            "k" => 1e3,
+            "M" => 1e6,
+            _ => 1.0,
+        };
+    let bw_start = rest.find("BW=")? + 3;
+    let bw_txt = &rest[bw_start..];
+    let (bw, unit) = number_prefix(bw_txt)?;
+    let unit_end = unit.find([' ', '(']).unwrap_or(unit.len());
+    let bw = bw * unit_multiplier(&unit[..unit_end])?;
+    // "(64.0MiB/15msec)": the amount and the time the rate came from.
+    let (bytes, seconds) = match rest.rfind(")(") {
+        Some(p) => {
+            let inner = rest[p + 2..].split(')').next().unwrap_or("");
+            match inner.split_once('/') {
+                Some((amount, time)) => {
+                    let b = number_prefix(amount).and_then(|(v, u)| Some(v * unit_multiplier(u)?));
+                    let s = number_prefix(time).and_then(|(v, u)| match u {
+                        "msec" => Some(v / 1e3),
+                        "usec" => Some(v / 1e6),
+                        "nsec" => Some(v / 1e9),
+                        "sec" | "s" => Some(v),
+                        _ => None,
+                    });
+                    (b.map(|b| b.round() as u64), s)
+                }
+                None => (None, None),
+            }
+        }
+        None => (None, None),
+    };
+    Some(Claim {
+        program: "fio".into(),
+        direction: dir,
+        claimed_bps: bw,
+        bytes,
+        seconds,
+        iops: Some(iops),
+        basis: "fio BW (rounded to 3-4 digits in text output)".into(),
+        printed: format!("BW={}", &bw_txt[..bw_txt.find(' ').unwrap_or(bw_txt.len())]),
+        threads: 1,
+        ..Default::default()
+    })
+}
+
+fn attach_text_percentiles(text: &str, claims: &mut [Claim]) {
+    let lines: Vec<&str> = text.lines().collect();
+    for c in claims.iter_mut() {
+        let Some(start) = c.line.checked_sub(1) else {
+            continue;
+        };
+        let mut scale = None;
+        for l in lines.iter().skip(start + 1) {
+            let t = l.trim_start();
+            if t.starts_with("read:") || t.starts_with("write:") || l.contains(": (groupid=") {
+                break;
+            }
+            if let Some(u) = t.strip_prefix("clat percentiles (") {
+                scale = match u.split(')').next() {
+                    Some("nsec") => Some(1.0),
+                    Some("usec") => Some(1e3),
+                    Some("msec") => Some(1e6),
+                    _ => None,
+                };
+                continue;
+            }
+            let Some(scale) = scale else { continue };
+            let Some(body) = t.strip_prefix('|') else {
+                if !t.is_empty() {
+                    break;
+                }
+                continue;
+            };
+            for item in body.split("],") {
+                let Some((p, v)) = item.split_once("th=[") else {
+                    continue;
+                };
+                let Some((v, _)) = number_prefix(v.trim().trim_end_matches(']')) else {
+                    continue;
+                };
+                let label = match p.trim() {
+                    "50.00" => "p50",
+                    "90.00" => "p90",
+                    "99.00" => "p99",
+                    "99.90" => "p999",
+                    _ => continue,
+                };
+                c.latency_ns.insert(label.into(), v * scale);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(name: &str) -> String {
+        let p = format!("{}/tests/data/fio/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+    }
+
+    #[test]
+    fn json_direct_read() {
+        let c = parse(&data("fio-direct-read.json"));
+        assert_eq!(c.len(), 1);
+        let c = &c[0];
+        assert_eq!(c.test, "dread");
+        assert_eq!(c.direction, Direction::Read);
+        assert_eq!(c.bytes, Some(67108864));
+        assert_eq!(c.claimed_bps, 1677721600.0);
+        assert_eq!(c.seconds, Some(0.040));
+        assert_eq!(c.record_size, Some(128 << 10));
+        assert_eq!(c.file_size, Some(64 << 20));
+        assert_eq!(c.filename.as_deref(), Some("/var/tmp/capt.dat"));
+        assert!(c.flags.contains(&"direct".to_string()));
+        assert!(c.latency_ns.contains_key("p99"));
+    }
+
+    #[test]
+    fn json_among_error_lines() {
+        let text = data("fio-json-with-errors.txt");
+        let c = parse(&text);
+        assert_eq!(c.len(), 1, "the failed job moved no data");
+        assert_eq!(c[0].test, "ok");
+        assert_eq!(c[0].bytes, Some(16 << 20));
+        // Error lines after the JSON too.
+        let mut after = text.clone();
+        after.push_str(
+            "fio: pid=0, err=5/file:io_u.c:1889, func=io_u error, error=Input/output error\n",
+        );
+        assert_eq!(parse(&after), c);
+        // No JSON at all (the engine did not load): no claims, no panic.
+        assert!(parse(&data("fio-json-badengine.txt")).is_empty());
+    }
+
+    #[test]
+    fn json_group_reporting() {
+        let c = parse(&data("fio-group-reporting.json"));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].threads, 2);
+        assert_eq!(c[0].bytes, Some(64 << 20));
+        assert_eq!(c[0].direction, Direction::Write);
+    }
+
+    #[test]
+    fn text_buffered_write() {
+        let c = parse(&data("fio-buffered-write.txt"));
+        assert_eq!(c.len(), 1);
+        let c = &c[0];
+        assert_eq!(c.test, "bwrite");
+        assert_eq!(c.direction, Direction::Write);
+        assert_eq!(c.claimed_bps, 4267.0 * 1024.0 * 1024.0);
+        assert_eq!(c.bytes, Some(64 << 20));
+        assert_eq!(c.seconds, Some(0.015));
+        assert_eq!(c.iops, Some(68300.0));
+        assert_eq!(c.record_size, Some(64 << 10));
+        assert_eq!(c.latency_ns["p50"], 12480.0);
+        assert_eq!(c.latency_ns["p99"], 27520.0);
+        assert_eq!(c.line, 6);
+    }
+
+    #[test]
+    fn text_two_jobs_and_mixed() {
+        let c = parse(&data("fio-randread-2jobs.txt"));
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].claimed_bps, 311.0 * 1048576.0);
+        assert_eq!(c[1].claimed_bps, 308.0 * 1048576.0);
+        assert_eq!(c[1].latency_ns["p50"], 91000.0);
+        assert_eq!(c[0].record_size, Some(4096));
+        let m = parse(&data("fio-randrw.txt"));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].direction, Direction::Read);
+        assert_eq!(m[1].direction, Direction::Write);
+    }
+}
