@@ -6,6 +6,9 @@
 //! runner has flushed the data to the device; `combine` merges repetitions into the
 //! test's witness. `describe_host` and `describe_target` give the host description.
 
+pub mod device;
+pub mod host;
+
 use candor_model::{Host, TargetInfo};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -93,13 +96,10 @@ pub fn combine(reps: Vec<candor_model::Witness>) -> Option<candor_model::Witness
 
 /// The machine (CPU, caches, RAM, kernel).
 pub fn describe_host() -> Host {
-    Host::default()
+    host::describe_host()
 }
 
 /// The target's filesystem, mount options and block device.
 pub fn describe_target(path: &Path) -> TargetInfo {
-    TargetInfo {
-        path: path.display().to_string(),
-        ..Default::default()
-    }
+    host::describe_target(path)
 }

@@ -1,0 +1,397 @@
+//! The host and the target as the result file describes them: CPU, caches, RAM, kernel
+//! (`describe_host`), and the filesystem, mount and block device under a directory
+//! (`describe_target`). The text parsers (/proc/self/mountinfo, /proc/cpuinfo, sysfs sizes)
+//! are pure functions tested on text captured from this project's machines.
+
+use candor_model::{CpuCache, Host, TargetInfo};
+use std::path::Path;
+
+/// One line of /proc/self/mountinfo.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mount {
+    pub major: u32,
+    pub minor: u32,
+    pub mount_point: String,
+    pub options: String,
+    pub fs_type: String,
+    pub source: String,
+    pub super_options: String,
+}
+
+/// Parses /proc/self/mountinfo; mount points and sources have their octal escapes
+/// (`\040` for a space) decoded.
+pub fn mountinfo(text: &str) -> Vec<Mount> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = f.iter().position(|x| *x == "-") else {
+            continue;
+        };
+        if dash < 6 || f.len() < dash + 3 {
+            continue;
+        }
+        let Some((maj, min)) = f[2].split_once(':') else {
+            continue;
+        };
+        let (Ok(major), Ok(minor)) = (maj.parse(), min.parse()) else {
+            continue;
+        };
+        out.push(Mount {
+            major,
+            minor,
+            mount_point: unescape(f[4]),
+            options: f[5].to_string(),
+            fs_type: f[dash + 1].to_string(),
+            source: unescape(f[dash + 2]),
+            super_options: f.get(dash + 3).copied().unwrap_or("").to_string(),
+        });
+    }
+    out
+}
+
+/// The mount that holds `path` (an absolute, canonical path): the longest mount point that is
+/// a whole-component prefix of it; of equal ones the last, since later mounts hide earlier.
+pub fn mount_for<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
+    let mut best: Option<&Mount> = None;
+    for m in mounts {
+        let mp = m.mount_point.as_str();
+        let inside = path == mp
+            || mp == "/"
+            || (path.starts_with(mp) && path.as_bytes().get(mp.len()) == Some(&b'/'));
+        if inside && best.is_none_or(|b| mp.len() >= b.mount_point.len()) {
+            best = Some(m);
+        }
+    }
+    best
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let d = |j: usize| u32::from(b[i + j] - b'0');
+            // The kernel escapes only bytes, so a value above 255 is not an escape we made.
+            let v = d(1) * 64 + d(2) * 8 + d(3);
+            out.push(u8::try_from(v).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// CPU description from /proc/cpuinfo: model name, physical cores, hardware threads.
+pub fn cpuinfo(text: &str) -> (String, u32, u32) {
+    let mut model = String::new();
+    let mut threads = 0u32;
+    let mut cores = std::collections::BTreeSet::new();
+    let mut phys = String::new();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        match k {
+            "processor" => threads += 1,
+            "model name" if model.is_empty() => model = v.to_string(),
+            // Architectures without "model name" (arm64) name the CPU differently.
+            "Hardware" | "cpu model" if model.is_empty() => model = v.to_string(),
+            "physical id" => phys = v.to_string(),
+            "core id" => {
+                cores.insert((phys.clone(), v.to_string()));
+            }
+            _ => {}
+        }
+    }
+    let cores = if cores.is_empty() {
+        threads
+    } else {
+        cores.len() as u32
+    };
+    (model, cores, threads)
+}
+
+/// A sysfs cache size ("48K", "2048K", "1M") in bytes.
+pub fn cache_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last()? {
+        'K' => (&t[..t.len() - 1], 1024),
+        'M' => (&t[..t.len() - 1], 1024 * 1024),
+        'G' => (&t[..t.len() - 1], 1024 * 1024 * 1024),
+        _ => (t, 1),
+    };
+    num.parse::<u64>().ok().map(|n| n * mult)
+}
+
+/// The scheduler in use, from sysfs "none [mq-deadline] kyber" -> "mq-deadline".
+pub fn active_scheduler(text: &str) -> String {
+    text.split_whitespace()
+        .find_map(|s| s.strip_prefix('[').and_then(|s| s.strip_suffix(']')))
+        .unwrap_or_else(|| text.trim())
+        .to_string()
+}
+
+/// Filesystems that keep their data in memory: a figure measured on them is memory speed.
+pub fn is_memory_fs(fs_type: &str) -> bool {
+    matches!(
+        fs_type,
+        "tmpfs" | "ramfs" | "hugetlbfs" | "devtmpfs" | "shm"
+    )
+}
+
+/// PRETTY_NAME from /etc/os-release.
+pub fn os_release(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix("PRETTY_NAME=")?;
+        Some(v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// MemTotal from /proc/meminfo, in bytes.
+pub fn mem_total(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix("MemTotal:")?;
+        let kib: u64 = v.split_whitespace().next()?.parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
+fn read_trim(p: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The machine: CPU model, cores and threads, cache sizes of cpu0, RAM, kernel, hostname.
+pub fn describe_host() -> Host {
+    let (cpu_model, cores, threads) = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|t| cpuinfo(&t))
+        .unwrap_or_default();
+    let mut caches = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache") {
+        let mut dirs: Vec<_> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("index"))
+            })
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            let level = read_trim(d.join("level")).and_then(|l| l.parse().ok());
+            let size = read_trim(d.join("size")).and_then(|s| cache_size(&s));
+            if let (Some(level), Some(size_bytes)) = (level, size) {
+                caches.push(CpuCache {
+                    level,
+                    kind: read_trim(d.join("type")).unwrap_or_default(),
+                    size_bytes,
+                });
+            }
+        }
+    }
+    Host {
+        hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
+        os: std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| os_release(&t))
+            .unwrap_or_else(|| "Linux".into()),
+        kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        cpu_model,
+        cores,
+        threads,
+        caches,
+        ram_bytes: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|t| mem_total(&t))
+            .unwrap_or(0),
+    }
+}
+
+/// Where a target lives: its mount and the devices under it.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    pub mount: Mount,
+    /// None when no block device lies under the filesystem (tmpfs, FUSE, network).
+    pub device: Option<crate::device::Resolved>,
+    /// For a loop device: what its backing file sits on.
+    pub backing: Option<crate::device::Resolved>,
+}
+
+/// Finds the mount and block devices under `path` (which must exist).
+pub fn place(path: &Path) -> Option<Placement> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let canon = std::fs::canonicalize(path).ok()?;
+    let mounts = mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").ok()?);
+    let mount = mount_for(&mounts, &canon.to_string_lossy())?.clone();
+    let sys = Path::new("/sys");
+    let dev = std::fs::metadata(&canon).ok()?.dev();
+    let mut device = crate::device::resolve(sys, libc::major(dev), libc::minor(dev));
+    if device.is_none() && mount.source.starts_with("/dev/") {
+        // btrfs (and others) give files an anonymous st_dev; the mount source names the
+        // real device.
+        if let Ok(m) = std::fs::metadata(&mount.source) {
+            if m.file_type().is_block_device() {
+                device = crate::device::resolve(sys, libc::major(m.rdev()), libc::minor(m.rdev()));
+            }
+        }
+    }
+    let backing = device
+        .as_ref()
+        .and_then(|d| d.backing_file.as_ref())
+        .and_then(|f| std::fs::metadata(f).ok())
+        .and_then(|m| crate::device::resolve(sys, libc::major(m.dev()), libc::minor(m.dev())));
+    Some(Placement {
+        mount,
+        device,
+        backing,
+    })
+}
+
+/// The target's filesystem, mount options, free space and block device.
+pub fn describe_target(path: &Path) -> TargetInfo {
+    let mut t = TargetInfo {
+        path: std::fs::canonicalize(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string(),
+        ..Default::default()
+    };
+    if let Some((free, total)) = space(path) {
+        t.free_bytes = free;
+        t.total_bytes = total;
+    }
+    if let Some(p) = place(path) {
+        t.fs_type = p.mount.fs_type.clone();
+        t.mount_point = p.mount.mount_point.clone();
+        t.mount_source = p.mount.source.clone();
+        t.mount_options = if p.mount.super_options.is_empty() {
+            p.mount.options.clone()
+        } else {
+            format!("{},{}", p.mount.options, p.mount.super_options)
+        };
+        t.device = p
+            .device
+            .as_ref()
+            .map(|d| crate::device::describe(d, p.backing.as_ref()));
+    }
+    t
+}
+
+/// Free (for an unprivileged user) and total bytes of the filesystem holding `path`.
+fn space(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path and s a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    let frsize = s.f_frsize as u64;
+    Some((s.f_bavail as u64 * frsize, s.f_blocks as u64 * frsize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_captured_and_longest_match() {
+        let m = mountinfo(include_str!("../tests/data/host_mountinfo.txt"));
+        let root = mount_for(&m, "/work/main").expect("root");
+        assert_eq!(root.fs_type, "ext4");
+        assert_eq!(root.source, "/dev/vda");
+        assert_eq!((root.major, root.minor), (254, 0));
+        assert!(root.super_options.contains("discard"));
+        // /dev/shm is mounted twice; the later mount hides the first.
+        let shm = mount_for(&m, "/dev/shm/x").expect("shm");
+        assert_eq!(shm.fs_type, "tmpfs");
+        assert_eq!((shm.major, shm.minor), (0, 27));
+        // "/devices" is not under "/dev".
+        assert_eq!(
+            mount_for(&m, "/devices").map(|m| m.mount_point.as_str()),
+            Some("/")
+        );
+    }
+
+    #[test]
+    fn mountinfo_escapes_and_optional_fields() {
+        let text = "97 27 7:3 / /tmp/my\\040disk rw,relatime shared:50 master:2 - xfs /dev/loop3 rw,attr2\n";
+        let m = mountinfo(text);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].mount_point, "/tmp/my disk");
+        assert_eq!(m[0].fs_type, "xfs");
+        assert_eq!(m[0].source, "/dev/loop3");
+        assert_eq!(mount_for(&m, "/tmp/my disk/a").map(|m| m.minor), Some(3));
+    }
+
+    #[test]
+    fn cpuinfo_captured() {
+        let text = include_str!("../tests/data/host_cpuinfo.txt");
+        let (model, cores, threads) = cpuinfo(text);
+        assert_eq!(model, "Intel(R) Xeon(R) Processor");
+        assert_eq!((cores, threads), (2, 2));
+    }
+
+    #[test]
+    fn sizes_and_scheduler() {
+        assert_eq!(cache_size("48K\n"), Some(48 * 1024));
+        assert_eq!(cache_size("307200K"), Some(307200 * 1024));
+        assert_eq!(cache_size("1M"), Some(1 << 20));
+        assert_eq!(cache_size("x"), None);
+        assert_eq!(
+            active_scheduler("none [mq-deadline] kyber bfq \n"),
+            "mq-deadline"
+        );
+        assert_eq!(active_scheduler("none\n"), "none");
+    }
+    #[test]
+    fn os_release_and_mem_total() {
+        let t = "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
+        assert_eq!(
+            os_release(t).as_deref(),
+            Some("Debian GNU/Linux 12 (bookworm)")
+        );
+        assert_eq!(
+            mem_total(include_str!("../tests/data/host_meminfo.txt")),
+            Some(24730032 * 1024)
+        );
+    }
+
+    #[test]
+    fn host_of_this_machine() {
+        let h = describe_host();
+        assert!(h.threads >= 1 && h.cores >= 1 && h.cores <= h.threads);
+        assert!(h.ram_bytes > 0);
+        assert!(!h.kernel.is_empty());
+        assert!(h.caches.iter().any(|c| c.level == 1));
+    }
+
+    #[test]
+    fn target_on_tmpfs_and_on_root() {
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            let t = describe_target(shm);
+            assert_eq!(t.fs_type, "tmpfs");
+            assert!(t.device.is_none());
+            assert!(t.total_bytes > 0);
+        } else {
+            eprintln!("skipped: no /dev/shm");
+        }
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
+        let t = describe_target(dir.path());
+        assert!(!t.fs_type.is_empty());
+        assert!(t.path.starts_with(&t.mount_point));
+        match &t.device {
+            Some(d) => assert!(!d.counted.is_empty() && d.logical_block_size >= 512),
+            None => eprintln!("skipped: the source tree is not on a block device"),
+        }
+    }
+}
