@@ -7,7 +7,9 @@
 //! test's witness. `describe_host` and `describe_target` give the host description.
 
 pub mod device;
+pub mod filecache;
 pub mod host;
+pub mod procfs;
 
 use candor_model::{Host, TargetInfo};
 use std::path::{Path, PathBuf};
