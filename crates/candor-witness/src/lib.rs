@@ -9,6 +9,7 @@
 pub mod device;
 pub mod filecache;
 pub mod host;
+pub mod verdict;
 pub mod procfs;
 
 use candor_model::{Host, TargetInfo};
