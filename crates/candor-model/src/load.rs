@@ -23,11 +23,10 @@ pub enum LoadError {
 
 /// Parses a result from text; `path` is only used in messages.
 pub fn parse_result(text: &str, path: &str) -> Result<RunDoc, LoadError> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| LoadError::NotJson {
-            path: path.to_string(),
-            reason: e.to_string(),
-        })?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| LoadError::NotJson {
+        path: path.to_string(),
+        reason: e.to_string(),
+    })?;
     if value.get("tool").and_then(|t| t.as_str()) != Some(TOOL) {
         return Err(LoadError::NotCandor {
             path: path.to_string(),
@@ -82,7 +81,10 @@ mod tests {
             parse_result("not json", "x"),
             Err(LoadError::NotJson { .. })
         ));
-        let newer = format!("{{\"tool\":\"candor\",\"schema_version\":{}}}", SCHEMA_VERSION + 1);
+        let newer = format!(
+            "{{\"tool\":\"candor\",\"schema_version\":{}}}",
+            SCHEMA_VERSION + 1
+        );
         assert!(matches!(
             parse_result(&newer, "x"),
             Err(LoadError::Newer { .. })

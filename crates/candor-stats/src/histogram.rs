@@ -239,7 +239,10 @@ mod tests {
         }
         for (q, want) in [(0.5, 50_000.0), (0.9, 90_000.0), (0.99, 99_000.0)] {
             let got = h.quantile(q) as f64;
-            assert!((got - want).abs() / want <= RELATIVE_ERROR * 2.0, "q={q} got={got}");
+            assert!(
+                (got - want).abs() / want <= RELATIVE_ERROR * 2.0,
+                "q={q} got={got}"
+            );
         }
         assert_eq!(h.min(), 1);
         assert_eq!(h.max(), 100_000);

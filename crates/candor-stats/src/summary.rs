@@ -37,7 +37,11 @@ pub fn summarize(samples: &[f64]) -> Summary {
         min,
         max,
         ci95: [mean - half, mean + half],
-        cv: if mean != 0.0 && n >= 2 { sd / mean } else { 0.0 },
+        cv: if mean != 0.0 && n >= 2 {
+            sd / mean
+        } else {
+            0.0
+        },
         n: n as u32,
         samples: samples.to_vec(),
     }
@@ -116,8 +120,7 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<Welch> {
         return None;
     }
     let t = (sa.mean - sb.mean) / se2.sqrt();
-    let df = se2 * se2
-        / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+    let df = se2 * se2 / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let p = 2.0 * (1.0 - dist.cdf(t.abs()));
     Some(Welch { t, df, p })

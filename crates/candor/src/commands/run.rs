@@ -1,10 +1,951 @@
-//! `candor run` (being built).
+//! `candor run`: options -> checks -> plan -> runner -> result saved after every test ->
+//! the table (or another format) on stdout.
 
-use crate::exit::{CmdResult, Failure};
+use crate::exit::{CmdResult, Failure, FAILED, OK};
+use candor_engine::engines::{entry, parse_engine, EngineKind};
+use candor_engine::plan::{self, Point, Sweep};
+use candor_engine::rundir::{clean_stale, new_run_id, RunDir};
+use candor_engine::runner::{self, Progress, RunSettings, StopReason, Target};
+use candor_engine::signals;
+use candor_engine::size::{format_size, parse_size, parse_size_list};
+use candor_engine::workload::{self, parse_tests, TestSpec};
+use candor_model::{RunDoc, TargetInfo, TestResult};
+use candor_report::Format;
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io::{IsTerminal, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+#[derive(clap::Args, Debug, Default)]
+pub struct Args {
+    /// Directories to benchmark (default: the current directory). Several run the same plan
+    /// in turn, interleaved by repetition.
+    pub targets: Vec<PathBuf>,
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(Failure::usage("candor run is not built yet"))
+    /// Tests to run, comma separated: write, rewrite, read, reread, randread, randwrite,
+    /// bkwdread, recrewrite, strideread, fwrite, frewrite, fread, freread, randmix, pwrite,
+    /// repwrite, pread, repread, pwritev, repwritev, preadv, repreadv, mmapwrite, mmapread;
+    /// or iozone's numbers 0-12 (each means its group).
+    #[arg(long, value_name = "LIST")]
+    pub tests: Option<String>,
+
+    /// File size(s) per thread, e.g. 64m or 4k,64k,1m (binary units).
+    #[arg(long, value_name = "LIST")]
+    pub file_size: Option<String>,
+
+    /// Record size(s): the size of each I/O, e.g. 4k,64k,1m.
+    #[arg(long, value_name = "LIST")]
+    pub record_size: Option<String>,
+
+    /// iozone -a: sweep file sizes 64K..512M and record sizes 4K..16M by powers of two.
+    #[arg(long)]
+    pub auto: bool,
+    #[arg(long, value_name = "SIZE")]
+    pub min_file_size: Option<String>,
+    #[arg(long, value_name = "SIZE")]
+    pub max_file_size: Option<String>,
+    #[arg(long, value_name = "SIZE")]
+    pub min_record_size: Option<String>,
+    #[arg(long, value_name = "SIZE")]
+    pub max_record_size: Option<String>,
+
+    /// A ready-made plan: "iozone" is iozone -a's sweep of all its tests.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// Thread count(s): one file per thread, all released together, e.g. 1,2,4,8.
+    #[arg(long, value_name = "LIST")]
+    pub threads: Option<String>,
+
+    /// I/Os in flight per thread (io_uring), e.g. 1 or 1,4,16,32.
+    #[arg(long, value_name = "LIST")]
+    pub iodepth: Option<String>,
+
+    /// I/O engine: sync, psync, vector, stdio, mmap, io_uring, null.
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
+
+    /// Open files with O_DIRECT (bypass the page cache).
+    #[arg(long)]
+    pub direct: bool,
+
+    /// Open files with O_SYNC.
+    #[arg(long)]
+    pub osync: bool,
+
+    /// Leave the final fsync out of write tests' headline figure (iozone's default).
+    /// Both figures are reported either way.
+    #[arg(long)]
+    pub no_fsync_in_timing: bool,
+
+    /// Include close() in the timed region (iozone -c).
+    #[arg(long)]
+    pub close_in_timing: bool,
+
+    /// Do not drop the files' cached pages before read tests (all reads then mean to hit
+    /// the cache).
+    #[arg(long)]
+    pub keep_cache: bool,
+
+    /// Also write /proc/sys/vm/drop_caches before read tests (root only).
+    #[arg(long)]
+    pub drop_caches: bool,
+
+    /// Repetitions of each test (mean, standard deviation, 95% confidence interval).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+
+    /// Stride read: records skipped between reads.
+    #[arg(long, value_name = "N", default_value_t = 17)]
+    pub stride: u64,
+
+    /// randmix: percentage of reads.
+    #[arg(long, value_name = "PCT", default_value_t = 50)]
+    pub mix_read_pct: u32,
+
+    /// Stop all threads of a test when the first one finishes (iozone's stonewalling).
+    #[arg(long)]
+    pub stonewall: bool,
+
+    /// Cap each repetition's I/O time, e.g. 5s or 500ms; a capped repetition covers only
+    /// part of the file and says so.
+    #[arg(long, value_name = "DURATION")]
+    pub runtime: Option<String>,
+
+    /// Witness source: auto, procfs, bpf or off.
+    #[arg(long, value_name = "SOURCE", default_value = "auto")]
+    pub witness: String,
+
+    /// Witness timeline sampling period, e.g. 100ms.
+    #[arg(long, value_name = "DURATION", default_value = "100ms")]
+    pub witness_interval: String,
+
+    /// Save the result as JSON (rewritten atomically after every test).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// What to print on stdout: table, json, csv, markdown, iozone, excel.
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    pub format: String,
+
+    /// Also write the HTML report.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Allow a block device as a target (its contents are overwritten).
+    #[arg(long)]
+    pub allow_device_writes: bool,
+
+    /// Seed of the random orders and buffer contents.
+    #[arg(long, value_name = "N", default_value_t = 0x0c4a_d0c4)]
+    pub seed: u64,
+
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn usage(m: impl Into<String>) -> Failure {
+    Failure::usage(m)
+}
+
+/// `5s`, `500ms`, `2m`, `1.5` (seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t.as_str(), 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration: write e.g. 5s, 500ms or 2m"))?;
+    if !v.is_finite() || v <= 0.0 || v * mult > 1e7 {
+        return Err(format!(
+            "'{text}' is not a usable duration: give a positive time such as 5s"
+        ));
+    }
+    Ok(Duration::from_secs_f64(v * mult))
+}
+
+fn parse_u32_list(text: &str, what: &str, max: u32) -> Result<Vec<u32>, Failure> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let v: u32 = part.trim().parse().map_err(|_| {
+            usage(format!(
+                "'{part}' in --{what} is not a whole number: write e.g. --{what} 1,2,4"
+            ))
+        })?;
+        if v == 0 || v > max {
+            return Err(usage(format!(
+                "--{what} {v} is out of range: use 1 to {max}"
+            )));
+        }
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn size_arg(v: &Option<String>, what: &str) -> Result<Option<u64>, Failure> {
+    v.as_deref()
+        .map(|t| parse_size(t).map_err(|e| usage(format!("--{what}: {e}"))))
+        .transpose()
+}
+
+fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Writes `text` to `path` atomically: a new file beside it (O_EXCL), then rename.
+pub fn save_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "result.json".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode_0644()
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    let r = write();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+trait Mode0644 {
+    fn mode_0644(&mut self) -> &mut Self;
+}
+
+impl Mode0644 for std::fs::OpenOptions {
+    fn mode_0644(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        self.mode(0o644)
+    }
+}
+
+/// Checks a target before anything is written: exists, is a directory (or an allowed
+/// device), is writable.
+fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
+    let meta = std::fs::metadata(t).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => usage(format!(
+            "{} does not exist: give an existing directory to benchmark",
+            t.display()
+        )),
+        std::io::ErrorKind::PermissionDenied => usage(format!(
+            "cannot reach {}: permission denied; choose a directory you can write to",
+            t.display()
+        )),
+        _ => usage(format!("cannot use {}: {e}", t.display())),
+    })?;
+    if meta.file_type().is_block_device() {
+        if allow_device {
+            return Err(usage(format!(
+                "{} is a block device: benchmarking raw devices is not supported; make a filesystem on it and give a directory there",
+                t.display()
+            )));
+        }
+        return Err(usage(format!(
+            "{} is a block device: candor would overwrite its contents; give a directory on a filesystem instead (or --allow-device-writes if you mean it)",
+            t.display()
+        )));
+    }
+    if !meta.is_dir() {
+        return Err(usage(format!("{} is not a directory: give the directory to benchmark (candor makes its own files there)", t.display())));
+    }
+    Ok(())
+}
+
+fn make_run_dir(t: &Path, id: &str) -> Result<RunDir, Failure> {
+    RunDir::create(t, id).map_err(|e| match e.raw_os_error() {
+        Some(libc::EROFS) => usage(format!(
+            "{} is on a read-only filesystem: choose a writable directory",
+            t.display()
+        )),
+        Some(libc::EACCES) | Some(libc::EPERM) => usage(format!(
+            "cannot write in {}: permission denied; choose a directory you can write to",
+            t.display()
+        )),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => Failure::failed(format!(
+            "{} has no space left, not even for candor's run directory: free some space",
+            t.display()
+        )),
+        _ => Failure::failed(format!(
+            "cannot create candor's run directory in {}: {e}",
+            t.display()
+        )),
+    })
+}
+
+/// Whether the filesystem accepts O_DIRECT: a probe file of candor's own in its run dir.
+fn direct_supported(dir: &RunDir) -> Result<(), String> {
+    let p = dir.file("direct-probe");
+    let c = CString::new(p.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: valid path.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDWR
+                | libc::O_CREAT
+                | libc::O_EXCL
+                | libc::O_DIRECT
+                | libc::O_CLOEXEC
+                | libc::O_NOFOLLOW,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        let _ = dir.remove_file("direct-probe");
+        return Err(e.to_string());
+    }
+    // SAFETY: fd is open.
+    unsafe { libc::close(fd) };
+    let _ = dir.remove_file("direct-probe");
+    Ok(())
+}
+
+struct Bar {
+    bar: Option<indicatif::ProgressBar>,
+    notes: Vec<String>,
+}
+
+impl Progress for Bar {
+    fn start_point(&mut self, p: &Point, index: usize, total: usize) {
+        if let Some(b) = &self.bar {
+            b.set_message(format!(
+                "[{}/{}] {} {} file, {} records, {} thread(s), QD {}",
+                index + 1,
+                total,
+                p.spec.name,
+                format_size(p.file_size),
+                format_size(p.record_size),
+                p.threads,
+                p.iodepth
+            ));
+        }
+    }
+
+    fn repetition_done(&mut self) {
+        if let Some(b) = &self.bar {
+            b.inc(1);
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(format!("candor: {line}")),
+            None => eprintln!("candor: {line}"),
+        }
+        self.notes.push(line.to_string());
+    }
+}
+
+/// The plan, its settings and the notes the person should read about them.
+struct Planned {
+    points: Vec<Point>,
+    settings: RunSettings,
+    notes: Vec<String>,
+    default_run: bool,
+}
+
+fn is_default_run(a: &Args) -> bool {
+    a.tests.is_none()
+        && a.file_size.is_none()
+        && a.record_size.is_none()
+        && !a.auto
+        && a.preset.is_none()
+        && a.threads.is_none()
+        && a.iodepth.is_none()
+        && a.engine.is_none()
+}
+
+fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Failure> {
+    let mut notes = Vec::new();
+    let repeat_default;
+    let runtime = a
+        .runtime
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(usage)?;
+    let threads = a
+        .threads
+        .as_deref()
+        .map(|t| parse_u32_list(t, "threads", 4096))
+        .transpose()?
+        .unwrap_or_else(|| vec![1]);
+    let iodepths = a
+        .iodepth
+        .as_deref()
+        .map(|t| parse_u32_list(t, "iodepth", 4096))
+        .transpose()?
+        .unwrap_or_else(|| vec![1]);
+    if a.mix_read_pct > 100 {
+        return Err(usage(format!(
+            "--mix-read-pct {} is not a percentage: use 0 to 100",
+            a.mix_read_pct
+        )));
+    }
+    if a.stride == 0 {
+        return Err(usage(
+            "--stride 0 would read the same record forever: use 1 or more",
+        ));
+    }
+    if let Some(r) = a.repeat {
+        if r == 0 {
+            return Err(usage("--repeat 0 runs nothing: use 1 or more"));
+        }
+    }
+    let free = infos
+        .iter()
+        .map(|i| i.free_bytes)
+        .filter(|&f| f > 0)
+        .min()
+        .unwrap_or(0);
+    let mut direct = a.direct;
+    let default_run = is_default_run(a);
+    let mut runtime_ns = runtime.map(|d| d.as_nanos() as u64);
+    let points;
+    if default_run {
+        // The quick, honest disk check: sequential 1 MiB and random 4 KiB, each at depth 1
+        // and a deep queue, O_DIRECT where the filesystem takes it.
+        repeat_default = 3;
+        let mut size: u64 = 1 << 30;
+        while size > 16 << 20 && size.saturating_mul(8) > free {
+            size /= 2;
+        }
+        let refused: Vec<String> = dirs
+            .iter()
+            .zip(infos)
+            .filter_map(|(d, i)| {
+                direct_supported(d)
+                    .err()
+                    .map(|e| format!("{} ({}): {e}", i.path, i.fs_type))
+            })
+            .collect();
+        if refused.is_empty() {
+            direct = true;
+        } else {
+            notes.push(format!(
+                "O_DIRECT is refused on {}: running buffered with each file's cache dropped before reads instead",
+                refused.join(", ")
+            ));
+        }
+        if runtime_ns.is_none() {
+            runtime_ns = Some(2_000_000_000);
+        }
+        let t = |n: &str| {
+            workload::find(n).ok_or_else(|| Failure::failed(format!("internal: test {n} missing")))
+        };
+        let mk = |spec: &'static TestSpec, rs: u64, qd: u32| Point {
+            spec,
+            file_size: size,
+            record_size: rs,
+            threads: 1,
+            iodepth: qd,
+            engine: EngineKind::IoUring,
+        };
+        points = vec![
+            mk(t("write")?, 1 << 20, 1),
+            mk(t("write")?, 1 << 20, 8),
+            mk(t("read")?, 1 << 20, 1),
+            mk(t("read")?, 1 << 20, 8),
+            mk(t("randread")?, 4 << 10, 1),
+            mk(t("randread")?, 4 << 10, 32),
+            mk(t("randwrite")?, 4 << 10, 1),
+            mk(t("randwrite")?, 4 << 10, 32),
+        ];
+    } else {
+        repeat_default = 1;
+        let preset_iozone = match a.preset.as_deref() {
+            None => false,
+            Some("iozone") => true,
+            Some(p) => {
+                return Err(usage(format!(
+                    "'{p}' is not a preset: the presets are iozone"
+                )))
+            }
+        };
+        let auto = a.auto || preset_iozone;
+        let tests = match (&a.tests, preset_iozone) {
+            (Some(t), _) => parse_tests(t).map_err(usage)?,
+            (None, true) => parse_tests("0,1,2,3,4,5,6,7,8,9,10,11,12").map_err(usage)?,
+            (None, false) => parse_tests("0,1,2").map_err(usage)?,
+        };
+        let engine = match &a.engine {
+            Some(e) => parse_engine(e).map_err(usage)?,
+            None if iodepths.iter().any(|&d| d > 1) => EngineKind::IoUring,
+            None => EngineKind::Psync,
+        };
+        if iodepths.iter().any(|&d| d > 1) && !entry(engine).queues {
+            return Err(usage(format!(
+                "--iodepth above 1 needs a queueing engine, and {} is synchronous: add --engine io_uring",
+                engine.name()
+            )));
+        }
+        let (files, records) = if auto {
+            let lo_f = size_arg(&a.min_file_size, "min-file-size")?.unwrap_or(plan::AUTO_MIN_FILE);
+            let hi_f = size_arg(&a.max_file_size, "max-file-size")?.unwrap_or(plan::AUTO_MAX_FILE);
+            let lo_r =
+                size_arg(&a.min_record_size, "min-record-size")?.unwrap_or(plan::AUTO_MIN_RECORD);
+            let hi_r =
+                size_arg(&a.max_record_size, "max-record-size")?.unwrap_or(plan::AUTO_MAX_RECORD);
+            if lo_f > hi_f || lo_r > hi_r {
+                return Err(usage("the --min size is above the --max size: swap them"));
+            }
+            let f = match &a.file_size {
+                Some(t) => parse_size_list(t).map_err(|e| usage(format!("--file-size: {e}")))?,
+                None => plan::powers_of_two(lo_f, hi_f),
+            };
+            let r = match &a.record_size {
+                Some(t) => parse_size_list(t).map_err(|e| usage(format!("--record-size: {e}")))?,
+                None => plan::powers_of_two(lo_r, hi_r),
+            };
+            (f, r)
+        } else {
+            let f = match &a.file_size {
+                Some(t) => parse_size_list(t).map_err(|e| usage(format!("--file-size: {e}")))?,
+                None => vec![64 << 20],
+            };
+            let r = match &a.record_size {
+                Some(t) => parse_size_list(t).map_err(|e| usage(format!("--record-size: {e}")))?,
+                None => {
+                    vec![if auto { 4 << 10 } else { 1 << 20 }
+                        .min(*f.iter().min().unwrap_or(&(1 << 20)))]
+                }
+            };
+            (f, r)
+        };
+        if files.is_empty() || records.is_empty() {
+            return Err(usage("the size range is empty: widen --min/--max sizes"));
+        }
+        let largest_file = files.iter().copied().max().unwrap_or(0);
+        if let Some(&r) = records.iter().find(|&&r| r > largest_file) {
+            return Err(usage(format!(
+                "record size {} is larger than the file size {}: a record must fit in the file; use a smaller --record-size or a larger --file-size",
+                format_size(r),
+                format_size(largest_file)
+            )));
+        }
+        if records.iter().any(|&r| r > u32::MAX as u64 / 2) {
+            return Err(usage(
+                "record sizes above 1G are not supported: use a smaller --record-size",
+            ));
+        }
+        points = plan::build(&Sweep {
+            tests: &tests,
+            file_sizes: &files,
+            record_sizes: &records,
+            threads: &threads,
+            iodepths: &iodepths,
+            engine,
+            auto,
+        });
+        if points.is_empty() {
+            return Err(usage(
+                "no test fits: every record size is larger than every file size",
+            ));
+        }
+    }
+
+    // O_DIRECT constraints, checked before anything runs.
+    if direct {
+        for (d, info) in dirs.iter().zip(infos) {
+            if let Err(e) = direct_supported(d) {
+                return Err(usage(format!(
+                    "the {} filesystem at {} refuses O_DIRECT ({e}): drop --direct to run buffered",
+                    if info.fs_type.is_empty() {
+                        "target's"
+                    } else {
+                        &info.fs_type
+                    },
+                    info.path
+                )));
+            }
+            let lbs = info
+                .device
+                .as_ref()
+                .map(|b| b.logical_block_size as u64)
+                .filter(|&b| b > 0)
+                .unwrap_or(512);
+            if let Some(p) = points
+                .iter()
+                .find(|p| entry(p.engine).direct && p.record_size % lbs != 0)
+            {
+                return Err(usage(format!(
+                    "with --direct, the record size must be a multiple of the device's logical block size ({lbs} bytes on {}), and {} is not: choose e.g. --record-size 4k",
+                    info.path,
+                    format_size(p.record_size)
+                )));
+            }
+        }
+        if points.iter().any(|p| !entry(p.engine).direct) {
+            notes.push("the stdio and mmap tests go through the page cache by nature: they ran without O_DIRECT".to_string());
+        }
+    }
+
+    // Free space: the largest file set (one file per thread) must fit, with a margin.
+    let need = points
+        .iter()
+        .map(|p| p.file_size.saturating_mul(p.threads as u64))
+        .max()
+        .unwrap_or(0);
+    let need_with_margin = need + need / 50 + (16 << 20);
+    for info in infos {
+        if info.free_bytes > 0 && info.free_bytes < need_with_margin {
+            return Err(usage(format!(
+                "{} has {} free but the plan needs {} (file size x threads, plus a margin): free some space or choose a smaller --file-size or fewer --threads",
+                info.path,
+                format_size(info.free_bytes),
+                format_size(need_with_margin)
+            )));
+        }
+    }
+
+    let settings = RunSettings {
+        direct,
+        osync: a.osync,
+        fsync_in_timing: !a.no_fsync_in_timing,
+        close_in_timing: a.close_in_timing,
+        keep_cache: a.keep_cache,
+        drop_caches: a.drop_caches,
+        repeat: a.repeat.unwrap_or(repeat_default),
+        stride: a.stride,
+        mix_read_pct: a.mix_read_pct,
+        stonewall: a.stonewall,
+        runtime_ns,
+        seed: a.seed,
+    };
+    Ok(Planned {
+        points,
+        settings,
+        notes,
+        default_run,
+    })
+}
+
+fn options_map(a: &Args, p: &Planned, format: &str) -> BTreeMap<String, serde_json::Value> {
+    let s = &p.settings;
+    let mut m = BTreeMap::new();
+    let mut put = |k: &str, v: serde_json::Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("default_run", p.default_run.into());
+    put("direct", s.direct.into());
+    put("osync", s.osync.into());
+    put("fsync_in_timing", s.fsync_in_timing.into());
+    put("close_in_timing", s.close_in_timing.into());
+    put("keep_cache", s.keep_cache.into());
+    put("drop_caches", s.drop_caches.into());
+    put("repeat", s.repeat.into());
+    put("stride", s.stride.into());
+    put("mix_read_pct", s.mix_read_pct.into());
+    put("stonewall", s.stonewall.into());
+    put("runtime_s", s.runtime_ns.map(|n| n as f64 / 1e9).into());
+    put("seed", s.seed.into());
+    put("witness", a.witness.clone().into());
+    put("format", format.into());
+    m
+}
+
+pub fn run(a: Args) -> CmdResult {
+    let started_at = rfc3339_now();
+    let command_line: Vec<String> = std::env::args().collect();
+    let format = Format::parse(&a.format).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|(n, _)| *n).collect();
+        usage(format!(
+            "'{}' is not a format: choose from {}",
+            a.format,
+            names.join(", ")
+        ))
+    })?;
+    let mode = match a.witness.as_str() {
+        "auto" => candor_witness::Mode::Auto,
+        "procfs" => candor_witness::Mode::Procfs,
+        "bpf" => candor_witness::Mode::Bpf,
+        "off" => candor_witness::Mode::Off,
+        other => {
+            return Err(usage(format!(
+                "'{other}' is not a witness source: choose auto, procfs, bpf or off"
+            )))
+        }
+    };
+    let interval = parse_duration(&a.witness_interval).map_err(usage)?;
+    if let Some(out) = &a.output {
+        if out.is_dir() {
+            return Err(usage(format!(
+                "{} is a directory: give a file name for the JSON result",
+                out.display()
+            )));
+        }
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.is_dir() {
+                return Err(usage(format!(
+                    "cannot save to {}: the directory {} does not exist",
+                    out.display(),
+                    parent.display()
+                )));
+            }
+        }
+    }
+    let targets: Vec<PathBuf> = if a.targets.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        a.targets.clone()
+    };
+    for t in &targets {
+        check_target(t, a.allow_device_writes)?;
+    }
+    signals::install();
+
+    // Stale run directories of killed runs go first (only candor's, by their marker).
+    for t in &targets {
+        if let Ok(rep) = clean_stale(t) {
+            for p in rep.removed {
+                eprintln!(
+                    "candor: removed {} left behind by an earlier run that was killed",
+                    p.display()
+                );
+            }
+        }
+    }
+
+    let id = new_run_id();
+    let mut dirs = Vec::new();
+    for t in &targets {
+        dirs.push(make_run_dir(t, &id)?);
+    }
+    let infos: Vec<TargetInfo> = targets
+        .iter()
+        .map(|t| candor_witness::describe_target(t))
+        .collect();
+    let planned = plan(&a, &infos, &dirs)?;
+
+    let mut doc = RunDoc::new("run", command_line, started_at);
+    doc.host = candor_witness::describe_host();
+    doc.targets = infos;
+    doc.options = options_map(&a, &planned, &a.format);
+    doc.warnings.extend(planned.notes.iter().cloned());
+    for n in &planned.notes {
+        eprintln!("candor: {n}");
+    }
+
+    let config = candor_witness::Config { mode, interval };
+    let mut run_targets = Vec::new();
+    for (t, d) in targets.iter().zip(dirs) {
+        let (w, note) = candor_witness::Witness::new(t, config.clone());
+        if let Some(n) = note {
+            eprintln!("candor: {n}");
+            if !doc.warnings.contains(&n) {
+                doc.warnings.push(n);
+            }
+        }
+        run_targets.push(Target::new(t.clone(), d, w));
+    }
+
+    let total =
+        planned.points.len() as u64 * planned.settings.repeat as u64 * run_targets.len() as u64;
+    let bar = if !a.quiet && std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let mut progress = Bar {
+        bar,
+        notes: Vec::new(),
+    };
+    let mut save_error: Option<String> = None;
+    let output = a.output.clone();
+    let html = a.html.clone();
+    let mut results: Vec<TestResult> = Vec::new();
+    let stop = {
+        let doc_ref = &mut doc;
+        let results_ref = &mut results;
+        let save_ref = &mut save_error;
+        let mut sink = |rs: Vec<TestResult>| {
+            results_ref.extend(rs);
+            doc_ref.results = results_ref.clone();
+            if let Some(out) = &output {
+                if let Err(e) = save_atomic(
+                    out,
+                    &serde_json::to_string_pretty(&*doc_ref).unwrap_or_default(),
+                ) {
+                    if save_ref.is_none() {
+                        *save_ref = Some(format!("cannot save {}: {e}", out.display()));
+                    }
+                }
+            }
+        };
+        runner::run(
+            &mut run_targets,
+            &planned.points,
+            &planned.settings,
+            &mut progress,
+            &mut sink,
+        )
+    };
+    if let Some(b) = &progress.bar {
+        b.finish_and_clear();
+    }
+    // Remove candor's files now, before printing: nothing is left behind even if the
+    // terminal is gone.
+    let mut cleanup_errors = Vec::new();
+    for mut t in run_targets {
+        if let Err(e) = t.dir.remove() {
+            cleanup_errors.push(format!("could not remove {}: {e}", t.dir.path().display()));
+        }
+    }
+
+    doc.results = results;
+    doc.finished_at = Some(rfc3339_now());
+    for n in progress.notes {
+        if !doc.warnings.contains(&n) {
+            doc.warnings.push(n);
+        }
+    }
+    let code = match &stop {
+        None => {
+            doc.complete = true;
+            if doc.results.iter().any(|r| r.status != "ok") {
+                FAILED
+            } else {
+                OK
+            }
+        }
+        Some(StopReason::Interrupted(sig)) => {
+            doc.stop_reason = Some(format!("interrupted by {}", signals::signal_name(*sig)));
+            128 + sig
+        }
+        Some(StopReason::NoSpace(m)) => {
+            doc.stop_reason = Some(format!("failed: {m}"));
+            FAILED
+        }
+    };
+    if let Some(out) = &output {
+        if let Err(e) = save_atomic(out, &serde_json::to_string_pretty(&doc).unwrap_or_default()) {
+            save_error = Some(format!("cannot save {}: {e}", out.display()));
+        }
+    }
+    if let Some(h) = &html {
+        if let Err(e) = save_atomic(h, &candor_report::render_html(&doc)) {
+            eprintln!("candor: cannot write the HTML report {}: {e}", h.display());
+        }
+    }
+    let text = candor_report::render(&doc, format);
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+    for e in &cleanup_errors {
+        eprintln!("candor: {e}");
+    }
+    if let Some(e) = save_error {
+        eprintln!("candor: {e}");
+        return Ok(FAILED);
+    }
+    match &stop {
+        Some(StopReason::Interrupted(sig)) => {
+            eprintln!(
+                "candor: interrupted by {}: {} test(s) finished{}; candor's files were removed",
+                signals::signal_name(*sig),
+                doc.results.len(),
+                output
+                    .as_ref()
+                    .map(|o| format!(" and are saved in {}", o.display()))
+                    .unwrap_or_default()
+            );
+        }
+        Some(StopReason::NoSpace(m)) => {
+            eprintln!("candor: {m}");
+        }
+        None => {
+            for r in doc.results.iter().filter(|r| r.status != "ok") {
+                eprintln!(
+                    "candor: {} failed on {}: {}",
+                    r.test,
+                    r.target,
+                    r.error.clone().unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn dates_are_rfc3339() {
+        let d = rfc3339_now();
+        assert_eq!(d.len(), 20);
+        assert!(d.ends_with('Z'));
+        assert_eq!(&d[4..5], "-");
+    }
 }

@@ -1,0 +1,138 @@
+//! mmap: the file mapped shared; a write copies a record into the mapping, a read copies
+//! it out (so page faults are inside the timing). A new file is sized with ftruncate first.
+//! Flushing is msync(MS_SYNC) then fsync.
+
+use super::psync::make_buf;
+use super::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
+use crate::buffer::AlignedBuf;
+use std::io;
+
+pub struct MmapEngine {
+    fd: Fd,
+    map: *mut u8,
+    len: usize,
+    buf: Option<AlignedBuf>,
+}
+
+// SAFETY: the mapping is used by one thread at a time.
+unsafe impl Send for MmapEngine {}
+
+impl Default for MmapEngine {
+    fn default() -> Self {
+        MmapEngine {
+            fd: Fd::default(),
+            map: std::ptr::null_mut(),
+            len: 0,
+            buf: None,
+        }
+    }
+}
+
+impl Engine for MmapEngine {
+    fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
+        let mut plain = spec.clone();
+        plain.direct = false; // a mapping goes through the page cache by definition
+        plain.write = true; // PROT_WRITE|MAP_SHARED needs O_RDWR even for reads
+        self.fd = Fd::open(&plain)?;
+        let len = spec.file_size as usize;
+        if spec.create {
+            // SAFETY: fd is open.
+            if unsafe { libc::ftruncate(self.fd.raw(), spec.file_size as i64) } != 0 {
+                return Err(EngineError::new(
+                    "ftruncate",
+                    &spec.path,
+                    None,
+                    io::Error::last_os_error(),
+                ));
+            }
+        }
+        let prot = if spec.write {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: mapping a file we own of the given length.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                self.fd.raw(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(EngineError::new(
+                "mmap",
+                &spec.path,
+                None,
+                io::Error::last_os_error(),
+            ));
+        }
+        self.map = p as *mut u8;
+        self.len = len;
+        self.buf = Some(make_buf(spec)?);
+        Ok(())
+    }
+
+    fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
+        let map = self.map;
+        let maplen = self.len;
+        let path = self.fd.path.clone();
+        let Some(buf) = self.buf.as_mut() else {
+            return Ok(());
+        };
+        let len = buf.len();
+        timed_loop(job, stats, |off, w| {
+            let o = off as usize;
+            if o + len > maplen {
+                return Err(EngineError::new(
+                    "mmap copy",
+                    &path,
+                    Some(off),
+                    io::Error::from(io::ErrorKind::UnexpectedEof),
+                ));
+            }
+            // SAFETY: o + len lies inside the mapping; buf is len bytes.
+            unsafe {
+                if w {
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), map.add(o), len);
+                } else {
+                    std::ptr::copy_nonoverlapping(map.add(o), buf.as_mut_ptr(), len);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), EngineError> {
+        if !self.map.is_null() {
+            // SAFETY: map/len describe our mapping.
+            if unsafe { libc::msync(self.map as *mut _, self.len, libc::MS_SYNC) } != 0 {
+                return Err(EngineError::new(
+                    "msync",
+                    &self.fd.path,
+                    None,
+                    io::Error::last_os_error(),
+                ));
+            }
+        }
+        self.fd.fsync()
+    }
+
+    fn close(&mut self) -> Result<(), EngineError> {
+        if !self.map.is_null() {
+            // SAFETY: unmapping our own mapping once.
+            unsafe { libc::munmap(self.map as *mut _, self.len) };
+            self.map = std::ptr::null_mut();
+        }
+        self.fd.close()
+    }
+}
+
+impl Drop for MmapEngine {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

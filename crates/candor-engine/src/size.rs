@@ -1,0 +1,154 @@
+//! Sizes as people type them: `4k`, `64K`, `1m`, `1.5g`, `512` (bytes). Units are binary
+//! (k = 1024), as in iozone and fio's `bs`.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeError(pub String);
+
+impl fmt::Display for SizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SizeError {}
+
+/// Parses one size. Zero is refused: no test can move zero bytes.
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
+    let t = text.trim();
+    let bad = || {
+        SizeError(format!(
+            "'{text}' is not a size: write a number with an optional unit b, k, m, g or t (binary), e.g. 4k or 1g"
+        ))
+    };
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let lower = t.to_ascii_lowercase();
+    let lower = lower
+        .strip_suffix("ib")
+        .map(|s| s.to_string())
+        .unwrap_or(lower);
+    let (num, mult): (&str, u64) = match lower.chars().last() {
+        Some('b') => (&lower[..lower.len() - 1], 1),
+        Some('k') => (&lower[..lower.len() - 1], 1 << 10),
+        Some('m') => (&lower[..lower.len() - 1], 1 << 20),
+        Some('g') => (&lower[..lower.len() - 1], 1 << 30),
+        Some('t') => (&lower[..lower.len() - 1], 1 << 40),
+        Some(c) if c.is_ascii_digit() || c == '.' => (&lower[..], 1),
+        _ => return Err(bad()),
+    };
+    let num = num.trim();
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    let value = if num.contains('.') {
+        let f: f64 = num.parse().map_err(|_| bad())?;
+        let v = f * mult as f64;
+        if !v.is_finite() || v >= u64::MAX as f64 {
+            return Err(SizeError(format!("'{text}' is too large")));
+        }
+        v.round() as u64
+    } else {
+        let n: u64 = num
+            .parse()
+            .map_err(|_| SizeError(format!("'{text}' is too large")))?;
+        n.checked_mul(mult)
+            .ok_or_else(|| SizeError(format!("'{text}' is too large")))?
+    };
+    if value == 0 {
+        return Err(SizeError(format!(
+            "'{text}' is zero: sizes must be at least one byte"
+        )));
+    }
+    Ok(value)
+}
+
+/// Parses a comma-separated list of sizes (`4k,64k,1m`), keeping the order given and
+/// dropping repeats.
+pub fn parse_size_list(text: &str) -> Result<Vec<u64>, SizeError> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let v = parse_size(part)?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// A size for reading: the largest binary unit that divides it, else one decimal.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
+    for (m, u) in UNITS {
+        if bytes >= m {
+            if bytes % m == 0 {
+                return format!("{}{u}", bytes / m);
+            }
+            return format!("{:.1}{u}", bytes as f64 / m as f64);
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_plain_bytes() {
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4K").unwrap(), 4096);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("1m").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1t").unwrap(), 1 << 40);
+        assert_eq!(parse_size("100b").unwrap(), 100);
+        assert_eq!(parse_size("1.5k").unwrap(), 1536);
+        assert_eq!(parse_size(" 8k ").unwrap(), 8192);
+    }
+
+    #[test]
+    fn refuses_garbage_zero_and_overflow() {
+        for bad in [
+            "",
+            "k",
+            "abc",
+            "4x",
+            "-4k",
+            "0",
+            "0k",
+            "4 k k",
+            "1..2m",
+            "99999999999999999999",
+            "20000000t",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad} should be refused");
+        }
+        assert!(parse_size("0").unwrap_err().0.contains("zero"));
+    }
+
+    #[test]
+    fn lists_keep_order_and_drop_repeats() {
+        assert_eq!(
+            parse_size_list("4k,64k,4k,1m").unwrap(),
+            vec![4096, 65536, 1 << 20]
+        );
+        assert!(parse_size_list("4k,,1m").is_err());
+    }
+
+    #[test]
+    fn formats_for_reading() {
+        assert_eq!(format_size(4096), "4K");
+        assert_eq!(format_size(1 << 30), "1G");
+        assert_eq!(format_size(1536), "1.5K");
+        assert_eq!(format_size(100), "100B");
+    }
+}

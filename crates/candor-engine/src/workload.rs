@@ -1,0 +1,183 @@
+//! The test catalog: every test candor runs, what it does to the file, which interface it
+//! forces, and what it is meant to measure. One table; the runner and the planner read it.
+
+use crate::pattern::Pattern;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+    /// Random reads and writes mixed by `--mix-read-pct`.
+    Mix,
+}
+
+/// The interface a test names, if any (fwrite, pwritev...); `Any` uses `--engine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interface {
+    Any,
+    Stdio,
+    Psync,
+    Vector,
+    Mmap,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileState {
+    /// The test creates the file anew (O_CREAT|O_EXCL), as iozone's first write.
+    Fresh,
+    /// The test needs the whole file to exist already.
+    Existing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestSpec {
+    pub name: &'static str,
+    /// iozone's -i group the test belongs to.
+    pub iozone_group: u8,
+    pub direction: Direction,
+    pub pattern: PatternKind,
+    pub interface: Interface,
+    pub file: FileState,
+    /// A "re" test: reads what the previous test just read, so it is meant to hit the cache.
+    pub cached: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatternKind {
+    Sequential,
+    Backward,
+    Random,
+    Stride,
+    /// One record rewritten again and again (iozone's record rewrite).
+    SameRecord,
+}
+
+impl PatternKind {
+    pub fn build(self, records: u64, stride: u64, seed: u64) -> Pattern {
+        match self {
+            PatternKind::Sequential => Pattern::sequential(records),
+            PatternKind::Backward => Pattern::backward(records),
+            PatternKind::Random => Pattern::random(records, seed),
+            PatternKind::Stride => Pattern::stride(records, stride),
+            PatternKind::SameRecord => Pattern::same_record(records),
+        }
+    }
+}
+
+macro_rules! spec {
+    ($name:literal, $g:literal, $dir:ident, $pat:ident, $if:ident, $file:ident, $cached:literal) => {
+        TestSpec {
+            name: $name,
+            iozone_group: $g,
+            direction: Direction::$dir,
+            pattern: PatternKind::$pat,
+            interface: Interface::$if,
+            file: FileState::$file,
+            cached: $cached,
+        }
+    };
+}
+
+/// Every test, in iozone's order (which is also the order they run in).
+pub const TESTS: &[TestSpec] = &[
+    spec!("write", 0, Write, Sequential, Any, Fresh, false),
+    spec!("rewrite", 0, Write, Sequential, Any, Existing, false),
+    spec!("read", 1, Read, Sequential, Any, Existing, false),
+    spec!("reread", 1, Read, Sequential, Any, Existing, true),
+    spec!("randread", 2, Read, Random, Any, Existing, false),
+    spec!("randwrite", 2, Write, Random, Any, Existing, false),
+    spec!("bkwdread", 3, Read, Backward, Any, Existing, false),
+    spec!("recrewrite", 4, Write, SameRecord, Any, Existing, false),
+    spec!("strideread", 5, Read, Stride, Any, Existing, false),
+    spec!("fwrite", 6, Write, Sequential, Stdio, Fresh, false),
+    spec!("frewrite", 6, Write, Sequential, Stdio, Existing, false),
+    spec!("fread", 7, Read, Sequential, Stdio, Existing, false),
+    spec!("freread", 7, Read, Sequential, Stdio, Existing, true),
+    spec!("randmix", 8, Mix, Random, Any, Existing, false),
+    spec!("pwrite", 9, Write, Sequential, Psync, Fresh, false),
+    spec!("repwrite", 9, Write, Sequential, Psync, Existing, false),
+    spec!("pread", 10, Read, Sequential, Psync, Existing, false),
+    spec!("repread", 10, Read, Sequential, Psync, Existing, true),
+    spec!("pwritev", 11, Write, Sequential, Vector, Fresh, false),
+    spec!("repwritev", 11, Write, Sequential, Vector, Existing, false),
+    spec!("preadv", 12, Read, Sequential, Vector, Existing, false),
+    spec!("repreadv", 12, Read, Sequential, Vector, Existing, true),
+    spec!("mmapwrite", 13, Write, Sequential, Mmap, Fresh, false),
+    spec!("mmapread", 13, Read, Sequential, Mmap, Existing, false),
+];
+
+pub fn find(name: &str) -> Option<&'static TestSpec> {
+    TESTS.iter().find(|t| t.name == name)
+}
+
+/// Parses `--tests`: names, or iozone's numbers 0..12 meaning their groups. Keeps the
+/// catalog order, so "read,write" still writes first (a read needs the file).
+pub fn parse_tests(list: &str) -> Result<Vec<&'static TestSpec>, String> {
+    let mut chosen: Vec<&'static TestSpec> = Vec::new();
+    for raw in list.split(',') {
+        let item = raw.trim().to_ascii_lowercase();
+        if item.is_empty() {
+            return Err(format!(
+                "'{list}' has an empty test name: separate names with single commas"
+            ));
+        }
+        if let Ok(n) = item.parse::<u8>() {
+            if n > 12 {
+                return Err(format!(
+                    "there is no iozone test {n}: iozone's numbers go from 0 to 12"
+                ));
+            }
+            chosen.extend(TESTS.iter().filter(|t| t.iozone_group == n));
+            continue;
+        }
+        match find(&item) {
+            Some(t) => chosen.push(t),
+            None => {
+                let names: Vec<&str> = TESTS.iter().map(|t| t.name).collect();
+                return Err(format!(
+                    "'{item}' is not a test: choose from {} (or iozone's numbers 0-12)",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    let mut ordered: Vec<&'static TestSpec> = TESTS
+        .iter()
+        .filter(|t| chosen.iter().any(|c| c.name == t.name))
+        .collect();
+    ordered.dedup_by_key(|t| t.name);
+    Ok(ordered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iozone_numbers_mean_their_groups() {
+        let names =
+            |l: &str| -> Vec<&str> { parse_tests(l).unwrap().iter().map(|t| t.name).collect() };
+        assert_eq!(names("0"), ["write", "rewrite"]);
+        assert_eq!(names("1,0"), ["write", "rewrite", "read", "reread"]);
+        assert_eq!(names("2"), ["randread", "randwrite"]);
+        assert_eq!(names("8"), ["randmix"]);
+        assert_eq!(names("12"), ["preadv", "repreadv"]);
+        assert_eq!(names("read,write,read"), ["write", "read"]);
+    }
+
+    #[test]
+    fn unknown_tests_are_named() {
+        assert!(parse_tests("13").unwrap_err().contains("0 to 12"));
+        assert!(parse_tests("wrte")
+            .unwrap_err()
+            .contains("'wrte' is not a test"));
+        assert!(parse_tests("read,,write").is_err());
+    }
+
+    #[test]
+    fn every_group_0_to_12_has_tests() {
+        for g in 0..=12u8 {
+            assert!(TESTS.iter().any(|t| t.iozone_group == g), "group {g}");
+        }
+    }
+}
