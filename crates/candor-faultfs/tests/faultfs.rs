@@ -1,0 +1,198 @@
+//! `candor-faultfs` mounted for real through the test helper: data passes through, EIO
+//! fires at the configured offsets and only there, ENOSPC after the byte budget, a file
+//! vanishes after its close, and dropping the helper unmounts.
+
+use candor_faultfs::{FaultFs, Faults, MountError};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    backing: PathBuf,
+    mnt: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let backing = tmp.path().join("backing");
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&backing).expect("mkdir backing");
+    std::fs::create_dir(&mnt).expect("mkdir mnt");
+    Dirs {
+        _tmp: tmp,
+        backing,
+        mnt,
+    }
+}
+
+/// Mounts, or says why the test is skipped.
+fn mount(d: &Dirs, faults: &Faults) -> Option<FaultFs> {
+    // The binary of this package is built for its integration tests.
+    std::env::set_var("CANDOR_FAULTFS", env!("CARGO_BIN_EXE_candor-faultfs"));
+    match FaultFs::mount(&d.backing, &d.mnt, faults) {
+        Ok(fs) => Some(fs),
+        Err(MountError::Skip(why)) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn mounted(p: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/mounts").expect("read /proc/mounts");
+    let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    mounts
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some(p.to_string_lossy().as_ref()))
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+#[test]
+fn passes_data_through_and_unmounts_on_drop() {
+    let d = dirs();
+    let Some(fs) = mount(&d, &Faults::new()) else {
+        return;
+    };
+    assert!(mounted(fs.path()));
+    let data = pattern(300_000);
+    std::fs::create_dir(fs.path().join("sub")).expect("mkdir through the mount");
+    std::fs::write(fs.path().join("sub/file"), &data).expect("write through the mount");
+    assert_eq!(
+        std::fs::read(fs.path().join("sub/file")).expect("read back"),
+        data
+    );
+    // The bytes are in the backing directory.
+    assert_eq!(
+        std::fs::read(d.backing.join("sub/file")).expect("backing"),
+        data
+    );
+    let names: Vec<String> = std::fs::read_dir(fs.path().join("sub"))
+        .expect("readdir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["file".to_string()]);
+    std::fs::rename(fs.path().join("sub/file"), fs.path().join("sub/moved")).expect("rename");
+    assert_eq!(
+        std::fs::read(fs.path().join("sub/moved")).expect("read moved"),
+        data
+    );
+    let f = OpenOptions::new()
+        .write(true)
+        .open(fs.path().join("sub/moved"))
+        .expect("open");
+    f.set_len(10).expect("truncate");
+    drop(f);
+    assert_eq!(
+        std::fs::metadata(fs.path().join("sub/moved"))
+            .expect("stat")
+            .len(),
+        10
+    );
+    std::fs::remove_file(fs.path().join("sub/moved")).expect("unlink");
+    std::fs::remove_dir(fs.path().join("sub")).expect("rmdir");
+    assert_eq!(fs.faults_injected(), 0);
+    let mnt = fs.path().to_path_buf();
+    drop(fs);
+    assert!(!mounted(&mnt), "still mounted after drop");
+}
+
+#[test]
+fn reads_touching_the_offset_fail_with_eio() {
+    let d = dirs();
+    let data = pattern(64 * 1024);
+    std::fs::write(d.backing.join("victim"), &data).expect("seed the backing file");
+    let Some(fs) = mount(&d, &Faults::new().eio_read(20_000..20_001)) else {
+        return;
+    };
+    let path = fs.path().join("victim");
+
+    // Reading the whole file fails, with EIO as the kernel's error.
+    let err = std::fs::read(&path).expect_err("the read should fail");
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+
+    // Reads that do not touch byte 20000 succeed, every time (no cache hides the fault).
+    let f = File::open(&path).expect("open");
+    let mut buf = vec![0u8; 4096];
+    f.read_exact_at(&mut buf, 0).expect("read before the fault");
+    assert_eq!(buf, data[..4096]);
+    f.read_exact_at(&mut buf, 20_001)
+        .expect("read after the fault");
+    assert_eq!(buf, data[20_001..24_097]);
+    for _ in 0..2 {
+        let e = f
+            .read_exact_at(&mut buf, 19_000)
+            .expect_err("overlapping read");
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+    }
+    // Writes are not affected by a read fault.
+    let mut w = OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open for write");
+    w.seek(SeekFrom::Start(20_000)).expect("seek");
+    w.write_all(b"x").expect("write at the read fault's offset");
+    assert!(fs.faults_injected() >= 3, "log: {}", fs.log());
+}
+
+#[test]
+fn writes_touching_the_offset_fail_with_eio_only_for_chosen_files() {
+    let d = dirs();
+    let faults = Faults::new().eio_write(8192..8193).only("target");
+    let Some(fs) = mount(&d, &faults) else { return };
+    let err = std::fs::write(fs.path().join("target.dat"), pattern(16_384))
+        .expect_err("the write should fail");
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    std::fs::write(fs.path().join("other.dat"), pattern(16_384)).expect("other files are fine");
+    let mut f = File::create(fs.path().join("target.2")).expect("create");
+    f.write_all(&pattern(8192)).expect("bytes before the fault");
+    let e = f.write_all(b"boom").expect_err("write at the offset");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO));
+}
+
+#[test]
+fn writes_fail_with_enospc_after_the_budget() {
+    let d = dirs();
+    let Some(fs) = mount(&d, &Faults::new().enospc_after(100_000)) else {
+        return;
+    };
+    std::fs::write(fs.path().join("a"), pattern(60_000)).expect("within the budget");
+    let mut f = File::create(fs.path().join("b")).expect("create b");
+    let err = f.write_all(&pattern(60_000)).expect_err("past the budget");
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+    drop(f);
+    // Exactly the budget reached the backing directory: 60000 + 40000.
+    let b = std::fs::metadata(d.backing.join("b"))
+        .expect("stat b")
+        .len();
+    assert_eq!(b, 40_000);
+    let e = std::fs::write(fs.path().join("c"), b"more").expect_err("still full");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+}
+
+#[test]
+fn a_file_vanishes_after_its_close() {
+    let d = dirs();
+    let Some(fs) = mount(&d, &Faults::new().vanish("ghost")) else {
+        return;
+    };
+    let path = fs.path().join("ghost.1");
+    let mut f = File::create(&path).expect("create");
+    f.write_all(b"now you see me").expect("write");
+    drop(f);
+    let e = File::open(&path).expect_err("gone after close");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+    assert!(!d.backing.join("ghost.1").exists());
+    std::fs::write(fs.path().join("stays"), b"kept").expect("other file");
+    let mut s = String::new();
+    File::open(fs.path().join("stays"))
+        .expect("other file stays")
+        .read_to_string(&mut s)
+        .expect("read");
+    assert_eq!(s, "kept");
+}
