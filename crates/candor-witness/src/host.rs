@@ -394,4 +394,35 @@ mod tests {
             None => eprintln!("skipped: the source tree is not on a block device"),
         }
     }
+
+    #[test]
+    fn targets_on_loop_filesystems() {
+        // ext4 has the loop device as st_dev; btrfs gives files an anonymous st_dev, so the
+        // mount source has to name the device.
+        for fs in ["ext4", "btrfs"] {
+            let s = match candor_lab::scratch(fs, 256 << 20) {
+                Ok(s) => s,
+                Err(candor_lab::LabError::Unsupported(why)) => {
+                    eprintln!("skipped: {why}");
+                    return;
+                }
+                Err(e) => {
+                    eprintln!("skipped: {fs}: {e}");
+                    continue;
+                }
+            };
+            let t = describe_target(s.path());
+            assert_eq!(t.fs_type, fs);
+            let loop_name = s.loop_device.trim_start_matches("/dev/").to_string();
+            let d = t
+                .device
+                .as_ref()
+                .expect("a device under the loop filesystem");
+            assert_eq!(d.name, loop_name);
+            assert_eq!(d.counted, vec![loop_name.clone()]);
+            assert!(d.model.starts_with("loop device backed by "), "{}", d.model);
+            assert!(d.size_bytes >= 256 << 20, "{}", d.size_bytes);
+            assert_eq!(t.mount_source, s.loop_device);
+        }
+    }
 }
