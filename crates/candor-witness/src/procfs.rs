@@ -3,6 +3,7 @@
 //! unit-tested on text captured from a real machine) and a thin reader around it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes per diskstats sector: the kernel always counts 512-byte units there, whatever the
 /// device's logical block size.
@@ -250,8 +251,19 @@ pub fn parse_pressure(text: &str) -> Option<[u64; 2]> {
     Some([some?, full.unwrap_or(0)])
 }
 
+/// Bytes this process has read from /proc through these readers. The witness's own reads
+/// raise candor's rchar; the figures subtract them (see `Sample::witness_read`).
+static WITNESS_READ_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// How many bytes the witness has read from /proc so far in this process.
+pub fn witness_read_bytes() -> u64 {
+    WITNESS_READ_BYTES.load(Ordering::Relaxed)
+}
+
 fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    let t = std::fs::read_to_string(path).ok()?;
+    WITNESS_READ_BYTES.fetch_add(t.len() as u64, Ordering::Relaxed);
+    Some(t)
 }
 
 pub fn read_diskstats() -> Option<Vec<DiskStat>> {

@@ -1,0 +1,312 @@
+//! Raw samples of the kernel's counters and the timeline sampler. A [`Sample`] is what the
+//! counters said at one instant; the figures come from differences of two samples (the
+//! begin, timed-end and finish samples of a repetition), and the timeline from the
+//! differences of consecutive samples taken by a thread every `interval`.
+
+use crate::procfs::{self, DiskStat, MemInfo, SelfIo};
+use candor_model::TimelinePoint;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The counters at one instant.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub at: Instant,
+    /// The counted devices' diskstats, summed; None when none of them could be read.
+    pub disk: Option<DiskStat>,
+    pub io: Option<SelfIo>,
+    /// [`procfs::witness_read_bytes`] just before /proc/self/io was read: the part of rchar
+    /// that is the witness's own reading.
+    pub witness_read: u64,
+    pub mem: Option<MemInfo>,
+    pub vmstat: BTreeMap<String, i64>,
+    pub pressure: Option<[u64; 2]>,
+}
+
+/// Sums the diskstats lines of the named devices; None when a name is missing (a device
+/// that went away cannot be counted, and a partial sum would be wrong).
+pub fn sum_devices(all: &[DiskStat], names: &[String]) -> Option<DiskStat> {
+    if names.is_empty() {
+        return None;
+    }
+    let mut sum: Option<DiskStat> = None;
+    for n in names {
+        let d = all.iter().find(|d| &d.name == n)?;
+        match &mut sum {
+            None => sum = Some(d.clone()),
+            Some(s) => s.add(d),
+        }
+    }
+    if let Some(s) = &mut sum {
+        s.name = names.join("+");
+    }
+    sum
+}
+
+impl Sample {
+    /// Reads every counter. `devices` are the diskstats names to sum (empty: none).
+    pub fn take(devices: &[String]) -> Sample {
+        let disk = if devices.is_empty() {
+            None
+        } else {
+            procfs::read_diskstats().and_then(|all| sum_devices(&all, devices))
+        };
+        let at = Instant::now();
+        let witness_read = procfs::witness_read_bytes();
+        let io = procfs::read_self_io();
+        Sample {
+            at,
+            disk,
+            io,
+            witness_read,
+            mem: procfs::read_meminfo(),
+            vmstat: procfs::read_vmstat(),
+            pressure: procfs::read_pressure(),
+        }
+    }
+
+    /// The light sample of the timeline: device, process and dirty memory only.
+    fn take_light(devices: &[String]) -> Sample {
+        let disk = if devices.is_empty() {
+            None
+        } else {
+            procfs::read_diskstats().and_then(|all| sum_devices(&all, devices))
+        };
+        let at = Instant::now();
+        let witness_read = procfs::witness_read_bytes();
+        let io = procfs::read_self_io();
+        Sample {
+            at,
+            disk,
+            io,
+            witness_read,
+            mem: procfs::read_meminfo(),
+            vmstat: BTreeMap::new(),
+            pressure: None,
+        }
+    }
+}
+
+/// Counter growth between two samples, when both had the counter.
+pub fn disk_delta(a: &Sample, b: &Sample) -> Option<DiskStat> {
+    Some(b.disk.as_ref()?.delta(a.disk.as_ref()?))
+}
+/// /proc/self/io growth with the witness's own /proc reads taken out of rchar.
+pub fn io_delta(a: &Sample, b: &Sample) -> Option<SelfIo> {
+    let mut d = b.io.as_ref()?.delta(a.io.as_ref()?);
+    d.rchar = d
+        .rchar
+        .saturating_sub(b.witness_read.saturating_sub(a.witness_read));
+    Some(d)
+}
+pub fn vmstat_delta(a: &Sample, b: &Sample) -> BTreeMap<String, i64> {
+    b.vmstat
+        .iter()
+        .filter_map(|(k, v)| a.vmstat.get(k).map(|w| (k.clone(), v - w)))
+        .collect()
+}
+pub fn pressure_delta(a: &Sample, b: &Sample) -> Option<[u64; 2]> {
+    let (x, y) = (a.pressure?, b.pressure?);
+    Some([y[0].saturating_sub(x[0]), y[1].saturating_sub(x[1])])
+}
+
+/// One timeline point from two consecutive samples; `origin` is the begin of the test.
+pub fn point(origin: Instant, a: &Sample, b: &Sample) -> TimelinePoint {
+    let dt = b.at.saturating_duration_since(a.at).as_secs_f64();
+    let rate = |bytes: u64| if dt > 0.0 { bytes as f64 / dt } else { 0.0 };
+    let d = disk_delta(a, b);
+    let io = io_delta(a, b);
+    TimelinePoint {
+        t: b.at.saturating_duration_since(origin).as_secs_f64(),
+        device_read_bps: rate(d.as_ref().map_or(0, DiskStat::read_bytes)),
+        device_write_bps: rate(d.as_ref().map_or(0, DiskStat::write_bytes)),
+        app_read_bps: rate(io.map_or(0, |i| i.rchar)),
+        app_write_bps: rate(io.map_or(0, |i| i.wchar)),
+        dirty_bytes: b.mem.map_or(0, |m| m.dirty),
+    }
+}
+
+/// What the timeline thread hands back when stopped.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    pub points: Vec<TimelinePoint>,
+    /// Highest Dirty seen (bytes), including the first and last samples.
+    pub dirty_peak: u64,
+}
+
+/// A thread sampling every `interval` until stopped.
+pub struct Sampler {
+    origin: Instant,
+    stop: Option<mpsc::Sender<()>>,
+    /// The thread returns its timeline and its latest sample.
+    handle: Option<JoinHandle<(Timeline, Sample)>>,
+}
+
+impl Sampler {
+    /// Starts sampling from `first` (the begin sample). A zero interval disables the thread.
+    pub fn start(first: &Sample, devices: Vec<String>, interval: Duration) -> Sampler {
+        if interval.is_zero() {
+            return Sampler {
+                origin: first.at,
+                stop: None,
+                handle: None,
+            };
+        }
+        let (tx, rx) = mpsc::channel::<()>();
+        let origin = first.at;
+        let mut prev = first.clone();
+        let spawned = std::thread::Builder::new()
+            .name("candor-witness".into())
+            .spawn(move || {
+                let mut tl = Timeline {
+                    points: Vec::new(),
+                    dirty_peak: prev.mem.map_or(0, |m| m.dirty),
+                };
+                let mut next = origin + interval;
+                loop {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(wait) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        // Stopped (or the watch was dropped): the caller takes its own last sample.
+                        _ => return (tl, prev),
+                    }
+                    let s = Sample::take_light(&devices);
+                    tl.dirty_peak = tl.dirty_peak.max(s.mem.map_or(0, |m| m.dirty));
+                    tl.points.push(point(origin, &prev, &s));
+                    prev = s;
+                    // Keep a fixed cadence; if sampling fell behind, skip missed ticks.
+                    next += interval;
+                    let now = Instant::now();
+                    while next <= now {
+                        next += interval;
+                    }
+                }
+            });
+        match spawned {
+            Ok(h) => Sampler {
+                origin,
+                stop: Some(tx),
+                handle: Some(h),
+            },
+            // No thread (resource limits): the test goes on without a timeline.
+            Err(_) => Sampler {
+                origin,
+                stop: None,
+                handle: None,
+            },
+        }
+    }
+
+    /// Stops the thread and returns what it saw; the last partial interval is closed with
+    /// `last` so the timeline reaches the end of the timed region.
+    pub fn stop(&mut self, last: &Sample) -> Timeline {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let (mut tl, prev) = match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            _ => return Timeline::default(),
+        };
+        // Close the last partial interval unless it is too short to give a sensible rate.
+        if last.at.saturating_duration_since(prev.at) >= Duration::from_millis(5) {
+            tl.points.push(point(self.origin, &prev, last));
+        }
+        tl.dirty_peak = tl.dirty_peak.max(last.mem.map_or(0, |m| m.dirty));
+        tl
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(name: &str, rs: u64, ws: u64) -> DiskStat {
+        DiskStat {
+            name: name.into(),
+            read_sectors: rs,
+            write_sectors: ws,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sums_only_named_devices_and_refuses_missing_ones() {
+        let all = vec![
+            disk("vda", 10, 20),
+            disk("loop0", 1, 2),
+            disk("sdb", 100, 200),
+        ];
+        let s = sum_devices(&all, &["vda".into(), "sdb".into()]).expect("sum");
+        assert_eq!((s.read_sectors, s.write_sectors), (110, 220));
+        assert_eq!(s.name, "vda+sdb");
+        assert!(sum_devices(&all, &["vda".into(), "gone".into()]).is_none());
+        assert!(sum_devices(&all, &[]).is_none());
+    }
+
+    #[test]
+    fn point_turns_two_samples_into_rates() {
+        let t0 = Instant::now();
+        let a = Sample {
+            at: t0,
+            disk: Some(disk("loop0", 0, 0)),
+            io: Some(SelfIo::default()),
+            witness_read: 0,
+            mem: None,
+            vmstat: BTreeMap::new(),
+            pressure: Some([10, 5]),
+        };
+        let b = Sample {
+            at: t0 + Duration::from_millis(500),
+            disk: Some(disk("loop0", 2048, 4096)),
+            io: Some(SelfIo {
+                rchar: (1 << 20) + 300,
+                ..Default::default()
+            }),
+            // 300 bytes of rchar were the witness reading /proc.
+            witness_read: 300,
+            mem: Some(MemInfo {
+                dirty: 8192,
+                ..Default::default()
+            }),
+            vmstat: BTreeMap::new(),
+            pressure: Some([30, 5]),
+        };
+        let p = point(t0, &a, &b);
+        assert!((p.t - 0.5).abs() < 1e-9);
+        assert!((p.device_read_bps - 2048.0 * 512.0 / 0.5).abs() < 1e-6);
+        assert!((p.device_write_bps - 4096.0 * 512.0 / 0.5).abs() < 1e-6);
+        assert!((p.app_read_bps - 2.0 * (1 << 20) as f64).abs() < 1e-6);
+        assert_eq!(p.dirty_bytes, 8192);
+        assert_eq!(pressure_delta(&a, &b), Some([20, 0]));
+    }
+
+    #[test]
+    fn the_sampler_ticks_and_stops() {
+        let first = Sample::take(&[]);
+        let mut s = Sampler::start(&first, Vec::new(), Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(130));
+        let last = Sample::take(&[]);
+        let tl = s.stop(&last);
+        assert!(
+            (3..=8).contains(&tl.points.len()),
+            "{} points in 130 ms at 20 ms",
+            tl.points.len()
+        );
+        assert!(tl.points.windows(2).all(|w| w[0].t < w[1].t));
+        let mut off = Sampler::start(&first, Vec::new(), Duration::ZERO);
+        assert!(off.stop(&last).points.is_empty());
+    }
+}

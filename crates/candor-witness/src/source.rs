@@ -1,0 +1,42 @@
+//! The ways the witness can observe, behind one interface. The procfs counters are always
+//! sampled (they are cheap and give memory, vmstat, pressure and the timeline); a
+//! [`Source`] adds what only it can see. The procfs source adds nothing; the eBPF source
+//! (src/bpf.rs) adds an exact split of the device's bytes between candor and other
+//! processes, and per-syscall and per-request figures. Whatever the source, the figures
+//! and the verdict are derived by the same rules (`verdict::apply`).
+
+use crate::verdict::Facts;
+use std::path::PathBuf;
+
+/// A way of observing the kernel for the whole run.
+pub trait Source: Send + Sync {
+    /// The value of `witness.source` ("procfs", "bpf").
+    fn name(&self) -> &'static str;
+    /// Starts observing one repetition (called just before the begin sample).
+    fn start(&self, files: &[PathBuf]) -> Box<dyn Probe>;
+}
+
+/// The observation of one repetition by a source.
+pub trait Probe: Send {
+    /// The timed region has ended (called right after the timed-end sample).
+    fn timed_end(&mut self) {}
+    /// The repetition is over and the procfs facts are gathered: a source may replace the
+    /// estimated attribution (`facts.exact`) and add the figures only it has (`syscalls`,
+    /// `block`, `cache_misses`, `extra`) to the witness, before the verdict is derived.
+    fn finish(&mut self, _facts: &mut Facts, _witness: &mut candor_model::Witness) {}
+}
+
+/// The unprivileged source: everything it knows is in the procfs samples.
+pub struct Procfs;
+
+struct NoProbe;
+impl Probe for NoProbe {}
+
+impl Source for Procfs {
+    fn name(&self) -> &'static str {
+        "procfs"
+    }
+    fn start(&self, _files: &[PathBuf]) -> Box<dyn Probe> {
+        Box::new(NoProbe)
+    }
+}
