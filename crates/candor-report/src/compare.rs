@@ -1,0 +1,705 @@
+//! `candor compare`: the same tests of several runs side by side. A side is one target of one
+//! result file (a file with three targets gives three sides). Results are matched on
+//! everything that changes what is measured (test, sizes, threads, depth, engine, O_DIRECT,
+//! O_SYNC, flush and close in the timing); each figure gets its ratio to the first side and
+//! whether the difference is statistically significant (Welch's t-test on the repetitions, or
+//! confidence intervals that do not overlap when the test cannot run). Results that have no
+//! counterpart are named, with the option that differs from the closest one.
+
+use crate::grid::{Align, Grid};
+use crate::study::{self, StudySide};
+use crate::units;
+use crate::view;
+use candor_model::{RunDoc, TargetInfo, TestResult};
+
+/// Significance level of the Welch test.
+pub const ALPHA: f64 = 0.05;
+
+/// One side of a comparison.
+#[derive(Clone, Debug)]
+pub struct Side {
+    /// Short name used in column headers: "A", "B", ...
+    pub letter: String,
+    /// Where it came from: "ext4.json" or "run.json /mnt/xfs".
+    pub source: String,
+    pub target: Option<TargetInfo>,
+    pub mpi_ranks: Option<u32>,
+    pub results: Vec<TestResult>,
+}
+
+/// The options that must be equal for two results to be compared.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    pub test: String,
+    pub file_size: u64,
+    pub record_size: u64,
+    pub threads: u32,
+    pub iodepth: u32,
+    pub engine: String,
+    pub direct: bool,
+    pub osync: bool,
+    pub fsync_in_timing: bool,
+    pub close_in_timing: bool,
+}
+
+impl Key {
+    pub fn of(r: &TestResult) -> Key {
+        Key {
+            test: r.test.clone(),
+            file_size: r.file_size,
+            record_size: r.record_size,
+            threads: r.threads.max(1),
+            iodepth: r.iodepth.max(1),
+            engine: r.engine.clone(),
+            direct: r.direct,
+            osync: r.osync,
+            fsync_in_timing: r.fsync_in_timing,
+            close_in_timing: r.close_in_timing,
+        }
+    }
+
+    /// The fields that differ from another key, named as the options are.
+    pub fn differences(&self, o: &Key) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut f = |cond: bool, s: String| {
+            if cond {
+                d.push(s)
+            }
+        };
+        f(
+            self.test != o.test,
+            format!("test {} vs {}", self.test, o.test),
+        );
+        f(
+            self.file_size != o.file_size,
+            format!(
+                "file size {} vs {}",
+                units::size(self.file_size),
+                units::size(o.file_size)
+            ),
+        );
+        f(
+            self.record_size != o.record_size,
+            format!(
+                "record size {} vs {}",
+                units::size(self.record_size),
+                units::size(o.record_size)
+            ),
+        );
+        f(
+            self.threads != o.threads,
+            format!("threads {} vs {}", self.threads, o.threads),
+        );
+        f(
+            self.iodepth != o.iodepth,
+            format!("iodepth {} vs {}", self.iodepth, o.iodepth),
+        );
+        f(
+            self.engine != o.engine,
+            format!("engine {} vs {}", self.engine, o.engine),
+        );
+        f(
+            self.direct != o.direct,
+            format!("direct {} vs {}", self.direct, o.direct),
+        );
+        f(
+            self.osync != o.osync,
+            format!("osync {} vs {}", self.osync, o.osync),
+        );
+        f(
+            self.fsync_in_timing != o.fsync_in_timing,
+            format!(
+                "fsync in timing {} vs {}",
+                self.fsync_in_timing, o.fsync_in_timing
+            ),
+        );
+        f(
+            self.close_in_timing != o.close_in_timing,
+            format!(
+                "close in timing {} vs {}",
+                self.close_in_timing, o.close_in_timing
+            ),
+        );
+        d
+    }
+
+    /// "randread 64m/4k x1 qd32 psync direct".
+    pub fn label(&self) -> String {
+        let mut s = format!(
+            "{} {}/{}",
+            self.test,
+            units::size(self.file_size),
+            units::size(self.record_size)
+        );
+        if self.threads > 1 {
+            s.push_str(&format!(" x{}", self.threads));
+        }
+        if self.iodepth > 1 {
+            s.push_str(&format!(" qd{}", self.iodepth));
+        }
+        if !self.engine.is_empty() {
+            s.push_str(&format!(" {}", self.engine));
+        }
+        if self.direct {
+            s.push_str(" direct");
+        }
+        if self.osync {
+            s.push_str(" osync");
+        }
+        s
+    }
+}
+
+/// Whether a side's figure differs from the first side's beyond chance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Significance {
+    /// The first side itself.
+    Baseline,
+    /// Welch's t-test on the repetitions.
+    Welch { p: f64, significant: bool },
+    /// Confidence intervals compared (the t-test needs spread on at least one side).
+    Intervals { overlap: bool },
+    /// Fewer than two repetitions on a side: nothing can be said.
+    TooFewRuns,
+}
+
+impl Significance {
+    pub fn is_significant(&self) -> bool {
+        matches!(
+            self,
+            Significance::Welch {
+                significant: true,
+                ..
+            } | Significance::Intervals { overlap: false }
+        )
+    }
+
+    /// "yes (p=0.002)", "no (p=0.41)", "yes (CIs apart)", "n/a (1 run)".
+    pub fn cell(&self) -> String {
+        match self {
+            Significance::Baseline => String::new(),
+            Significance::Welch { p, significant } => format!(
+                "{} (p={})",
+                if *significant { "yes" } else { "no" },
+                fmt_p(*p)
+            ),
+            Significance::Intervals { overlap: false } => "yes (CIs apart)".into(),
+            Significance::Intervals { overlap: true } => "no (CIs overlap)".into(),
+            Significance::TooFewRuns => "n/a (1 run)".into(),
+        }
+    }
+}
+
+fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// Decides the significance of `b` against the baseline `a`.
+pub fn significance(a: &TestResult, b: &TestResult) -> Significance {
+    let (sa, sb) = (&a.throughput, &b.throughput);
+    if sa.n < 2 || sb.n < 2 || sa.samples.len() < 2 || sb.samples.len() < 2 {
+        return Significance::TooFewRuns;
+    }
+    match candor_stats::welch_t_test(&sa.samples, &sb.samples) {
+        Some(w) if w.p.is_finite() => Significance::Welch {
+            p: w.p,
+            significant: w.p < ALPHA,
+        },
+        _ => Significance::Intervals {
+            overlap: sa.ci95[0] <= sb.ci95[1] && sb.ci95[0] <= sa.ci95[1],
+        },
+    }
+}
+
+/// One side's figure in a row.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub result: TestResult,
+    /// This side's mean over the first side's; None for the first side or when it has no figure.
+    pub ratio: Option<f64>,
+    pub significance: Significance,
+}
+
+/// One matched test: a cell per side (None where that side lacks it).
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub key: Key,
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// A result that has no counterpart on another side, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unmatched {
+    pub side: String,
+    pub key: Key,
+    pub missing_on: String,
+    /// The closest result there and what differs from it, when there is one of the same test.
+    pub closest: Option<(Key, Vec<String>)>,
+}
+
+impl Unmatched {
+    pub fn sentence(&self) -> String {
+        let mut s = format!(
+            "{} in {} has no counterpart in {}",
+            self.key.label(),
+            self.side,
+            self.missing_on
+        );
+        match &self.closest {
+            Some((k, d)) => s.push_str(&format!(
+                " (closest there: {}; differs in {})",
+                k.label(),
+                d.join(", ")
+            )),
+            None => s.push_str(&format!(" (no {} there at all)", self.key.test)),
+        }
+        s
+    }
+}
+
+/// A whole comparison.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub sides: Vec<Side>,
+    pub rows: Vec<Row>,
+    pub unmatched: Vec<Unmatched>,
+}
+
+/// Splits loaded files into sides: one per target of each file, lettered A, B, C...
+pub fn sides(files: &[(String, RunDoc)]) -> Vec<Side> {
+    let mut out = Vec::new();
+    for (name, doc) in files {
+        let groups = view::groups(doc);
+        let several = groups.len() > 1;
+        for g in groups {
+            if g.results.is_empty() {
+                continue;
+            }
+            out.push(Side {
+                letter: String::new(),
+                source: if several {
+                    format!("{name} {}", g.path)
+                } else {
+                    name.clone()
+                },
+                target: g.info.cloned(),
+                mpi_ranks: doc.mpi.as_ref().map(|m| m.ranks),
+                results: g.results.into_iter().cloned().collect(),
+            });
+        }
+    }
+    for (i, s) in out.iter_mut().enumerate() {
+        s.letter = letter(i);
+    }
+    out
+}
+
+fn letter(i: usize) -> String {
+    let a = b'A' + (i % 26) as u8;
+    if i < 26 {
+        (a as char).to_string()
+    } else {
+        format!("{}{}", a as char, i / 26)
+    }
+}
+
+/// Matches the sides' results. Rows follow the first side's order, then keys only later sides
+/// have. Failed results take part (their cell says so) but have no ratio.
+pub fn compare(sides: Vec<Side>) -> Comparison {
+    let mut keys: Vec<Key> = Vec::new();
+    for s in &sides {
+        for r in &s.results {
+            let k = Key::of(r);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    let find = |s: &Side, k: &Key| s.results.iter().find(|r| Key::of(r) == *k).cloned();
+    let mut rows = Vec::new();
+    let mut unmatched = Vec::new();
+    for k in &keys {
+        let found: Vec<Option<TestResult>> = sides.iter().map(|s| find(s, k)).collect();
+        let present = found.iter().filter(|f| f.is_some()).count();
+        if present < 2 {
+            // A result on one side only: name it against every other side.
+            if let Some(i) = found.iter().position(|f| f.is_some()) {
+                for (j, other) in sides.iter().enumerate() {
+                    if j == i {
+                        continue;
+                    }
+                    let closest = other
+                        .results
+                        .iter()
+                        .filter(|r| r.test == k.test)
+                        .map(|r| {
+                            let ok = Key::of(r);
+                            let d = k.differences(&ok);
+                            (d.len(), ok, d)
+                        })
+                        .min_by_key(|(n, ok, _)| (*n, ok.clone()))
+                        .map(|(_, ok, d)| (ok, d));
+                    unmatched.push(Unmatched {
+                        side: format!("{} ({})", sides[i].letter, sides[i].source),
+                        key: k.clone(),
+                        missing_on: format!("{} ({})", other.letter, other.source),
+                        closest,
+                    });
+                }
+            }
+            continue;
+        }
+        let base = found.first().cloned().flatten();
+        let cells = found
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| {
+                f.map(|r| {
+                    let (ratio, significance) = match (&base, i) {
+                        (_, 0) => (None, Significance::Baseline),
+                        (Some(b), _) if !view::failed(b) && !view::failed(&r) => (
+                            (b.throughput.mean > 0.0)
+                                .then(|| r.throughput.mean / b.throughput.mean),
+                            significance(b, &r),
+                        ),
+                        _ => (None, Significance::TooFewRuns),
+                    };
+                    Cell {
+                        result: r,
+                        ratio,
+                        significance,
+                    }
+                })
+            })
+            .collect();
+        rows.push(Row {
+            key: k.clone(),
+            cells,
+        });
+    }
+    Comparison {
+        sides,
+        rows,
+        unmatched,
+    }
+}
+
+/// Output formats of `candor compare`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl CompareFormat {
+    pub const ALL: &'static [(&'static str, CompareFormat)] = &[
+        ("table", CompareFormat::Table),
+        ("markdown", CompareFormat::Markdown),
+        ("csv", CompareFormat::Csv),
+        ("json", CompareFormat::Json),
+    ];
+
+    pub fn parse(s: &str) -> Option<CompareFormat> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
+    }
+}
+
+pub fn render(c: &Comparison, format: CompareFormat) -> String {
+    match format {
+        CompareFormat::Table => text(c, false),
+        CompareFormat::Markdown => text(c, true),
+        CompareFormat::Csv => csv(c),
+        CompareFormat::Json => json(c),
+    }
+}
+
+/// "ext4 (rw,relatime) on loop0: ..." or "unknown target".
+pub fn side_line(s: &Side) -> String {
+    let mut l = format!("{}  {}", s.letter, s.source);
+    match &s.target {
+        Some(t) => l.push_str(&format!(": {} at {}", view::target_line(t), t.path)),
+        None => {
+            if let Some(r) = s.results.first() {
+                l.push_str(&format!(": {}", r.target));
+            }
+        }
+    }
+    if let Some(n) = s.mpi_ranks {
+        l.push_str(&format!(", MPI {n} ranks"));
+    }
+    l
+}
+
+/// The side-by-side grid: per side its MB/s with CI and, after the first, ratio and
+/// significance; a verdict that contradicts the test's intent is marked "!".
+pub fn side_grid(c: &Comparison) -> Grid {
+    let mut cols: Vec<(String, Align)> = vec![
+        ("test".into(), Align::Left),
+        ("file".into(), Align::Right),
+        ("rec".into(), Align::Right),
+        ("thr".into(), Align::Right),
+        ("QD".into(), Align::Right),
+    ];
+    for (i, s) in c.sides.iter().enumerate() {
+        cols.push((format!("{} MB/s", s.letter), Align::Right));
+        if i > 0 {
+            cols.push((format!("{}/A", s.letter), Align::Right));
+            cols.push(("significant".into(), Align::Left));
+        }
+    }
+    let refs: Vec<(&str, Align)> = cols.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+    let mut g = Grid::new(&refs);
+    for row in &c.rows {
+        let k = &row.key;
+        let mut cells = vec![
+            k.test.clone(),
+            units::size(k.file_size),
+            units::size(k.record_size),
+            k.threads.to_string(),
+            k.iodepth.to_string(),
+        ];
+        for (i, cell) in row.cells.iter().enumerate() {
+            match cell {
+                Some(cell) => {
+                    let r = &cell.result;
+                    let mut v = if view::failed(r) {
+                        "failed".to_string()
+                    } else {
+                        units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n)
+                    };
+                    if let Some(w) = &r.witness {
+                        if w.contradicts_intent {
+                            v.push_str(&format!(" ({}!)", w.verdict));
+                        }
+                    }
+                    cells.push(v);
+                    if i > 0 {
+                        cells.push(cell.ratio.map(units::ratio).unwrap_or("-".into()));
+                        cells.push(cell.significance.cell());
+                    }
+                }
+                None => {
+                    cells.push("-".into());
+                    if i > 0 {
+                        cells.push(String::new());
+                        cells.push(String::new());
+                    }
+                }
+            }
+        }
+        g.push(cells);
+    }
+    g
+}
+
+/// The study table over all sides (per device, filesystem and file size).
+pub fn study_grid(c: &Comparison) -> Grid {
+    let sides: Vec<StudySide> = c
+        .sides
+        .iter()
+        .map(|s| {
+            let (device, fs) = study::labels(s.target.as_ref(), &s.letter);
+            StudySide {
+                device,
+                filesystem: if c
+                    .sides
+                    .iter()
+                    .filter(|o| {
+                        o.target.as_ref().map(|t| &t.fs_type)
+                            == s.target.as_ref().map(|t| &t.fs_type)
+                    })
+                    .count()
+                    > 1
+                {
+                    format!("{fs} ({})", s.letter)
+                } else {
+                    fs
+                },
+                results: s.results.iter().filter(|r| !view::failed(r)).collect(),
+            }
+        })
+        .collect();
+    study::grid(&sides)
+}
+
+fn text(c: &Comparison, markdown: bool) -> String {
+    let mut out = String::new();
+    let h = if markdown { "## " } else { "" };
+    if markdown {
+        out.push_str("# candor compare\n\n");
+    }
+    let grid = |g: &Grid| {
+        if markdown {
+            g.to_markdown()
+        } else {
+            g.to_text()
+        }
+    };
+    out.push_str(&format!("{h}Sides\n"));
+    if markdown {
+        out.push('\n');
+    }
+    for s in &c.sides {
+        out.push_str(&format!(
+            "{}{}\n",
+            if markdown { "- " } else { "  " },
+            side_line(s)
+        ));
+    }
+    out.push('\n');
+    if c.rows.is_empty() {
+        out.push_str("No test ran with the same options on two sides: nothing to compare.\n");
+    } else {
+        out.push_str(&format!(
+            "{h}Side by side (throughput; ratio to A; Welch's t-test at {}%)\n",
+            (ALPHA * 100.0) as u32
+        ));
+        if markdown {
+            out.push('\n');
+        }
+        out.push_str(&grid(&side_grid(c)));
+    }
+    if !c.unmatched.is_empty() {
+        out.push_str(&format!("\n{h}Not compared\n"));
+        if markdown {
+            out.push('\n');
+        }
+        for u in &c.unmatched {
+            out.push_str(&format!(
+                "{}{}.\n",
+                if markdown { "- " } else { "  " },
+                u.sentence()
+            ));
+        }
+    }
+    out.push_str(&format!("\n{h}Per device and filesystem\n"));
+    if markdown {
+        out.push('\n');
+    }
+    out.push_str(&grid(&study_grid(c)));
+    out
+}
+
+fn csv(c: &Comparison) -> String {
+    let mut out = String::from(
+        "test,file_size,record_size,threads,iodepth,engine,direct,side,source,fs_type,throughput_mean,throughput_ci95_low,throughput_ci95_high,n,ratio,p_value,significant,verdict\n",
+    );
+    for row in &c.rows {
+        for (side, cell) in c.sides.iter().zip(&row.cells) {
+            let Some(cell) = cell else { continue };
+            let r = &cell.result;
+            let (p, sig) = match &cell.significance {
+                Significance::Baseline => (String::new(), String::new()),
+                Significance::Welch { p, significant } => (format!("{p}"), significant.to_string()),
+                Significance::Intervals { overlap } => (String::new(), (!overlap).to_string()),
+                Significance::TooFewRuns => (String::new(), String::new()),
+            };
+            let fields = [
+                row.key.test.clone(),
+                row.key.file_size.to_string(),
+                row.key.record_size.to_string(),
+                row.key.threads.to_string(),
+                row.key.iodepth.to_string(),
+                row.key.engine.clone(),
+                row.key.direct.to_string(),
+                side.letter.clone(),
+                side.source.clone(),
+                side.target
+                    .as_ref()
+                    .map(|t| t.fs_type.clone())
+                    .unwrap_or_default(),
+                format!("{}", r.throughput.mean),
+                format!("{}", r.throughput.ci95[0]),
+                format!("{}", r.throughput.ci95[1]),
+                r.throughput.n.to_string(),
+                cell.ratio.map(|x| format!("{x}")).unwrap_or_default(),
+                p,
+                sig,
+                r.witness
+                    .as_ref()
+                    .map(|w| w.verdict.clone())
+                    .unwrap_or_default(),
+            ];
+            let q: Vec<String> = fields.iter().map(|f| crate::csv::quote(f)).collect();
+            out.push_str(&q.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn json(c: &Comparison) -> String {
+    use serde_json::json;
+    let sides: Vec<_> = c
+        .sides
+        .iter()
+        .map(|s| {
+            json!({
+                "side": s.letter,
+                "source": s.source,
+                "target": s.target,
+                "mpi_ranks": s.mpi_ranks,
+            })
+        })
+        .collect();
+    let rows: Vec<_> = c
+        .rows
+        .iter()
+        .map(|row| {
+            let cells: Vec<_> = row
+                .cells
+                .iter()
+                .zip(&c.sides)
+                .map(|(cell, s)| match cell {
+                    None => json!({"side": s.letter, "present": false}),
+                    Some(cell) => {
+                        let (p, sig) = match &cell.significance {
+                            Significance::Welch { p, significant } => {
+                                (Some(*p), Some(*significant))
+                            }
+                            Significance::Intervals { overlap } => (None, Some(!overlap)),
+                            _ => (None, None),
+                        };
+                        json!({
+                            "side": s.letter,
+                            "present": true,
+                            "throughput": cell.result.throughput,
+                            "verdict": cell.result.witness.as_ref().map(|w| &w.verdict),
+                            "ratio": cell.ratio,
+                            "p_value": p,
+                            "significant": sig,
+                            "method": match &cell.significance {
+                                Significance::Baseline => "baseline",
+                                Significance::Welch { .. } => "welch",
+                                Significance::Intervals { .. } => "ci95",
+                                Significance::TooFewRuns => "too few runs",
+                            },
+                        })
+                    }
+                })
+                .collect();
+            json!({
+                "test": row.key.test,
+                "file_size": row.key.file_size,
+                "record_size": row.key.record_size,
+                "threads": row.key.threads,
+                "iodepth": row.key.iodepth,
+                "engine": row.key.engine,
+                "direct": row.key.direct,
+                "osync": row.key.osync,
+                "fsync_in_timing": row.key.fsync_in_timing,
+                "close_in_timing": row.key.close_in_timing,
+                "sides": cells,
+            })
+        })
+        .collect();
+    let unmatched: Vec<String> = c.unmatched.iter().map(|u| u.sentence()).collect();
+    let v = json!({"sides": sides, "rows": rows, "not_compared": unmatched});
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}

@@ -1,0 +1,662 @@
+//! Hand-written SVG charts (no scripts, no fonts fetched): line charts with optional error bars,
+//! a heatmap and a horizontal interval chart. Every chart has a title, axes with ticks and units,
+//! and a legend when it has several series; colours come from the Okabe-Ito palette, which
+//! colour-blind readers tell apart. Pure functions from numbers to markup.
+
+use std::fmt::Write;
+
+/// Okabe-Ito, without its yellow (too pale on white) and with black last.
+pub const PALETTE: &[&str] = &[
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#999999",
+];
+
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Escapes text for SVG and HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// How an axis maps values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AxisKind {
+    Linear,
+    /// Ticks at powers of two (sizes, thread counts).
+    Log2,
+    /// Ticks at powers of ten (latency).
+    Log10,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    kind: AxisKind,
+    p0: f64,
+    p1: f64,
+}
+
+impl Scale {
+    fn t(&self, v: f64) -> f64 {
+        match self.kind {
+            AxisKind::Linear => v,
+            AxisKind::Log2 => v.max(f64::MIN_POSITIVE).log2(),
+            AxisKind::Log10 => v.max(f64::MIN_POSITIVE).log10(),
+        }
+    }
+
+    fn map(&self, v: f64) -> f64 {
+        let (a, b) = (self.t(self.lo), self.t(self.hi));
+        if (b - a).abs() < 1e-12 {
+            return (self.p0 + self.p1) / 2.0;
+        }
+        self.p0 + (self.t(v) - a) / (b - a) * (self.p1 - self.p0)
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        match self.kind {
+            AxisKind::Linear => linear_ticks(self.lo, self.hi, 5),
+            AxisKind::Log2 | AxisKind::Log10 => {
+                let base: f64 = if self.kind == AxisKind::Log2 {
+                    2.0
+                } else {
+                    10.0
+                };
+                let a = self.t(self.lo).floor() as i32;
+                let b = self.t(self.hi).ceil() as i32;
+                let mut v: Vec<f64> = (a..=b)
+                    .map(|e| base.powi(e))
+                    .filter(|x| *x >= self.lo * 0.999 && *x <= self.hi * 1.001)
+                    .collect();
+                // Too many labels to read: keep every other (or every fourth) one.
+                while v.len() > 9 {
+                    v = v.into_iter().step_by(2).collect();
+                }
+                if v.is_empty() {
+                    v.push(self.lo);
+                }
+                v
+            }
+        }
+    }
+}
+
+/// 1-2-5 ticks covering [lo, hi].
+pub fn linear_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if !(hi > lo) {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut v = Vec::new();
+    let mut x = (lo / step).ceil() * step;
+    while x <= hi + step * 1e-9 {
+        v.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
+        x += step;
+    }
+    v
+}
+
+/// The top of a linear axis: the first tick at or above the largest value.
+fn nice_max(max: f64) -> f64 {
+    if max <= 0.0 {
+        return 1.0;
+    }
+    let t = linear_ticks(0.0, max, 5);
+    let step = if t.len() > 1 { t[1] - t[0] } else { max };
+    (max / step).ceil() * step
+}
+
+/// One line of a chart.
+#[derive(Clone, Debug, Default)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Per point (low, high) of an error bar; empty for none.
+    pub err: Vec<(f64, f64)>,
+    pub dashed: bool,
+    /// Palette index; None = the series' position.
+    pub colour: Option<usize>,
+}
+
+/// A line chart.
+pub struct LineChart {
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_kind: AxisKind,
+    pub y_kind: AxisKind,
+    pub x_fmt: fn(f64) -> String,
+    pub y_fmt: fn(f64) -> String,
+    pub series: Vec<Series>,
+    pub width: f64,
+    pub height: f64,
+    /// Draw markers at each point (sparse data) or not (time series).
+    pub markers: bool,
+}
+
+const ML: f64 = 72.0;
+const MR: f64 = 18.0;
+const MT: f64 = 34.0;
+const MB: f64 = 48.0;
+
+fn legend(series: &[(String, &str, bool)], x0: f64, y0: f64, width: f64) -> (String, f64) {
+    if series.len() < 2 {
+        return (String::new(), 0.0);
+    }
+    let mut s = String::new();
+    let (mut x, mut y) = (x0, y0);
+    for (name, col, dashed) in series {
+        let w = 34.0 + name.chars().count() as f64 * 6.6;
+        if x + w > x0 + width && x > x0 {
+            x = x0;
+            y += 18.0;
+        }
+        let dash = if *dashed {
+            " stroke-dasharray=\"5 3\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            s,
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\" stroke-width=\"2.5\"{dash}/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{}</text>",
+            x,
+            y - 4.0,
+            x + 22.0,
+            y - 4.0,
+            x + 27.0,
+            y,
+            esc(name)
+        );
+        x += w;
+    }
+    (s, y - y0 + 22.0)
+}
+
+fn frame(id: &str, title: &str, w: f64, h: f64, body: &str) -> String {
+    format!(
+        "<svg id=\"{}\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w:.0} {h:.0}\" width=\"{w:.0}\" height=\"{h:.0}\" role=\"img\" aria-label=\"{}\">\
+         <text x=\"{:.0}\" y=\"20\" class=\"ttl\">{}</text>{body}</svg>",
+        esc(id),
+        esc(title),
+        ML,
+        esc(title)
+    )
+}
+
+/// Draws axes, grid and tick labels; returns the markup.
+fn axes(
+    xs: &Scale,
+    ys: &Scale,
+    x_fmt: fn(f64) -> String,
+    y_fmt: fn(f64) -> String,
+    xl: &str,
+    yl: &str,
+) -> String {
+    let mut s = String::new();
+    let (top, bottom) = (ys.p1, ys.p0);
+    let (left, right) = (xs.p0, xs.p1);
+    for t in ys.ticks() {
+        let y = ys.map(t);
+        let _ = write!(
+            s,
+            "<line x1=\"{left:.1}\" y1=\"{y:.1}\" x2=\"{right:.1}\" y2=\"{y:.1}\" class=\"grid\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            y + 4.0,
+            esc(&y_fmt(t))
+        );
+    }
+    for t in xs.ticks() {
+        let x = xs.map(t);
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{bottom:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" class=\"axis\"/>\
+             <text x=\"{x:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"middle\">{}</text>",
+            bottom + 5.0,
+            bottom + 18.0,
+            esc(&x_fmt(t))
+        );
+    }
+    let _ = write!(
+        s,
+        "<line x1=\"{left:.1}\" y1=\"{bottom:.1}\" x2=\"{right:.1}\" y2=\"{bottom:.1}\" class=\"axis\"/>\
+         <line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" class=\"axis\"/>\
+         <text x=\"{:.1}\" y=\"{:.1}\" class=\"al\" text-anchor=\"middle\">{}</text>\
+         <text transform=\"translate(16 {:.1}) rotate(-90)\" class=\"al\" text-anchor=\"middle\">{}</text>",
+        (left + right) / 2.0,
+        bottom + 36.0,
+        esc(xl),
+        (top + bottom) / 2.0,
+        esc(yl)
+    );
+    s
+}
+
+fn range(vals: impl Iterator<Item = f64>, kind: AxisKind) -> (f64, f64) {
+    let v: Vec<f64> = vals
+        .filter(|x| x.is_finite() && (kind == AxisKind::Linear || *x > 0.0))
+        .collect();
+    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    match kind {
+        AxisKind::Linear => (0.0f64.min(lo), nice_max(hi)),
+        AxisKind::Log2 => {
+            let (a, b) = (lo.log2().floor(), hi.log2().ceil());
+            (2f64.powf(a), 2f64.powf(b.max(a + 1.0)))
+        }
+        AxisKind::Log10 => {
+            let (a, b) = (lo.log10().floor(), hi.log10().ceil());
+            (10f64.powf(a), 10f64.powf(b.max(a + 1.0)))
+        }
+    }
+}
+
+pub fn line_chart(c: &LineChart) -> String {
+    let names: Vec<(String, &str, bool)> = c
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), colour(s.colour.unwrap_or(i)), s.dashed))
+        .collect();
+    let plot_w = c.width - ML - MR;
+    let (leg, leg_h) = legend(&names, ML, c.height + 4.0, plot_w);
+    let total_h = c.height + leg_h;
+    let (x_lo, x_hi) = range(
+        c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        c.x_kind,
+    );
+    let (x_lo, x_hi) = if c.x_kind == AxisKind::Linear {
+        let xs: Vec<f64> = c
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() && hi > lo {
+            (lo.min(0.0), hi)
+        } else {
+            (x_lo, x_hi)
+        }
+    } else {
+        (x_lo, x_hi)
+    };
+    let (y_lo, y_hi) = range(
+        c.series.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.1)
+                .chain(s.err.iter().flat_map(|e| [e.0, e.1]))
+        }),
+        c.y_kind,
+    );
+    let xs = Scale {
+        lo: x_lo,
+        hi: x_hi,
+        kind: c.x_kind,
+        p0: ML,
+        p1: c.width - MR,
+    };
+    let ys = Scale {
+        lo: y_lo,
+        hi: y_hi,
+        kind: c.y_kind,
+        p0: c.height - MB,
+        p1: MT,
+    };
+    let mut body = axes(&xs, &ys, c.x_fmt, c.y_fmt, &c.x_label, &c.y_label);
+    for (i, s) in c.series.iter().enumerate() {
+        let col = colour(s.colour.unwrap_or(i));
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| {
+                p.0.is_finite()
+                    && p.1.is_finite()
+                    && (c.x_kind == AxisKind::Linear || p.0 > 0.0)
+                    && (c.y_kind == AxisKind::Linear || p.1 > 0.0)
+            })
+            .map(|p| (xs.map(p.0), ys.map(p.1)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let d: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let dash = if s.dashed {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            body,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{col}\" stroke-width=\"2.2\"{dash}><title>{}</title></polyline>",
+            d.join(" "),
+            esc(&s.name)
+        );
+        for (j, p) in s.points.iter().enumerate() {
+            if let Some((lo, hi)) = s.err.get(j) {
+                if *hi > *lo && (c.y_kind == AxisKind::Linear || *lo > 0.0) {
+                    let x = xs.map(p.0);
+                    let (y0, y1) = (ys.map(*lo), ys.map(*hi));
+                    let _ = write!(
+                        body,
+                        "<path d=\"M{x:.1},{y0:.1}V{y1:.1}M{:.1},{y0:.1}h8M{:.1},{y1:.1}h8\" stroke=\"{col}\" stroke-width=\"1.4\" fill=\"none\"/>",
+                        x - 4.0,
+                        x - 4.0
+                    );
+                }
+            }
+        }
+        if c.markers {
+            for (x, y) in &pts {
+                let _ = write!(
+                    body,
+                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.2\" fill=\"{col}\"/>"
+                );
+            }
+        }
+    }
+    body.push_str(&leg);
+    frame(&c.id, &c.title, c.width, total_h, &body)
+}
+
+/// Sequential colour scale (viridis stops): light for low, dark for high, readable in grey.
+fn heat(t: f64) -> (String, bool) {
+    const STOPS: [(f64, f64, f64); 5] = [
+        (253.0, 231.0, 37.0),
+        (94.0, 201.0, 98.0),
+        (33.0, 145.0, 140.0),
+        (59.0, 82.0, 139.0),
+        (68.0, 1.0, 84.0),
+    ];
+    let t = t.clamp(0.0, 1.0) * 4.0;
+    let i = (t.floor() as usize).min(3);
+    let f = t - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    (
+        format!(
+            "#{:02x}{:02x}{:02x}",
+            mix(a.0, b.0),
+            mix(a.1, b.1),
+            mix(a.2, b.2)
+        ),
+        t > 2.0,
+    )
+}
+
+/// A heatmap: rows x columns of optional values, each cell labelled with its value.
+#[allow(clippy::too_many_arguments)]
+pub fn heatmap(
+    id: &str,
+    title: &str,
+    row_label: &str,
+    col_label: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+    fmt: fn(f64) -> String,
+    unit: &str,
+) -> String {
+    let cw = (560.0 / cols.len().max(1) as f64).clamp(44.0, 76.0);
+    let ch = 24.0;
+    let left = 80.0;
+    let top = 40.0;
+    let w = left + cw * cols.len() as f64 + 20.0;
+    let h = top + ch * rows.len() as f64 + 66.0;
+    let all: Vec<f64> = values.iter().flatten().flatten().cloned().collect();
+    let lo = all.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let mut b = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + ch * i as f64;
+        let _ = write!(
+            b,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            y + ch / 2.0 + 4.0,
+            esc(r)
+        );
+        for (j, _) in cols.iter().enumerate() {
+            let x = left + cw * j as f64;
+            match values.get(i).and_then(|v| v.get(j)).copied().flatten() {
+                Some(v) => {
+                    let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+                    let (fill, dark) = heat(t);
+                    let _ = write!(
+                        b,
+                        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\"><title>{} {}</title></rect>\
+                         <text x=\"{:.1}\" y=\"{:.1}\" class=\"cell{}\" text-anchor=\"middle\">{}</text>",
+                        cw - 1.0,
+                        ch - 1.0,
+                        esc(&fmt(v)),
+                        esc(unit),
+                        x + cw / 2.0,
+                        y + ch / 2.0 + 4.0,
+                        if dark { " inv" } else { "" },
+                        esc(&fmt(v))
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        b,
+                        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" class=\"empty\"/>",
+                        cw - 1.0,
+                        ch - 1.0
+                    );
+                }
+            }
+        }
+    }
+    let by = top + ch * rows.len() as f64;
+    for (j, c) in cols.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"middle\">{}</text>",
+            left + cw * j as f64 + cw / 2.0,
+            by + 16.0,
+            esc(c)
+        );
+    }
+    let _ = write!(
+        b,
+        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"al\" text-anchor=\"middle\">{}</text>\
+         <text transform=\"translate(16 {:.1}) rotate(-90)\" class=\"al\" text-anchor=\"middle\">{}</text>",
+        left + cw * cols.len() as f64 / 2.0,
+        by + 34.0,
+        esc(col_label),
+        top + ch * rows.len() as f64 / 2.0,
+        esc(row_label)
+    );
+    // Colour key.
+    let kx = left;
+    let ky = by + 46.0;
+    for k in 0..20 {
+        let (fill, _) = heat(k as f64 / 19.0);
+        let _ = write!(
+            b,
+            "<rect x=\"{:.1}\" y=\"{ky:.1}\" width=\"8\" height=\"10\" fill=\"{fill}\"/>",
+            kx + 8.0 * k as f64
+        );
+    }
+    if lo.is_finite() {
+        let _ = write!(
+            b,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{} to {} {}</text>",
+            kx + 168.0,
+            ky + 9.0,
+            esc(&fmt(lo)),
+            esc(&fmt(hi)),
+            esc(unit)
+        );
+    }
+    frame(id, title, w.max(420.0), h, &b)
+}
+
+/// One row of an interval chart.
+pub struct IntervalRow {
+    pub label: String,
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub samples: Vec<f64>,
+    pub flagged: bool,
+}
+
+/// Horizontal bars (mean) with 95% interval whiskers and the individual repetitions as dots.
+pub fn interval_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    rows: &[IntervalRow],
+    fmt: fn(f64) -> String,
+) -> String {
+    let left = 190.0;
+    let w = 860.0;
+    let rh = 22.0;
+    let top = 34.0;
+    let h = top + rh * rows.len() as f64 + 48.0;
+    let max = rows
+        .iter()
+        .flat_map(|r| r.samples.iter().cloned().chain([r.hi, r.mean]))
+        .fold(0.0, f64::max);
+    let xs = Scale {
+        lo: 0.0,
+        hi: nice_max(max),
+        kind: AxisKind::Linear,
+        p0: left,
+        p1: w - MR,
+    };
+    let bottom = top + rh * rows.len() as f64;
+    let mut b = String::new();
+    for t in xs.ticks() {
+        let x = xs.map(t);
+        let _ = write!(
+            b,
+            "<line x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" class=\"grid\"/>\
+             <text x=\"{x:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"middle\">{}</text>",
+            bottom + 16.0,
+            esc(&fmt(t))
+        );
+    }
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + rh * i as f64;
+        let col = if r.flagged { colour(3) } else { colour(0) };
+        let _ = write!(
+            b,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"end\">{}</text>\
+             <rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{col}\" opacity=\"0.35\"><title>{}: {} (95% CI {} to {})</title></rect>",
+            left - 8.0,
+            y + rh / 2.0 + 4.0,
+            esc(&r.label),
+            y + 4.0,
+            (xs.map(r.mean) - left).max(0.0),
+            rh - 8.0,
+            esc(&r.label),
+            esc(&fmt(r.mean)),
+            esc(&fmt(r.lo)),
+            esc(&fmt(r.hi))
+        );
+        let (x0, x1, ym) = (xs.map(r.lo), xs.map(r.hi), y + rh / 2.0);
+        let _ = write!(
+            b,
+            "<path d=\"M{x0:.1},{ym:.1}H{x1:.1}M{x0:.1},{:.1}v8M{x1:.1},{:.1}v8M{:.1},{:.1}v{:.1}\" stroke=\"{col}\" stroke-width=\"1.6\" fill=\"none\"/>",
+            ym - 4.0,
+            ym - 4.0,
+            xs.map(r.mean),
+            y + 3.0,
+            rh - 6.0
+        );
+        for s in &r.samples {
+            let _ = write!(
+                b,
+                "<circle cx=\"{:.1}\" cy=\"{ym:.1}\" r=\"2.6\" fill=\"#000\" opacity=\"0.7\"/>",
+                xs.map(*s)
+            );
+        }
+    }
+    let _ = write!(
+        b,
+        "<line x1=\"{left:.1}\" y1=\"{bottom:.1}\" x2=\"{:.1}\" y2=\"{bottom:.1}\" class=\"axis\"/>\
+         <text x=\"{:.1}\" y=\"{:.1}\" class=\"al\" text-anchor=\"middle\">{}</text>",
+        w - MR,
+        (left + w) / 2.0,
+        bottom + 36.0,
+        esc(x_label)
+    );
+    frame(id, title, w, h, &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_ticks_are_round() {
+        assert_eq!(
+            linear_ticks(0.0, 100.0, 5),
+            vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+        );
+        assert_eq!(
+            linear_ticks(0.0, 1.0, 5),
+            vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+        );
+    }
+
+    #[test]
+    fn a_line_chart_has_axes_series_and_legend() {
+        let c = LineChart {
+            id: "t".into(),
+            title: "Throughput <by> size".into(),
+            x_label: "record size".into(),
+            y_label: "MB/s".into(),
+            x_kind: AxisKind::Log2,
+            y_kind: AxisKind::Linear,
+            x_fmt: |x| format!("{x}"),
+            y_fmt: |y| format!("{y}"),
+            series: vec![
+                Series {
+                    name: "a".into(),
+                    points: vec![(4.0, 10.0), (8.0, 20.0)],
+                    ..Default::default()
+                },
+                Series {
+                    name: "b".into(),
+                    points: vec![(4.0, 5.0), (16.0, 7.0)],
+                    ..Default::default()
+                },
+            ],
+            width: 600.0,
+            height: 300.0,
+            markers: true,
+        };
+        let s = line_chart(&c);
+        assert!(s.starts_with("<svg id=\"t\""));
+        assert_eq!(s.matches("<polyline").count(), 2);
+        assert!(s.contains("Throughput &lt;by&gt; size"));
+        assert!(s.contains(">MB/s</text>"));
+        assert!(s.contains("class=\"lg\">b</text>"));
+    }
+
+    #[test]
+    fn heat_runs_light_to_dark() {
+        assert_eq!(heat(0.0), ("#fde725".to_string(), false));
+        assert_eq!(heat(1.0), ("#440154".to_string(), true));
+    }
+}

@@ -1,0 +1,243 @@
+//! `--format table`: the terminal table a person reads at a glance. Per target (with its
+//! filesystem, mount options and device): one row per result with throughput and its 95%
+//! interval, IOPS, latency, what the device moved and the witness's verdict; numbered notes
+//! under the table for every flag; then scaling over threads and queue depth, MPI ranks and the
+//! run's warnings. Nothing is hidden: a flagged figure is printed and marked.
+
+use crate::grid::{Align, Grid};
+use crate::units;
+use crate::view::{self, Axis, Note};
+use candor_model::{RunDoc, TestResult};
+
+pub fn render(doc: &RunDoc) -> String {
+    let mut out = String::new();
+    for l in header_lines(doc) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    let mut next_note = 1;
+    for g in view::groups(doc) {
+        out.push('\n');
+        out.push_str(&format!("Target {}", g.path));
+        if let Some(t) = g.info {
+            out.push_str(&format!(": {}", view::target_line(t)));
+        }
+        out.push('\n');
+        if g.results.is_empty() {
+            out.push_str("  no results\n");
+            continue;
+        }
+        let (grid, notes) = results_grid(&g.results, next_note);
+        next_note += notes.len();
+        out.push_str(&grid.to_text());
+        for n in &notes {
+            out.push_str(&note_line(n));
+        }
+        out.push_str(&scaling_text(&g.results));
+    }
+    if !doc.warnings.is_empty() {
+        out.push_str("\nWarnings:\n");
+        for w in &doc.warnings {
+            out.push_str(&format!("  - {w}\n"));
+        }
+    }
+    out
+}
+
+/// "[3] read 64m/1m: 94% of these reads ..."
+pub fn note_line(n: &Note) -> String {
+    format!("  [{}] {}: {}\n", n.number, n.about, n.text)
+}
+
+/// The lines above every text report: what ran where, when, and how complete it is.
+pub fn header_lines(doc: &RunDoc) -> Vec<String> {
+    let mut l = Vec::new();
+    let h = &doc.host;
+    let mut host = format!("candor {}", doc.candor_version);
+    if !h.hostname.is_empty() {
+        host.push_str(&format!(" on {}", h.hostname));
+    }
+    let mut machine = Vec::new();
+    if !h.cpu_model.is_empty() {
+        machine.push(format!("{} ({})", h.cpu_model, cores(h.cores, h.threads)));
+    }
+    if h.ram_bytes > 0 {
+        machine.push(format!("{} RAM", units::size_long(h.ram_bytes)));
+    }
+    if !h.kernel.is_empty() {
+        machine.push(format!("Linux {}", h.kernel));
+    }
+    if !machine.is_empty() {
+        host.push_str(&format!(": {}", machine.join(", ")));
+    }
+    l.push(host);
+    if !doc.command_line.is_empty() {
+        l.push(format!("Command: {}", doc.command_line.join(" ")));
+    }
+    let mut when = format!("Started {}", doc.started_at);
+    if let Some(f) = &doc.finished_at {
+        when.push_str(&format!(", finished {f}"));
+    }
+    l.push(when);
+    if !doc.complete {
+        l.push(format!(
+            "INCOMPLETE: {}; the results below are those measured before it stopped.",
+            doc.stop_reason
+                .clone()
+                .unwrap_or_else(|| "the run did not finish".into())
+        ));
+    }
+    if let Some(m) = &doc.mpi {
+        let per: Vec<String> = m.ranks_per_node.iter().map(|n| n.to_string()).collect();
+        l.push(format!(
+            "MPI: {} ranks on {} nodes ({} per node), {}{}",
+            m.ranks,
+            m.nodes,
+            if per.is_empty() {
+                "?".into()
+            } else {
+                per.join("/")
+            },
+            if m.shared_file {
+                "one shared file"
+            } else {
+                "one file per rank"
+            },
+            if m.reorder {
+                ", reads shifted by one node"
+            } else {
+                ""
+            }
+        ));
+    }
+    l
+}
+
+/// "1 core, 2 threads".
+pub fn cores(cores: u32, threads: u32) -> String {
+    let plural = |n: u32, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    format!("{}, {}", plural(cores, "core"), plural(threads, "thread"))
+}
+
+/// The results table and its notes (numbered from `first_note`).
+pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<Note>) {
+    let any_flushless = results.iter().any(|r| flushless(r).is_some());
+    let any_eff = results.iter().any(|r| r.efficiency.is_some());
+    let mut cols: Vec<(&str, Align)> = vec![
+        ("test", Align::Left),
+        ("file", Align::Right),
+        ("rec", Align::Right),
+        ("thr", Align::Right),
+        ("QD", Align::Right),
+        ("MB/s (95% CI)", Align::Right),
+    ];
+    if any_flushless {
+        cols.push(("no-flush MB/s", Align::Right));
+    }
+    cols.extend([
+        ("IOPS", Align::Right),
+        ("p50 µs", Align::Right),
+        ("p99 µs", Align::Right),
+        ("dev MB/s", Align::Right),
+    ]);
+    if any_eff {
+        cols.push(("eff", Align::Right));
+    }
+    cols.extend([("verdict", Align::Left), ("note", Align::Left)]);
+    let mut g = Grid::new(&cols);
+    let (notes, refs) = view::number_notes(results, first_note);
+    for (r, note) in results.iter().zip(refs) {
+        let mut row = vec![
+            r.test.clone(),
+            units::size(r.file_size),
+            units::size(r.record_size),
+            r.threads.max(1).to_string(),
+            r.iodepth.max(1).to_string(),
+        ];
+        if view::failed(r) {
+            // A failed test has no figures; its row stays so the failure is seen.
+            row.push("failed".into());
+            row.resize(cols.len() - 2, "-".into());
+            row.push("-".into());
+            row.push(note);
+            g.push(row);
+            continue;
+        }
+        row.push(units::mb_s_ci(
+            r.throughput.mean,
+            r.throughput.ci95,
+            r.throughput.n,
+        ));
+        if any_flushless {
+            row.push(flushless(r).map(units::mb_s).unwrap_or_default());
+        }
+        row.push(units::count(r.iops.mean));
+        row.push(units::us(r.latency_ns.p50 as f64));
+        row.push(units::us(r.latency_ns.p99 as f64));
+        row.push(view::device_bps(r).map(units::mb_s).unwrap_or("-".into()));
+        if any_eff {
+            row.push(
+                r.efficiency
+                    .as_ref()
+                    .map(|e| units::pct(e.share))
+                    .unwrap_or_default(),
+            );
+        }
+        row.push(view::verdict_cell(r));
+        row.push(note);
+        g.push(row);
+    }
+    (g, notes)
+}
+
+/// The throughput without the flush, when it was measured and differs from the headline.
+fn flushless(r: &TestResult) -> Option<f64> {
+    let s = r.throughput_without_flush.as_ref()?;
+    (r.fsync_in_timing && s.mean > 0.0).then_some(s.mean)
+}
+
+/// Scaling tables over threads and queue depth, each followed by where it stops scaling.
+pub fn scaling_text(results: &[&TestResult]) -> String {
+    let mut out = String::new();
+    for axis in [Axis::Threads, Axis::Depth] {
+        for s in view::series(results, axis) {
+            out.push_str(&format!("\nScaling over {}: {}\n", axis.name(), s.title));
+            out.push_str(&scaling_grid(&s).to_text());
+            out.push_str(&format!("  {}\n", view::scaling_sentence(&s)));
+        }
+    }
+    out
+}
+
+/// One row per point of a sweep: throughput, IOPS, p50/p99, speed-up over the first point and
+/// the share of linear scaling it reached.
+pub fn scaling_grid(s: &view::Series) -> Grid {
+    let mut g = Grid::new(&[
+        (s.axis.name(), Align::Right),
+        ("MB/s", Align::Right),
+        ("IOPS", Align::Right),
+        ("p50 µs", Align::Right),
+        ("p99 µs", Align::Right),
+        ("speed-up", Align::Right),
+        ("of linear", Align::Right),
+    ]);
+    let first = s.points[0];
+    for r in &s.points {
+        let speedup = if first.throughput.mean > 0.0 {
+            r.throughput.mean / first.throughput.mean
+        } else {
+            f64::NAN
+        };
+        let x = s.axis.value(r).max(1) as f64 / s.axis.value(first).max(1) as f64;
+        g.push(vec![
+            s.axis.value(r).to_string(),
+            units::mb_s(r.throughput.mean),
+            units::count(r.iops.mean),
+            units::us(r.latency_ns.p50 as f64),
+            units::us(r.latency_ns.p99 as f64),
+            units::ratio(speedup),
+            units::pct(speedup / x),
+        ]);
+    }
+    g
+}

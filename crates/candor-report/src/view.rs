@@ -1,0 +1,499 @@
+//! Figures every reporter derives from a result in the same way: the device's throughput next
+//! to the headline, the verdict cell, the notes printed under a table (contradicted intent,
+//! disturbance, failures, noisy repetitions), grouping by target, and scaling series over
+//! thread count or queue depth with the point where scaling stops.
+
+use crate::units;
+use candor_model::{RunDoc, TargetInfo, TestResult};
+
+/// Coefficient of variation above which repetitions are called noisy.
+pub const NOISY_CV: f64 = 0.10;
+
+/// A step of a sweep must gain at least this share to count as still scaling.
+pub const SCALING_GAIN: f64 = 0.10;
+
+/// Which way a test moves data (for choosing the device counter that matches it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+    Both,
+}
+
+pub fn direction(r: &TestResult) -> Direction {
+    match r.test.as_str() {
+        "randmix" | "copy" => Direction::Both,
+        _ if r.is_write() => Direction::Write,
+        _ => Direction::Read,
+    }
+}
+
+/// Throughput as the device saw it, scaled to the headline: headline x device bytes / app
+/// bytes in the test's direction. None without a witness, device counters or app bytes.
+pub fn device_bps(r: &TestResult) -> Option<f64> {
+    let w = r.witness.as_ref()?;
+    let d = w.device.as_ref()?;
+    let (dev, app) = match direction(r) {
+        Direction::Read => (d.read_bytes, w.app.read_bytes),
+        Direction::Write => (d.write_bytes, w.app.write_bytes),
+        Direction::Both => (
+            d.read_bytes + d.write_bytes,
+            w.app.read_bytes + w.app.write_bytes,
+        ),
+    };
+    if app == 0 {
+        return None;
+    }
+    Some(r.throughput.mean * dev as f64 / app as f64)
+}
+
+/// The verdict as a short cell: "device", "mixed 40%", "cache (meant)", "cache [!]".
+pub fn verdict_cell(r: &TestResult) -> String {
+    let Some(w) = r.witness.as_ref() else {
+        return "-".to_string();
+    };
+    let mut v = w.verdict.clone();
+    if v == "mixed" {
+        if let Some(s) = w.device_share {
+            v = format!("mixed {}", units::pct(s));
+        }
+    }
+    if w.contradicts_intent {
+        v.push_str(" [!]");
+    } else if r.intent == "cache" && w.verdict == "cache" {
+        v.push_str(" (meant)");
+    }
+    v
+}
+
+/// True when the result is not ok.
+pub fn failed(r: &TestResult) -> bool {
+    !(r.status.is_empty() || r.status == "ok")
+}
+
+/// "write 64m/1m", plus threads and depth when they are not 1: "randread 1g/4k x4 qd32".
+pub fn label(r: &TestResult) -> String {
+    let mut s = format!(
+        "{} {}/{}",
+        r.test,
+        units::size(r.file_size),
+        units::size(r.record_size)
+    );
+    if r.threads > 1 {
+        s.push_str(&format!(" x{}", r.threads));
+    }
+    if r.iodepth > 1 {
+        s.push_str(&format!(" qd{}", r.iodepth));
+    }
+    s
+}
+
+/// What a note is about, so HTML can colour it and text can order it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoteKind {
+    Failed,
+    Contradiction,
+    Disturbed,
+    Unverified,
+    Noisy,
+    Ranks,
+}
+
+/// A sentence printed under a table, numbered; the row carries the number.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub number: usize,
+    pub kind: NoteKind,
+    pub about: String,
+    pub text: String,
+}
+
+/// The notes of one result (not yet numbered: `number` is 0).
+pub fn result_notes(r: &TestResult) -> Vec<Note> {
+    let mut out = Vec::new();
+    let mut add = |kind, text: String| {
+        out.push(Note {
+            number: 0,
+            kind,
+            about: label(r),
+            text,
+        })
+    };
+    if failed(r) {
+        add(
+            NoteKind::Failed,
+            format!(
+                "failed: {}",
+                r.error
+                    .clone()
+                    .unwrap_or_else(|| "no reason recorded".into())
+            ),
+        );
+    }
+    if let Some(w) = &r.witness {
+        if w.contradicts_intent {
+            let text = if w.explanation.is_empty() {
+                format!(
+                    "the witness says {} although the test meant to measure the {}.",
+                    w.verdict, r.intent
+                )
+            } else {
+                w.explanation.clone()
+            };
+            add(NoteKind::Contradiction, text);
+        }
+        if w.disturbed {
+            add(
+                NoteKind::Disturbed,
+                format!(
+                    "disturbed: {} moved on the device that candor did not cause (another process); \
+                     rerun on a quiet machine or a lab filesystem (candor lab create).",
+                    units::size_long(w.foreign_device_bytes)
+                ),
+            );
+        }
+        if w.verdict == "unverified" {
+            let why = w
+                .unverified_reason
+                .clone()
+                .unwrap_or_else(|| w.explanation.clone());
+            add(NoteKind::Unverified, format!("not verified: {why}"));
+        }
+    }
+    if r.throughput.n >= 2 && r.throughput.cv > NOISY_CV {
+        add(
+            NoteKind::Noisy,
+            format!(
+                "repetitions vary by {} (CV > {}): use --repeat 5 or more, and a machine with nothing else running.",
+                units::pct(r.throughput.cv),
+                units::pct(NOISY_CV)
+            ),
+        );
+    }
+    if let Some(s) = rank_spread(r) {
+        add(NoteKind::Ranks, s);
+    }
+    out
+}
+
+/// Notes of a list of results, numbered from `first`; returns the notes and, per result, the
+/// numbers that belong to it ("1,2").
+pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut refs = Vec::new();
+    let mut n = first;
+    for r in results {
+        let mut mine = Vec::new();
+        for mut note in result_notes(r) {
+            note.number = n;
+            mine.push(n.to_string());
+            n += 1;
+            notes.push(note);
+        }
+        refs.push(mine.join(","));
+    }
+    (notes, refs)
+}
+
+/// The per-rank spread of an MPI result, when `ranks` holds per-rank throughput: an array of
+/// objects with "rank" and "throughput" (a number or a summary with "mean"), or "bytes" and
+/// "seconds".
+pub fn rank_spread(r: &TestResult) -> Option<String> {
+    let ranks = rank_rates(r)?;
+    if ranks.len() < 2 {
+        return None;
+    }
+    let (slow_rank, slow) = ranks.iter().cloned().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (fast_rank, fast) = ranks.iter().cloned().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(format!(
+        "{} ranks: slowest rank {} at {} MB/s, fastest rank {} at {} MB/s.",
+        ranks.len(),
+        slow_rank,
+        units::mb_s(slow),
+        fast_rank,
+        units::mb_s(fast)
+    ))
+}
+
+/// (rank, bytes/s) per rank, read tolerantly from `TestResult::ranks`.
+pub fn rank_rates(r: &TestResult) -> Option<Vec<(u64, f64)>> {
+    let arr = r.ranks.as_ref()?.as_array()?;
+    let mut out = Vec::new();
+    for (i, v) in arr.iter().enumerate() {
+        let rank = v.get("rank").and_then(|x| x.as_u64()).unwrap_or(i as u64);
+        let tp = v.get("throughput").and_then(|t| {
+            t.as_f64()
+                .or_else(|| t.get("mean").and_then(|m| m.as_f64()))
+        });
+        let tp = tp.or_else(|| {
+            let b = v.get("bytes")?.as_f64()?;
+            let s = v.get("seconds")?.as_f64()?;
+            (s > 0.0).then(|| b / s)
+        });
+        out.push((rank, tp?));
+    }
+    Some(out)
+}
+
+/// Results of one target, with what the run recorded about it.
+pub struct Group<'a> {
+    pub path: String,
+    pub info: Option<&'a TargetInfo>,
+    pub results: Vec<&'a TestResult>,
+}
+
+/// Results grouped by target, in the order of `doc.targets`, then any target only the
+/// results name.
+pub fn groups(doc: &RunDoc) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = doc
+        .targets
+        .iter()
+        .map(|t| Group {
+            path: t.path.clone(),
+            info: Some(t),
+            results: Vec::new(),
+        })
+        .collect();
+    for r in &doc.results {
+        match out.iter_mut().find(|g| g.path == r.target) {
+            Some(g) => g.results.push(r),
+            None => out.push(Group {
+                path: r.target.clone(),
+                info: None,
+                results: vec![r],
+            }),
+        }
+    }
+    out.retain(|g| !g.results.is_empty() || g.info.is_some());
+    out
+}
+
+/// "ext4 (rw,relatime) on vda: QEMU HARDDISK, SSD, 64 GiB, mq-deadline".
+pub fn target_line(t: &TargetInfo) -> String {
+    let mut s = if t.fs_type.is_empty() {
+        "unknown filesystem".to_string()
+    } else {
+        t.fs_type.clone()
+    };
+    if !t.mount_options.is_empty() {
+        s.push_str(&format!(" ({})", t.mount_options));
+    }
+    match &t.device {
+        Some(d) => {
+            s.push_str(&format!(" on {}", d.name));
+            let counted: Vec<&String> = d.counted.iter().filter(|c| **c != d.name).collect();
+            if !counted.is_empty() {
+                s.push_str(&format!(
+                    " (counted on {})",
+                    counted
+                        .iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                        .join("+")
+                ));
+            }
+            let mut parts = Vec::new();
+            if !d.model.is_empty() {
+                parts.push(d.model.clone());
+            }
+            parts.push(if d.rotational { "rotational" } else { "SSD" }.to_string());
+            if d.size_bytes > 0 {
+                parts.push(units::size_long(d.size_bytes));
+            }
+            if !d.scheduler.is_empty() {
+                parts.push(format!("scheduler {}", d.scheduler));
+            }
+            s.push_str(&format!(": {}", parts.join(", ")));
+        }
+        None => s.push_str(", no block device"),
+    }
+    s
+}
+
+/// What a sweep varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    Threads,
+    Depth,
+}
+
+impl Axis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::Threads => "threads",
+            Axis::Depth => "queue depth",
+        }
+    }
+
+    /// A point on the axis in words: "1 thread", "4 threads", "QD 16".
+    pub fn point(self, n: u32) -> String {
+        match self {
+            Axis::Threads if n == 1 => "1 thread".to_string(),
+            Axis::Threads => format!("{n} threads"),
+            Axis::Depth => format!("QD {n}"),
+        }
+    }
+
+    pub fn value(self, r: &TestResult) -> u32 {
+        match self {
+            Axis::Threads => r.threads,
+            Axis::Depth => r.iodepth,
+        }
+    }
+}
+
+/// Results that differ only along one axis, sorted along it.
+pub struct Series<'a> {
+    pub axis: Axis,
+    pub title: String,
+    pub points: Vec<&'a TestResult>,
+}
+
+/// Every sweep among the results: results equal in everything but the axis, with at least two
+/// distinct values along it.
+pub fn series<'a>(results: &[&'a TestResult], axis: Axis) -> Vec<Series<'a>> {
+    let key = |r: &TestResult| {
+        let (t, d) = match axis {
+            Axis::Threads => (0, r.iodepth),
+            Axis::Depth => (r.threads, 0),
+        };
+        (
+            r.target.clone(),
+            r.test.clone(),
+            r.engine.clone(),
+            r.file_size,
+            r.record_size,
+            t,
+            d,
+            r.direct,
+            r.osync,
+        )
+    };
+    let mut out: Vec<(_, Vec<&'a TestResult>)> = Vec::new();
+    for r in results.iter().copied().filter(|r| !failed(r)) {
+        let k = key(r);
+        match out.iter_mut().find(|(kk, _)| *kk == k) {
+            Some((_, v)) => v.push(r),
+            None => out.push((k, vec![r])),
+        }
+    }
+    out.into_iter()
+        .filter_map(|(_, mut v)| {
+            v.sort_by_key(|r| axis.value(r));
+            v.dedup_by_key(|r| axis.value(r));
+            if v.len() < 2 {
+                return None;
+            }
+            let r = v[0];
+            let mut title = format!(
+                "{} {}/{}",
+                r.test,
+                units::size(r.file_size),
+                units::size(r.record_size)
+            );
+            if !r.engine.is_empty() {
+                title.push_str(&format!(" {}", r.engine));
+            }
+            match axis {
+                Axis::Threads if r.iodepth > 1 => title.push_str(&format!(" qd{}", r.iodepth)),
+                Axis::Depth if r.threads > 1 => title.push_str(&format!(" x{}", r.threads)),
+                _ => {}
+            }
+            if r.direct {
+                title.push_str(" direct");
+            }
+            Some(Series {
+                axis,
+                title,
+                points: v,
+            })
+        })
+        .collect()
+}
+
+/// Where a sweep stops scaling: the index of the last point reached while every step gained at
+/// least `SCALING_GAIN`, or None when every step gained (still scaling at the largest point).
+pub fn scaling_stop(values: &[f64]) -> Option<usize> {
+    for i in 1..values.len() {
+        if values[i - 1] <= 0.0 || values[i] < values[i - 1] * (1.0 + SCALING_GAIN) {
+            return Some(i - 1);
+        }
+    }
+    None
+}
+
+/// One sentence on how a sweep scaled.
+pub fn scaling_sentence(s: &Series) -> String {
+    let values: Vec<f64> = s.points.iter().map(|r| r.throughput.mean).collect();
+    let first = values[0];
+    let at = |i: usize| s.axis.point(s.axis.value(s.points[i]).max(1));
+    match scaling_stop(&values) {
+        None => format!(
+            "{}: still scaling at {} ({} of {}), the largest tried.",
+            s.title,
+            at(values.len() - 1),
+            units::ratio(values[values.len() - 1] / first),
+            at(0)
+        ),
+        Some(0) => format!(
+            "{}: does not scale: {} gains less than {} over {}.",
+            s.title,
+            at(1),
+            units::pct(SCALING_GAIN),
+            at(0)
+        ),
+        Some(i) => format!(
+            "{}: scales up to {} ({} of {}); beyond that each step gains less than {}.",
+            s.title,
+            at(i),
+            units::ratio(values[i] / first),
+            at(0),
+            units::pct(SCALING_GAIN)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaling_stops_where_a_step_gains_too_little() {
+        assert_eq!(scaling_stop(&[100.0, 190.0, 350.0, 360.0, 365.0]), Some(2));
+        assert_eq!(scaling_stop(&[100.0, 105.0]), Some(0));
+        assert_eq!(scaling_stop(&[100.0, 200.0, 400.0]), None);
+    }
+
+    #[test]
+    fn device_throughput_follows_the_device_share() {
+        let mut r = TestResult {
+            test: "read".into(),
+            ..Default::default()
+        };
+        r.throughput.mean = 1000e6;
+        assert_eq!(device_bps(&r), None);
+        let mut w = candor_model::Witness::default();
+        w.app.read_bytes = 100;
+        w.device = Some(candor_model::DeviceIo {
+            read_bytes: 25,
+            write_bytes: 999,
+            ..Default::default()
+        });
+        r.witness = Some(w);
+        assert_eq!(device_bps(&r), Some(250e6));
+    }
+
+    #[test]
+    fn ranks_are_read_in_either_shape() {
+        let r = TestResult {
+            ranks: Some(serde_json::json!([
+                {"rank": 0, "throughput": {"mean": 2e8}},
+                {"rank": 1, "bytes": 1e8, "seconds": 1.0},
+            ])),
+            ..Default::default()
+        };
+        assert_eq!(rank_rates(&r), Some(vec![(0, 2e8), (1, 1e8)]));
+        let s = rank_spread(&r).unwrap_or_default();
+        assert!(s.contains("slowest rank 1 at 100 MB/s"), "{s}");
+    }
+}

@@ -1,0 +1,93 @@
+//! Snapshot tests of the text formats on result documents built in code.
+
+mod common;
+
+use candor_report::{render, Format};
+
+#[test]
+fn table_snapshot() {
+    common::expect(
+        "sample.table.txt",
+        &render(&common::sample_doc(), Format::Table),
+    );
+}
+
+#[test]
+fn markdown_snapshot() {
+    common::expect(
+        "sample.md",
+        &render(&common::sample_doc(), Format::Markdown),
+    );
+}
+
+#[test]
+fn csv_snapshot() {
+    common::expect("sample.csv", &render(&common::sample_doc(), Format::Csv));
+}
+
+#[test]
+fn iozone_snapshot() {
+    common::expect(
+        "sample.iozone.txt",
+        &render(&common::sample_doc(), Format::Iozone),
+    );
+}
+
+#[test]
+fn excel_snapshot() {
+    common::expect(
+        "sample.excel.txt",
+        &render(&common::sample_doc(), Format::Excel),
+    );
+}
+
+#[test]
+fn mpi_table_snapshot() {
+    common::expect("mpi.table.txt", &render(&common::mpi_doc(), Format::Table));
+}
+
+/// Equal, with floats equal to the last bits serde_json's parser may round differently.
+fn same(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+    use serde_json::Value::*;
+    match (a, b) {
+        (Number(x), Number(y)) => {
+            let (x, y) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                "{at}: {x} vs {y}"
+            );
+        }
+        (Array(x), Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}");
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                same(p, q, &format!("{at}[{i}]"));
+            }
+        }
+        (Object(x), Object(y)) => {
+            assert_eq!(
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>(),
+                "{at}"
+            );
+            for (k, v) in x {
+                same(v, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        _ => assert_eq!(a, b, "{at}"),
+    }
+}
+
+#[test]
+fn json_is_the_document() {
+    let doc = common::sample_doc();
+    let text = render(&doc, Format::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&text).expect("the JSON parses");
+    let direct = serde_json::to_value(&doc).expect("the document serializes");
+    same(&parsed, &direct, "$");
+    let back: candor_model::RunDoc = serde_json::from_value(parsed).expect("the JSON is a RunDoc");
+    assert_eq!(back.results.len(), doc.results.len());
+    assert_eq!(back.targets, doc.targets);
+}
