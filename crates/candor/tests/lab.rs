@@ -1,0 +1,419 @@
+//! `candor lab` driven through the binary: a lab of ext4, xfs and btrfs made, used and
+//! removed for real (as root), and the failure paths: a failing mkfs, bad input, not root,
+//! a directory the lab did not make.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// Lab tests attach loop devices, of which the machine has few: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn candor(args: &[&str]) -> Output {
+    candor_with_path(args, None)
+}
+
+fn candor_with_path(args: &[&str], path: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_candor"));
+    cmd.args(args);
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    cmd.output().expect("run candor")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn have(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// Why the real lab cannot be made here, if it cannot.
+fn lab_skip_reason() -> Option<String> {
+    if !is_root() {
+        return Some("needs root".into());
+    }
+    for p in [
+        "losetup",
+        "mount",
+        "umount",
+        "mkfs.ext4",
+        "mkfs.xfs",
+        "mkfs.btrfs",
+    ] {
+        if !have(p) {
+            return Some(format!("{p} is not installed"));
+        }
+    }
+    None
+}
+
+fn mounts_under(dir: &Path) -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").expect("read /proc/mounts");
+    let d = dir.display().to_string();
+    mounts
+        .lines()
+        .filter(|l| l.split(' ').nth(1).is_some_and(|t| t.starts_with(&d)))
+        .map(str::to_string)
+        .collect()
+}
+
+fn loops_under(dir: &Path) -> Vec<String> {
+    let out = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .expect("run losetup -a");
+    let d = dir.display().to_string();
+    text(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(&d))
+        .map(str::to_string)
+        .collect()
+}
+
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("make a temporary directory")
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).expect("canonicalize")
+}
+
+#[test]
+fn create_use_and_destroy_ext4_xfs_btrfs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = lab_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = temp_dir();
+    let dir = canonical(tmp.path());
+    let d = dir.display().to_string();
+    std::fs::write(dir.join("keep.txt"), b"a file the lab did not make").expect("write keep.txt");
+
+    let out = candor(&[
+        "lab",
+        "create",
+        "--fs",
+        "ext4,xfs,btrfs",
+        "--size",
+        "300m",
+        "--dir",
+        &d,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("sparse"),
+        "{}",
+        text(&out.stderr)
+    );
+    let paths: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    let lab = dir.join(".candor-lab");
+    let expected: Vec<String> = ["ext4", "xfs", "btrfs"]
+        .iter()
+        .map(|fs| lab.join("mnt").join(fs).display().to_string())
+        .collect();
+    assert_eq!(paths, expected);
+
+    // Each path is a mount of the named filesystem type, on a loop device, and takes a file.
+    let mounts = std::fs::read_to_string("/proc/mounts").expect("read /proc/mounts");
+    for (fs, path) in ["ext4", "xfs", "btrfs"].iter().zip(&paths) {
+        let line = mounts
+            .lines()
+            .find(|l| l.split(' ').nth(1) == Some(path.as_str()))
+            .unwrap_or_else(|| panic!("{path} is not in /proc/mounts"));
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert!(fields[0].starts_with("/dev/loop"), "{line}");
+        assert_eq!(fields[2], *fs, "{line}");
+        let file = Path::new(path).join("hello");
+        std::fs::write(&file, format!("written on {fs}")).expect("write in the lab");
+        assert_eq!(
+            std::fs::read_to_string(&file).expect("read back"),
+            format!("written on {fs}")
+        );
+    }
+    assert_eq!(loops_under(&dir).len(), 3, "{:?}", loops_under(&dir));
+
+    // list shows them mounted; --paths prints exactly what create printed.
+    let out = candor(&["lab", "list", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout).matches("mounted").count(),
+        3,
+        "{}",
+        text(&out.stdout)
+    );
+    let out = candor(&["lab", "list", "--paths", "--dir", &d]);
+    assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), paths);
+
+    // Creating again is the same lab: nothing new, same paths, files kept.
+    let out = candor(&[
+        "lab",
+        "create",
+        "--fs",
+        "ext4,xfs,btrfs",
+        "--size",
+        "300m",
+        "--dir",
+        &d,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("already exists"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), paths);
+    assert_eq!(loops_under(&dir).len(), 3);
+    assert!(Path::new(&paths[1]).join("hello").exists());
+
+    // As after a reboot: xfs unmounted and its loop device gone. create brings it back
+    // with its data, without mkfs.
+    let status = Command::new("umount")
+        .arg(&paths[1])
+        .status()
+        .expect("umount");
+    assert!(status.success());
+    let xfs_img = lab.join("xfs.img").display().to_string();
+    let out = Command::new("losetup")
+        .args(["-j", &xfs_img])
+        .output()
+        .expect("losetup -j");
+    let device = text(&out.stdout)
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(device.starts_with("/dev/loop"), "{}", text(&out.stdout));
+    let status = Command::new("losetup")
+        .args(["-d", &device])
+        .status()
+        .expect("losetup -d");
+    assert!(status.success());
+    let out = candor(&["lab", "list", "--dir", &d]);
+    assert!(
+        text(&out.stdout).contains("no loop device"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = candor(&[
+        "lab",
+        "create",
+        "--fs",
+        "ext4,xfs,btrfs",
+        "--size",
+        "300m",
+        "--dir",
+        &d,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("mounted again"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&paths[1]).join("hello")).expect("xfs data kept"),
+        "written on xfs"
+    );
+
+    let out = candor(&["lab", "destroy", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(mounts_under(&dir).is_empty(), "{:?}", mounts_under(&dir));
+    assert!(loops_under(&dir).is_empty(), "{:?}", loops_under(&dir));
+    assert!(!lab.exists(), "{} is still there", lab.display());
+    assert!(
+        dir.join("keep.txt").exists(),
+        "destroy removed a file it did not make"
+    );
+
+    // Destroying again has nothing to do and says so.
+    let out = candor(&["lab", "destroy", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("nothing to do"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_failing_mkfs_leaves_no_loop_device_mount_or_file() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = lab_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = temp_dir();
+    let dir = canonical(tmp.path());
+    let d = dir.display().to_string();
+    // A mkfs.xfs that fails, found first on PATH: ext4 is made, then xfs fails, and the
+    // whole call is undone.
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("mkdir bin");
+    let fake = bin.join("mkfs.xfs");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'mkfs.xfs: simulated failure' >&2\nexit 1\n",
+    )
+    .expect("write fake mkfs.xfs");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let work = dir.join("work");
+    std::fs::create_dir(&work).expect("mkdir work");
+    let w = work.display().to_string();
+
+    let out = candor_with_path(
+        &[
+            "lab", "create", "--fs", "ext4,xfs", "--size", "300m", "--dir", &w,
+        ],
+        Some(&path),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains("mkfs.xfs") && err.contains("simulated failure"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert!(mounts_under(&work).is_empty(), "{:?}", mounts_under(&work));
+    assert!(loops_under(&work).is_empty(), "{:?}", loops_under(&work));
+    assert!(
+        !work.join(".candor-lab").exists(),
+        "the lab directory was left behind"
+    );
+    let out = candor(&["lab", "destroy", "--dir", &w]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn bad_names_and_sizes_exit_2_with_one_sentence() {
+    let tmp = temp_dir();
+    let d = tmp.path().display().to_string();
+    for (args, needle) in [
+        (vec!["--fs", "ext4,zfs"], "zfs"),
+        (vec!["--fs", "ext4,ext4"], "twice"),
+        (vec!["--size", "4x"], "not a size"),
+        (vec!["--size", "0"], "more than zero"),
+        (vec!["--fs", "xfs", "--size", "100m"], "too small for xfs"),
+    ] {
+        let mut full = vec!["lab", "create", "--dir", &d];
+        full.extend(args.iter().copied());
+        let out = candor(&full);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("candor: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(!tmp.path().join(".candor-lab").exists());
+}
+
+#[test]
+fn not_root_exits_2_and_says_so() {
+    let tmp = temp_dir();
+    let d = tmp.path().display().to_string();
+    let args = [
+        "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
+    ];
+    let out = if is_root() {
+        if !have("setpriv") {
+            eprintln!("skipped: setpriv is not installed to drop root");
+            return;
+        }
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_candor"))
+            .args(args)
+            .output()
+            .expect("run candor through setpriv")
+    } else {
+        candor(&args)
+    };
+    let err = text(&out.stderr);
+    if is_root() && err.contains("Permission denied") && out.status.code() != Some(2) {
+        eprintln!("skipped: the test binary is not reachable by an unprivileged user: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs root"), "{err}");
+    assert!(!tmp.path().join(".candor-lab").exists());
+}
+
+#[test]
+fn list_and_destroy_without_a_lab_do_nothing() {
+    let tmp = temp_dir();
+    let d = tmp.path().display().to_string();
+    let out = candor(&["lab", "list", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("no lab"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = candor(&["lab", "list", "--paths", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    let out = candor(&["lab", "destroy", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("nothing to do"));
+}
+
+#[test]
+fn a_lab_directory_candor_did_not_make_is_left_alone() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = temp_dir();
+    let d = tmp.path().display().to_string();
+    let foreign = tmp.path().join(".candor-lab");
+    std::fs::create_dir(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("precious"), b"not the lab's").expect("write");
+
+    let out = candor(&["lab", "destroy", "--dir", &d]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(foreign.join("precious").exists());
+
+    if lab_skip_reason().is_none() {
+        let out = candor(&[
+            "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("did not make"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(foreign.join("precious").exists());
+    }
+}
+
+#[test]
+fn more_than_the_free_space_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root (the free-space check comes after the root check)");
+        return;
+    }
+    let tmp = temp_dir();
+    let d = tmp.path().display().to_string();
+    let out = candor(&[
+        "lab", "create", "--fs", "ext4,xfs", "--size", "500t", "--dir", &d,
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("free") && err.contains("sparse"), "{err}");
+    assert!(!tmp.path().join(".candor-lab").exists());
+}
