@@ -6,3 +6,7 @@
 pub mod claims;
 
 pub use claims::{Claim, Direction};
+pub mod phase;
+pub mod procfs;
+
+pub use phase::{Observed, Phase, PhaseSource, ProcessRecord};

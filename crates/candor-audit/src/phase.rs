@@ -1,0 +1,135 @@
+//! What the audited program did, file by file: a phase is one open..close of a file by one
+//! process of the tree. Phases come from a [`PhaseSource`]: the eBPF tracer (every syscall,
+//! exact times) or procfs sampling (what /proc shows every few milliseconds).
+
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// One open..close of a file by one process.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Phase {
+    /// Process (thread group) id.
+    pub pid: u32,
+    pub fd: i32,
+    pub path: String,
+    /// Device number (st_dev) and inode of the file, when known.
+    pub dev: Option<u64>,
+    pub inode: Option<u64>,
+    /// Seconds since the audit started the command.
+    pub open_s: f64,
+    pub close_s: f64,
+    /// How far off `open_s` and `close_s` may be (half the sampling period for procfs, 0 when
+    /// every syscall was seen).
+    pub time_uncertainty_s: f64,
+    /// Bytes the program moved through the file (what the read/write calls returned).
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_calls: Option<u64>,
+    pub write_calls: Option<u64>,
+    /// Seconds spent inside the read and write calls (eBPF only).
+    pub read_time_s: Option<f64>,
+    pub write_time_s: Option<f64>,
+    pub fsync_count: Option<u64>,
+    pub fsync_time_s: Option<f64>,
+    pub lseek_count: Option<u64>,
+    /// (record size in bytes, calls) for every size seen.
+    pub record_sizes: Vec<[u64; 2]>,
+    /// Calls per tenth of the file (offset / file size), when offsets were seen: a random
+    /// test that covers the file has all ten filled.
+    pub offset_deciles: Vec<u64>,
+    /// Opened with O_DIRECT.
+    pub direct: bool,
+    /// Bytes the kernel counted as going to or coming from storage for this file
+    /// (/proc/<pid>/io read_bytes and write_bytes attributed to it; reads below `read_bytes`
+    /// were served by the page cache).
+    pub storage_read_bytes: Option<u64>,
+    pub storage_write_bytes: Option<u64>,
+    /// Device traffic during the phase on the file's device (all processes).
+    pub device: Option<String>,
+    pub device_read_bytes: Option<u64>,
+    pub device_write_bytes: Option<u64>,
+    /// Average device time per request during the phase, microseconds.
+    pub device_latency_us: Option<f64>,
+    /// "bpf" or "procfs".
+    pub source: String,
+}
+
+impl Phase {
+    pub fn wall_s(&self) -> f64 {
+        (self.close_s - self.open_s).max(0.0)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+
+    /// The main direction: the one with more bytes (or nothing moved).
+    pub fn direction(&self) -> crate::Direction {
+        use crate::Direction;
+        match (self.read_bytes, self.write_bytes) {
+            (0, 0) => Direction::Unknown,
+            (r, 0) if r > 0 => Direction::Read,
+            (0, w) if w > 0 => Direction::Write,
+            (r, w) if r >= 8 * w => Direction::Read,
+            (r, w) if w >= 8 * r => Direction::Write,
+            _ => Direction::Mixed,
+        }
+    }
+
+    /// Seconds inside the I/O calls of the main direction, when the source timed them.
+    pub fn io_time_s(&self) -> Option<f64> {
+        match (self.read_time_s, self.write_time_s) {
+            (Some(r), Some(w)) => Some(r + w),
+            (Some(r), None) => Some(r),
+            (None, Some(w)) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+/// One process of the audited tree.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct ProcessRecord {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    pub first_seen_s: f64,
+    pub exit_s: Option<f64>,
+    /// /proc/<pid>/io at its last reading (for the root: after the whole tree finished).
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub cancelled_write_bytes: u64,
+}
+
+/// Everything a phase source saw.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Observed {
+    pub source: String,
+    pub phases: Vec<Phase>,
+    pub processes: Vec<ProcessRecord>,
+    /// Sentences about the limits of what was seen ("times are sampled every 5 ms").
+    pub notes: Vec<String>,
+}
+
+/// Where phases come from. The runner calls `attach` once the child exists (before it
+/// runs the command), `sample` periodically while the tree runs, `exited` for each process
+/// of the tree that has ended but is not reaped yet (its /proc entry is still readable), and
+/// `finish` at the end.
+pub trait PhaseSource {
+    /// "bpf" or "procfs".
+    fn name(&self) -> &'static str;
+    fn attach(&mut self, root: u32, t0: Instant) -> Result<(), String>;
+    fn sample(&mut self);
+    fn exited(&mut self, pid: u32);
+    /// Bytes the tree wrote to its stdout and stderr so far (captured by the runner), so a
+    /// source that only sees per-process totals can leave them out of the file bytes.
+    fn set_output_bytes(&mut self, _bytes: u64) {}
+    fn finish(&mut self) -> Observed;
+}
