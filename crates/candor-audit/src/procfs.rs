@@ -87,6 +87,18 @@ impl Io {
         }
     }
 
+    fn min_io(self, o: Io) -> Io {
+        Io {
+            rchar: self.rchar.min(o.rchar),
+            wchar: self.wchar.min(o.wchar),
+            syscr: self.syscr.min(o.syscr),
+            syscw: self.syscw.min(o.syscw),
+            read_bytes: self.read_bytes.min(o.read_bytes),
+            write_bytes: self.write_bytes.min(o.write_bytes),
+            cancelled_write_bytes: self.cancelled_write_bytes.min(o.cancelled_write_bytes),
+        }
+    }
+
     fn is_zero(&self) -> bool {
         *self == Io::default()
     }
@@ -150,6 +162,8 @@ struct Proc {
     /// What has been accounted for this process so far: the larger of the whole reading
     /// and the threads' sum (the threads are read a moment after the whole).
     known: Io,
+    /// Largest (whole - threads' sum) seen: what dead threads and reaped children brought.
+    beyond_max: Io,
     /// Last readings of vanished children and threads, not yet seen arriving in `total`.
     gone: Io,
     /// Children that vanished and whose late bytes may still arrive in `total`.
@@ -216,6 +230,7 @@ impl ProcfsSource {
             threads: HashMap::new(),
             total: Io::default(),
             known: Io::default(),
+            beyond_max: Io::default(),
             gone: Io::default(),
             vanished_children: Vec::new(),
             alive: true,
@@ -343,9 +358,11 @@ impl ProcfsSource {
             return;
         };
         let whole = total.saturating_sub(p.total);
-        // Own activity: the live threads' deltas (new threads count from zero). Without
-        // per-thread readings, the whole delta less what vanished children brought.
-        let (own, absorbed) = match r.threads.filter(|t| !t.is_empty()) {
+        // Own activity: the live threads' deltas (new threads count from zero). What the
+        // whole reading holds beyond the threads (dead threads, reaped children) only grows
+        // when something ends; the whole is read a moment before the threads, so the
+        // difference is taken against its running maximum.
+        let absorbed = match r.threads.filter(|t| !t.is_empty()) {
             Some(threads) => {
                 let mut own = Io::default();
                 for (tid, io) in &threads {
@@ -358,22 +375,31 @@ impl ProcfsSource {
                     }
                 }
                 let sum = threads.values().fold(Io::default(), |a, b| a.add(*b));
+                let beyond = total.saturating_sub(sum);
+                let growth = beyond.saturating_sub(p.beyond_max);
+                p.beyond_max = max_io(p.beyond_max, beyond);
                 p.known = max_io(total, sum);
                 p.threads = threads;
-                (own, whole.saturating_sub(own))
+                (own, growth)
             }
             None => {
                 p.known = total;
-                let absorbed = if p.vanished_children.is_empty() {
-                    Io::default()
+                if p.gone.is_zero() {
+                    (whole, Io::default())
                 } else {
-                    whole
-                };
-                (whole.saturating_sub(absorbed), absorbed)
+                    let absorbed = whole;
+                    (Io::default(), absorbed)
+                }
             }
         };
-        // Beyond the last readings of what vanished, the absorbed part is their late bytes.
-        let tail = absorbed.saturating_sub(p.gone);
+        let (own, absorbed) = absorbed;
+        // Beyond the last readings of what vanished, the absorbed part is their late bytes;
+        // with nothing vanished, it is the reading gap and is already counted.
+        let tail = if p.gone.is_zero() {
+            Io::default()
+        } else {
+            absorbed.saturating_sub(p.gone)
+        };
         p.gone = p.gone.saturating_sub(absorbed);
         p.total = total;
         p.rec.rchar = total.rchar;
