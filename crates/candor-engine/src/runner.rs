@@ -280,7 +280,7 @@ fn run_repetition(
     }
     target.dir.syncfs();
     let meant = intent(point, s);
-    if !is_write && meant == "device" {
+    if spec.direction != Direction::Write && meant == "device" {
         for p in &paths {
             drop_file_cache(p);
         }

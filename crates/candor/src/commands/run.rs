@@ -483,6 +483,10 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
         }
         if runtime_ns.is_none() {
             runtime_ns = Some(2_000_000_000);
+            notes.push(format!(
+                "the default run caps each repetition at 2 s: tests that cannot cover the {} file in that time measure the part they reached (give --runtime to change it)",
+                format_size(size)
+            ));
         }
         let t = |n: &str| {
             workload::find(n).ok_or_else(|| Failure::failed(format!("internal: test {n} missing")))
@@ -698,6 +702,37 @@ fn options_map(a: &Args, p: &Planned, format: &str) -> BTreeMap<String, serde_js
     m
 }
 
+/// Typed warnings about one result, each worded with its remedy.
+fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let label = format!(
+        "{} ({} file, {} records, {} thread(s), QD {})",
+        r.test,
+        format_size(r.file_size),
+        format_size(r.record_size),
+        r.threads,
+        r.iodepth
+    );
+    if r.throughput.n >= 2 && r.throughput.cv > 0.10 {
+        out.push(format!(
+            "{label}: the repetitions vary by {:.0}% (coefficient of variation above 10%), so the mean is unsteady: use more --repeat, a longer --runtime or a quieter machine",
+            r.throughput.cv * 100.0
+        ));
+    }
+    let truncated: Vec<&candor_model::Repetition> = r.reps.iter().filter(|x| x.truncated).collect();
+    if !truncated.is_empty() && !default_run {
+        let want = (r.file_size / r.record_size.max(1)) * r.threads as u64;
+        let done = truncated.iter().map(|x| x.ops).min().unwrap_or(0);
+        out.push(format!(
+            "{label}: --runtime ended {} of {} repetition(s) after {:.0}% of the file; the figure covers only that part: raise --runtime to cover the whole file",
+            truncated.len(),
+            r.reps.len(),
+            100.0 * done as f64 / want.max(1) as f64
+        ));
+    }
+    out
+}
+
 pub fn run(a: Args) -> CmdResult {
     let started_at = rfc3339_now();
     let command_line: Vec<String> = std::env::args().collect();
@@ -812,12 +847,20 @@ pub fn run(a: Args) -> CmdResult {
     let mut save_error: Option<String> = None;
     let output = a.output.clone();
     let html = a.html.clone();
+    let default_run = planned.default_run;
     let mut results: Vec<TestResult> = Vec::new();
     let stop = {
         let doc_ref = &mut doc;
         let results_ref = &mut results;
         let save_ref = &mut save_error;
         let mut sink = |rs: Vec<TestResult>| {
+            for r in &rs {
+                for w in result_warnings(r, default_run) {
+                    if !doc_ref.warnings.contains(&w) {
+                        doc_ref.warnings.push(w);
+                    }
+                }
+            }
             results_ref.extend(rs);
             doc_ref.results = results_ref.clone();
             if let Some(out) = &output {
