@@ -207,7 +207,11 @@ fn open_backing(full: &Path, flags: i32, create_mode: Option<u32>) -> std::io::R
 }
 
 impl Filesystem for PassThrough {
-    fn init(&mut self, _req: &Request<'_>, _config: &mut KernelConfig) -> Result<(), i32> {
+    fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), i32> {
+        // Shared mmap of direct-I/O files (kernel 6.6 and later); without it such an mmap
+        // fails with ENODEV and only --cached mounts can be mapped.
+        const FUSE_DIRECT_IO_ALLOW_MMAP: u64 = 1 << 36;
+        let _ = config.add_capabilities(FUSE_DIRECT_IO_ALLOW_MMAP);
         Ok(())
     }
 

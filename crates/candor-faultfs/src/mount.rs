@@ -83,9 +83,25 @@ fn unmount(mountpoint: &Path) -> bool {
 }
 
 impl FaultFs {
-    /// Mounts a view of `backing` at `mountpoint` (both existing directories) with `faults`.
-    /// Waits up to 10 s for the mount to appear.
+    /// Mounts a view of `backing` at `mountpoint` (both existing directories) with `faults`,
+    /// running the binary found by [`binary_path`]. Waits up to 10 s for the mount to appear.
     pub fn mount(
+        backing: &Path,
+        mountpoint: &Path,
+        faults: &Faults,
+    ) -> Result<FaultFs, MountError> {
+        let Some(bin) = binary_path() else {
+            return Err(MountError::Skip(
+                "the candor-faultfs binary is not built (cargo build -p candor-faultfs)".into(),
+            ));
+        };
+        FaultFs::mount_with(&bin, backing, mountpoint, faults)
+    }
+
+    /// [`FaultFs::mount`] with the `candor-faultfs` binary at `bin` (in the crate's own
+    /// tests, `env!("CARGO_BIN_EXE_candor-faultfs")`).
+    pub fn mount_with(
+        bin: &Path,
         backing: &Path,
         mountpoint: &Path,
         faults: &Faults,
@@ -93,11 +109,12 @@ impl FaultFs {
         if !Path::new("/dev/fuse").exists() {
             return Err(MountError::Skip("no /dev/fuse on this machine".into()));
         }
-        let Some(bin) = binary_path() else {
-            return Err(MountError::Skip(
-                "the candor-faultfs binary is not built (cargo build -p candor-faultfs)".into(),
-            ));
-        };
+        if !bin.is_file() {
+            return Err(MountError::Skip(format!(
+                "the candor-faultfs binary is not at {} (cargo build -p candor-faultfs)",
+                bin.display()
+            )));
+        }
         let mountpoint = std::fs::canonicalize(mountpoint).map_err(|e| {
             MountError::Failed(format!("mount point {}: {e}", mountpoint.display()))
         })?;
@@ -108,7 +125,7 @@ impl FaultFs {
         ));
         let log_file = std::fs::File::create(&log)
             .map_err(|e| MountError::Failed(format!("cannot create {}: {e}", log.display())))?;
-        let mut cmd = Command::new(&bin);
+        let mut cmd = Command::new(bin);
         cmd.arg(backing).arg(&mountpoint).args(faults.to_args());
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {

@@ -30,8 +30,8 @@ fn dirs() -> Dirs {
 /// Mounts, or says why the test is skipped.
 fn mount(d: &Dirs, faults: &Faults) -> Option<FaultFs> {
     // The binary of this package is built for its integration tests.
-    std::env::set_var("CANDOR_FAULTFS", env!("CARGO_BIN_EXE_candor-faultfs"));
-    match FaultFs::mount(&d.backing, &d.mnt, faults) {
+    let bin = Path::new(env!("CARGO_BIN_EXE_candor-faultfs"));
+    match FaultFs::mount_with(bin, &d.backing, &d.mnt, faults) {
         Ok(fs) => Some(fs),
         Err(MountError::Skip(why)) => {
             eprintln!("skipped: {why}");
@@ -195,4 +195,141 @@ fn a_file_vanishes_after_its_close() {
         .read_to_string(&mut s)
         .expect("read");
     assert_eq!(s, "kept");
+}
+
+/// A 4 KiB-aligned buffer for O_DIRECT.
+struct Aligned {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).expect("layout");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "allocation failed");
+        Aligned { ptr, layout }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr points to layout.size() initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+#[test]
+fn o_direct_reads_pass_and_fail_at_the_offset() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let d = dirs();
+    let data = pattern(64 * 1024);
+    std::fs::write(d.backing.join("direct"), &data).expect("seed");
+    let Some(fs) = mount(&d, &Faults::new().eio_read(32_768..32_769)) else {
+        return;
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(fs.path().join("direct"))
+        .expect("O_DIRECT open through the mount");
+    let mut buf = Aligned::new(4096);
+    f.read_exact_at(buf.as_mut(), 4096)
+        .expect("aligned O_DIRECT read");
+    assert_eq!(buf.as_mut(), &data[4096..8192]);
+    let e = f
+        .read_exact_at(buf.as_mut(), 32_768)
+        .expect_err("O_DIRECT read at the fault");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO));
+}
+
+#[test]
+fn shared_mmap_works_through_the_mount() {
+    use std::os::unix::io::AsRawFd;
+    let d = dirs();
+    std::fs::write(d.backing.join("mapped"), pattern(8192)).expect("seed");
+    let Some(fs) = mount(&d, &Faults::new()) else {
+        return;
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(fs.path().join("mapped"))
+        .expect("open");
+    // SAFETY: a fresh shared mapping of 4096 bytes of an open file of 8192 bytes.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENODEV) {
+            eprintln!("skipped: this kernel cannot map direct-I/O FUSE files (before 6.6)");
+            return;
+        }
+        panic!("mmap: {e}");
+    }
+    // SAFETY: p maps 4096 readable and writable bytes until munmap below.
+    unsafe {
+        let bytes = std::slice::from_raw_parts_mut(p as *mut u8, 4096);
+        assert_eq!(&bytes[..16], &pattern(16)[..]);
+        bytes[..5].copy_from_slice(b"hello");
+        assert_eq!(libc::msync(p, 4096, libc::MS_SYNC), 0);
+        libc::munmap(p, 4096);
+    }
+    drop(f);
+    let back = std::fs::read(d.backing.join("mapped")).expect("backing");
+    assert_eq!(&back[..5], b"hello");
+}
+
+#[test]
+fn sigterm_unmounts_and_bad_arguments_exit_2() {
+    let bin = env!("CARGO_BIN_EXE_candor-faultfs");
+    let out = std::process::Command::new(bin)
+        .args(["/nonexistent", "/nonexistent2", "--eio-read", "8-4"])
+        .output()
+        .expect("run candor-faultfs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
+
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("skipped: no /dev/fuse");
+        return;
+    }
+    let d = dirs();
+    let mut child = std::process::Command::new(bin)
+        .arg(&d.backing)
+        .arg(&d.mnt)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start candor-faultfs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !mounted(&d.mnt) {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            eprintln!("skipped: candor-faultfs could not mount here ({status}): {err}");
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no mount within 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+    assert!(!mounted(&d.mnt), "still mounted after SIGTERM");
 }
