@@ -1,1 +1,188 @@
-//! (being built)
+//! candor-bpf owns candor's eBPF tracer: BPF programs on kernel tracepoints (see
+//! `bpf/candor.bpf.c`) that follow a set of processes (a seed pid, its threads and
+//! children) and aggregate, in the kernel, what that set did:
+//!
+//! - syscalls (read/write families, lseek, fsync, fdatasync, openat, close,
+//!   io_uring_enter, user page faults): count, bytes, time, latency histogram, per file;
+//! - block requests per device, direction and owner (the set, writeback done for inodes
+//!   the set dirtied, or foreign): completions, bytes, sizes, device latency, queue time,
+//!   in-flight depth;
+//! - page-cache inserts for the set or its files (cache misses);
+//! - one "phase" per open..close of a file, for `candor audit`.
+//!
+//! [`Tracer::load`] returns [`Unavailable`] with a plain reason when the host or the build
+//! cannot trace; [`probe`] says what the host supports without loading anything.
+//! Decoding ([`Snapshot`], [`Phase`]) and the conversion to the result model ([`model`])
+//! are pure and tested without root.
+
+pub mod hist;
+pub mod model;
+pub mod phase;
+pub mod probe;
+pub mod raw;
+pub mod snapshot;
+
+#[cfg_attr(candor_bpf_disabled, path = "disabled.rs")]
+#[cfg_attr(not(candor_bpf_disabled), path = "enabled.rs")]
+mod imp;
+
+pub use hist::{Hist, Scale};
+pub use phase::Phase;
+pub use probe::{probe, HostSupport};
+pub use snapshot::{
+    BlockCounters, BlockKey, DevId, Direction, FileCounters, FileId, Owner, Snapshot,
+    SyscallCounters,
+};
+
+/// Why the BPF tracer cannot run here, in words a person can act on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("this candor was built without its BPF programs ({0})")]
+    NotBuilt(String),
+    #[error("eBPF needs root (or CAP_BPF and CAP_PERFMON); run candor as root to use it")]
+    NotPermitted,
+    #[error(
+        "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing), which the BPF programs need"
+    )]
+    NoBtf,
+    #[error("the kernel has no tracepoint {0}")]
+    MissingTracepoint(String),
+    #[error("the tracepoint {0} has a record layout the BPF programs do not expect: {1}")]
+    Layout(String, String),
+    #[error("the kernel refused candor's BPF programs: {0}")]
+    Load(String),
+    #[error("could not attach to tracepoint {0}: {1}")]
+    Attach(String, String),
+}
+
+/// A failure while reading an attached tracer's maps.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("reading the BPF maps failed: {0}")]
+pub struct TraceError(pub String);
+
+/// What to trace.
+#[derive(Clone, Debug, Default)]
+pub struct TraceOptions {
+    /// Processes to follow from the start (their threads and later children are added
+    /// by the kernel as they appear).
+    pub seed_pids: Vec<u32>,
+}
+
+impl TraceOptions {
+    /// Follows the calling process.
+    pub fn this_process() -> TraceOptions {
+        TraceOptions {
+            seed_pids: vec![std::process::id()],
+        }
+    }
+}
+
+/// An attached tracer. Dropping it detaches every program.
+pub struct Tracer {
+    inner: imp::Loaded,
+    /// Paths seen at openat, to name files reached through another descriptor (dup2).
+    paths: std::collections::HashMap<(DevId, u64), String>,
+}
+
+impl Tracer {
+    /// Loads and attaches the programs. Never panics; every reason it cannot trace comes
+    /// back as [`Unavailable`].
+    pub fn load(opts: &TraceOptions) -> Result<Tracer, Unavailable> {
+        Ok(Tracer {
+            inner: imp::Loaded::load(opts)?,
+            paths: Default::default(),
+        })
+    }
+
+    /// Adds a process (and, from now on, its children) to the tracked set.
+    pub fn add_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        self.inner.add_pid(pid)
+    }
+
+    /// Stops following a process (its children already added stay).
+    pub fn remove_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        self.inner.remove_pid(pid)
+    }
+
+    /// The tgids followed right now.
+    pub fn tracked(&self) -> Result<Vec<u32>, TraceError> {
+        self.inner.tracked()
+    }
+
+    /// Optional tracepoints that could not be attached, with why (the figures they feed
+    /// are then missing, not wrong).
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        self.inner.skipped()
+    }
+
+    /// Cumulative counters since load. Cheap (a few dozen map reads); take one before and
+    /// one after a test and use [`Snapshot::delta`].
+    pub fn snapshot(&self) -> Result<Snapshot, TraceError> {
+        Ok(Snapshot::decode(&self.inner.read()?))
+    }
+
+    /// Phases finished since the last call: files closed, and files still open when their
+    /// process ended. In open order.
+    pub fn drain_phases(&mut self) -> Result<Vec<Phase>, TraceError> {
+        let mut phases: Vec<Phase> = self.inner.drain()?.iter().map(Phase::decode).collect();
+        name_phases(&mut self.paths, &mut phases);
+        Ok(phases)
+    }
+
+    /// Files the tracked set has open right now, as phases so far (not removed).
+    pub fn open_phases(&mut self) -> Result<Vec<Phase>, TraceError> {
+        let mut phases: Vec<Phase> = self.inner.open()?.iter().map(Phase::decode).collect();
+        name_phases(&mut self.paths, &mut phases);
+        Ok(phases)
+    }
+}
+
+/// Gives a path to phases of files reached without an openat the tracer saw (a dup2'd
+/// descriptor, as dd does with its output), from another phase of the same file.
+fn name_phases(known: &mut std::collections::HashMap<(DevId, u64), String>, phases: &mut [Phase]) {
+    for p in phases.iter() {
+        if let Some(path) = &p.path {
+            known.insert((p.dev, p.inode), path.clone());
+        }
+    }
+    for p in phases.iter_mut() {
+        if p.path.is_none() {
+            p.path = known.get(&(p.dev, p.inode)).cloned();
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of every BPF timestamp.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duplicated_descriptor_gets_the_path_of_its_file() {
+        let mut opened = raw::RawPhase::default();
+        opened.ino = 5;
+        opened.flags = raw::PHASE_OPENED | raw::PHASE_CLOSED;
+        opened.path[..2].copy_from_slice(b"/f");
+        let mut duped = raw::RawPhase::default();
+        duped.ino = 5;
+        duped.fd = 1;
+        let mut other = raw::RawPhase::default();
+        other.ino = 6;
+        let mut phases: Vec<Phase> = [opened, duped, other].iter().map(Phase::decode).collect();
+        let mut known = Default::default();
+        name_phases(&mut known, &mut phases);
+        assert_eq!(phases[1].path.as_deref(), Some("/f"));
+        assert_eq!(phases[2].path, None);
+    }
+}

@@ -1,0 +1,887 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* candor's in-kernel witness. Everything is aggregated here, in maps that user space reads
+ * when it takes a snapshot; the only per-event output is one record per closed file
+ * (a "phase"), which is one event per open..close, not per I/O.
+ *
+ * Tracepoints only (classic `tracepoint/` programs): the record layouts below are the
+ * ones in /sys/kernel/tracing/events/<cat>/<name>/format, checked by the loader's probe
+ * before anything is attached. The struct layouts shared with user space are mirrored in
+ * src/raw.rs (#[repr(C)]); change both together. */
+#include "candor_bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define NSLOTS 17
+#define SLOT_READ 0
+#define SLOT_WRITE 1
+#define SLOT_PREAD64 2
+#define SLOT_PWRITE64 3
+#define SLOT_READV 4
+#define SLOT_WRITEV 5
+#define SLOT_PREADV 6
+#define SLOT_PWRITEV 7
+#define SLOT_PREADV2 8
+#define SLOT_PWRITEV2 9
+#define SLOT_LSEEK 10
+#define SLOT_FSYNC 11
+#define SLOT_FDATASYNC 12
+#define SLOT_OPENAT 13
+#define SLOT_CLOSE 14
+#define SLOT_IO_URING_ENTER 15
+#define SLOT_PAGE_FAULT 16
+
+#define LL_BUCKETS 256
+#define L2_BUCKETS 64
+#define PATH_MAX_BYTES 256
+
+#define OWNER_FOREIGN 0
+#define OWNER_TRACKED 1
+#define OWNER_WRITEBACK 2
+
+#define DIAG_PHASES_LOST 0
+#define DIAG_STARTS_FULL 1
+#define DIAG_REQS_FULL 2
+#define DIAG_FDS_FULL 3
+#define NDIAG 4
+
+struct sys_stat {
+	__u64 count;
+	__u64 bytes;
+	__u64 time_ns;
+	__u64 errors;
+	__u64 lat[LL_BUCKETS];
+};
+
+struct l2_hist {
+	__u64 b[L2_BUCKETS];
+};
+
+struct sys_start {
+	__u64 ts;
+	__u64 arg;
+	__u32 slot;
+	__u32 fd;
+};
+
+struct fd_key {
+	__u32 tgid;
+	__u32 fd;
+};
+
+#define PHASE_OPENED 1
+#define PHASE_CLOSED 2
+
+struct phase {
+	__u32 tgid;
+	__u32 fd;
+	__u32 dev;
+	__u32 flags;
+	__u64 ino;
+	__u64 open_ns;
+	__u64 first_ns;
+	__u64 last_ns;
+	__u64 close_ns;
+	__u64 rbytes;
+	__u64 wbytes;
+	__u64 rcalls;
+	__u64 wcalls;
+	__u64 io_ns;
+	__u64 fsyncs;
+	__u64 fsync_ns;
+	__u64 lseeks;
+	__u64 pos;
+	__u32 size_hist[L2_BUCKETS];
+	__u32 off_hist[L2_BUCKETS];
+	char path[PATH_MAX_BYTES];
+};
+
+struct file_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
+struct file_stat {
+	__u64 rcalls;
+	__u64 wcalls;
+	__u64 rbytes;
+	__u64 wbytes;
+	__u64 io_ns;
+	__u64 misses;
+	__u64 fsyncs;
+	__u64 fsync_ns;
+};
+
+struct blk_key {
+	__u32 dev;
+	__u8 dir;
+	__u8 owner;
+	__u16 pad;
+};
+
+struct blk_stat {
+	__u64 completions;
+	__u64 bytes;
+	__u64 lat_ns;
+	__u64 issues;
+	__u64 queued;
+	__u64 queue_ns;
+	__u64 errors;
+	__u64 depth_sum;
+	__u64 size[L2_BUCKETS];
+	__u64 depth[L2_BUCKETS];
+	__u64 lat[LL_BUCKETS];
+};
+
+struct req_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+};
+
+struct req_val {
+	__u64 insert_ns;
+	__u64 issue_ns;
+	__u8 owner;
+	__u8 issued;
+	__u8 pad[6];
+};
+
+/* Maps. User space finds them by these names. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct sys_start);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NSLOTS);
+	__type(key, __u32);
+	__type(value, struct sys_stat);
+} sys_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct l2_hist);
+} lseek_offsets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} cache_misses SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NDIAG);
+	__type(key, __u32);
+	__type(value, __u64);
+} diag SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct fd_key);
+	__type(value, struct phase);
+} fds SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct phase);
+} phase_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} phases SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct file_key);
+	__type(value, struct file_stat);
+} files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct blk_key);
+	__type(value, struct blk_stat);
+} blk_stats SEC(".maps");
+
+/* Never written: a zeroed value to create blk_stats entries from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct blk_stat);
+} blk_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct req_key);
+	__type(value, struct req_val);
+} reqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} wb_inodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} wb_cur SEC(".maps");
+
+/* Histogram buckets; the same arithmetic is in src/hist.rs. */
+static __always_inline __u32 msb64(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+/* log2: 0 -> 0, otherwise floor(log2 v) + 1 (so a power of two is its bucket's lower bound). */
+static __always_inline __u32 l2_bucket(__u64 v)
+{
+	if (!v)
+		return 0;
+	__u32 b = msb64(v) + 1;
+	return b > L2_BUCKETS - 1 ? L2_BUCKETS - 1 : b;
+}
+
+/* log-linear, 4 sub-buckets per power of two (at most 25% wide): values below 8 exact. */
+static __always_inline __u32 ll_bucket(__u64 v)
+{
+	if (v < 8)
+		return (__u32)v;
+	__u32 m = msb64(v);
+	__u32 b = (m - 1) * 4 + ((v >> (m - 2)) & 3);
+	return b & (LL_BUCKETS - 1);
+}
+
+static __always_inline void diag_inc(__u32 which)
+{
+	__u64 *d = bpf_map_lookup_elem(&diag, &which);
+	if (d)
+		*d += 1;
+}
+
+static __always_inline int is_tracked_tgid(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&tracked, &tgid) != 0;
+}
+
+static __always_inline int slot_of(__s32 nr)
+{
+	switch (nr) { /* x86_64 syscall numbers */
+	case 0: return SLOT_READ;
+	case 1: return SLOT_WRITE;
+	case 17: return SLOT_PREAD64;
+	case 18: return SLOT_PWRITE64;
+	case 19: return SLOT_READV;
+	case 20: return SLOT_WRITEV;
+	case 295: return SLOT_PREADV;
+	case 296: return SLOT_PWRITEV;
+	case 327: return SLOT_PREADV2;
+	case 328: return SLOT_PWRITEV2;
+	case 8: return SLOT_LSEEK;
+	case 74: return SLOT_FSYNC;
+	case 75: return SLOT_FDATASYNC;
+	case 257: return SLOT_OPENAT;
+	case 3: return SLOT_CLOSE;
+	case 426: return SLOT_IO_URING_ENTER;
+	}
+	return -1;
+}
+
+static __always_inline int is_read_slot(__u32 s)
+{
+	return s == SLOT_READ || s == SLOT_PREAD64 || s == SLOT_READV || s == SLOT_PREADV ||
+	       s == SLOT_PREADV2;
+}
+
+static __always_inline int is_write_slot(__u32 s)
+{
+	return s == SLOT_WRITE || s == SLOT_PWRITE64 || s == SLOT_WRITEV || s == SLOT_PWRITEV ||
+	       s == SLOT_PWRITEV2;
+}
+
+/* Calls that carry their own file offset as the 4th argument. */
+static __always_inline int is_positional(__u32 s)
+{
+	return s == SLOT_PREAD64 || s == SLOT_PWRITE64 || s == SLOT_PREADV || s == SLOT_PWRITEV ||
+	       s == SLOT_PREADV2 || s == SLOT_PWRITEV2;
+}
+
+/* fd -> (dev, inode) of the calling task, regular files only. */
+static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct files_struct *files = 0;
+	struct fdtable *fdt = 0;
+	struct file **arr = 0;
+	struct file *f = 0;
+	struct inode *in = 0;
+	struct super_block *sb = 0;
+	unsigned int max_fds = 0;
+	__u16 mode = 0;
+
+	if (bpf_probe_read_kernel(&files, sizeof(files), &task->files) || !files)
+		return -1;
+	if (bpf_probe_read_kernel(&fdt, sizeof(fdt), &files->fdt) || !fdt)
+		return -1;
+	if (bpf_probe_read_kernel(&max_fds, sizeof(max_fds), &fdt->max_fds) || fd >= max_fds)
+		return -1;
+	if (bpf_probe_read_kernel(&arr, sizeof(arr), &fdt->fd) || !arr)
+		return -1;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]) || !f)
+		return -1;
+	if (bpf_probe_read_kernel(&in, sizeof(in), &f->f_inode) || !in)
+		return -1;
+	if (bpf_probe_read_kernel(&mode, sizeof(mode), &in->i_mode))
+		return -1;
+	if ((mode & 0170000) != 0100000)
+		return -1;
+	if (bpf_probe_read_kernel(ino, sizeof(*ino), &in->i_ino))
+		return -1;
+	if (bpf_probe_read_kernel(&sb, sizeof(sb), &in->i_sb) || !sb)
+		return -1;
+	if (bpf_probe_read_kernel(dev, sizeof(*dev), &sb->s_dev))
+		return -1;
+	return 0;
+}
+
+static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
+					       const char *user_path)
+{
+	__u32 dev = 0, zero = 0;
+	__u64 ino = 0;
+	if (fd_inode(fd, &dev, &ino))
+		return 0;
+	struct phase *p = bpf_map_lookup_elem(&phase_scratch, &zero);
+	if (!p)
+		return 0;
+	__builtin_memset(p, 0, sizeof(*p));
+	p->tgid = tgid;
+	p->fd = fd;
+	p->dev = dev;
+	p->ino = ino;
+	p->open_ns = now;
+	if (user_path) {
+		bpf_probe_read_user_str(p->path, sizeof(p->path), user_path);
+		p->flags = PHASE_OPENED;
+	}
+	struct fd_key k = { .tgid = tgid, .fd = fd };
+	if (bpf_map_update_elem(&fds, &k, p, BPF_ANY)) {
+		diag_inc(DIAG_FDS_FULL);
+		return 0;
+	}
+	return bpf_map_lookup_elem(&fds, &k);
+}
+
+static __always_inline struct file_stat *file_stat_of(__u32 dev, __u64 ino)
+{
+	struct file_key k = { .dev = dev, .ino = ino };
+	struct file_stat *s = bpf_map_lookup_elem(&files, &k);
+	if (s)
+		return s;
+	struct file_stat z = {};
+	bpf_map_update_elem(&files, &k, &z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&files, &k);
+}
+
+/* ---- process set ---- */
+
+SEC("tracepoint/sched/sched_process_fork")
+int candor_fork(void *ctx)
+{
+	__u32 parent = bpf_get_current_pid_tgid() >> 32;
+	if (!is_tracked_tgid(parent))
+		return 0;
+	__u32 child = 0;
+	bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + 20);
+	__u8 one = 1;
+	bpf_map_update_elem(&tracked, &child, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int candor_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u8 group_dead = 0;
+	bpf_probe_read_kernel(&group_dead, sizeof(group_dead), (char *)ctx + 32);
+	/* A thread's own id was added at clone; drop it so a later process reusing it is not
+	 * tracked. The process itself leaves the set when its whole group is dead. */
+	if (tid != tgid)
+		bpf_map_delete_elem(&tracked, &tid);
+	if (group_dead)
+		bpf_map_delete_elem(&tracked, &tgid);
+	bpf_map_delete_elem(&starts, &tid);
+	return 0;
+}
+
+/* ---- syscalls ---- */
+
+struct sys_enter_ctx {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__u64 args[6];
+};
+
+struct sys_exit_ctx {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__s64 ret;
+};
+
+/* The kernel refuses to attach a program that may read past the end of a tracepoint's
+ * record, so the syscalls are split by how many arguments are read: the fd only, the
+ * fd and openat's path, the fd and the file offset of the positional calls. */
+static __always_inline int sys_enter_common(__s32 nr, __u64 fd, __u64 arg)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	if (!is_tracked_tgid(tgid))
+		return 0;
+	int slot = slot_of(nr);
+	if (slot < 0)
+		return 0;
+	struct sys_start s = {};
+	s.slot = slot;
+	s.fd = (__u32)fd;
+	s.arg = arg;
+	s.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
+		diag_inc(DIAG_STARTS_FULL);
+	return 0;
+}
+
+/* Context reads at fixed offsets (volatile): the verifier refuses loads through a context
+ * pointer the compiler has offset. */
+SEC("tracepoint/syscalls/sys_enter")
+int candor_sys_enter(struct sys_enter_ctx *ctx)
+{
+	__s32 nr = *(volatile __s32 *)&ctx->nr;
+	__u64 a0 = *(volatile __u64 *)&ctx->args[0];
+	return sys_enter_common(nr, a0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int candor_sys_enter_open(struct sys_enter_ctx *ctx)
+{
+	__s32 nr = *(volatile __s32 *)&ctx->nr;
+	__u64 a0 = *(volatile __u64 *)&ctx->args[0];
+	__u64 a1 = *(volatile __u64 *)&ctx->args[1];
+	return sys_enter_common(nr, a0, a1);
+}
+
+SEC("tracepoint/syscalls/sys_enter_pos")
+int candor_sys_enter_pos(struct sys_enter_ctx *ctx)
+{
+	__s32 nr = *(volatile __s32 *)&ctx->nr;
+	__u64 a0 = *(volatile __u64 *)&ctx->args[0];
+	__u64 a3 = *(volatile __u64 *)&ctx->args[3];
+	return sys_enter_common(nr, a0, a3);
+}
+
+static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 now)
+{
+	p->close_ns = now;
+	p->flags |= PHASE_CLOSED;
+	if (bpf_ringbuf_output(&phases, p, sizeof(*p), 0))
+		diag_inc(DIAG_PHASES_LOST);
+	bpf_map_delete_elem(&fds, k);
+}
+
+SEC("tracepoint/syscalls/sys_exit")
+int candor_sys_exit(struct sys_exit_ctx *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct sys_start *sp = bpf_map_lookup_elem(&starts, &tid);
+	if (!sp)
+		return 0;
+	struct sys_start s = *sp;
+	bpf_map_delete_elem(&starts, &tid);
+
+	__u64 now = bpf_ktime_get_ns();
+	__u64 lat = now - s.ts;
+	__s64 ret = ctx->ret;
+	__u32 slot = s.slot;
+	if (slot >= NSLOTS)
+		return 0;
+	int rd = is_read_slot(slot), wr = is_write_slot(slot);
+
+	struct sys_stat *st = bpf_map_lookup_elem(&sys_stats, &slot);
+	if (st) {
+		st->count += 1;
+		st->time_ns += lat;
+		if (ret < 0)
+			st->errors += 1;
+		else if (rd || wr)
+			st->bytes += ret;
+		st->lat[ll_bucket(lat)] += 1;
+	}
+	if (ret < 0)
+		return 0;
+	if (slot == SLOT_LSEEK) {
+		__u32 zero = 0;
+		struct l2_hist *h = bpf_map_lookup_elem(&lseek_offsets, &zero);
+		if (h)
+			h->b[l2_bucket(ret)] += 1;
+	}
+	if (slot == SLOT_IO_URING_ENTER)
+		return 0;
+	if (slot == SLOT_OPENAT) {
+		new_phase(tgid, (__u32)ret, now, (const char *)s.arg);
+		return 0;
+	}
+	struct fd_key k = { .tgid = tgid, .fd = s.fd };
+	struct phase *p = bpf_map_lookup_elem(&fds, &k);
+	if (slot == SLOT_CLOSE) {
+		if (p)
+			emit_phase(&k, p, now);
+		return 0;
+	}
+	if (!p)
+		p = new_phase(tgid, s.fd, s.ts, 0);
+	if (!p)
+		return 0;
+
+	if (!p->first_ns)
+		p->first_ns = s.ts;
+	p->last_ns = now;
+	struct file_stat *fs = file_stat_of(p->dev, p->ino);
+	if (rd || wr) {
+		__u64 off = p->pos;
+		if (is_positional(slot) && (__s64)s.arg >= 0)
+			off = s.arg;
+		else
+			p->pos = off + ret;
+		__sync_fetch_and_add(&p->io_ns, lat);
+		__sync_fetch_and_add(&p->size_hist[l2_bucket(ret)], 1);
+		__sync_fetch_and_add(&p->off_hist[l2_bucket(off)], 1);
+		if (rd) {
+			__sync_fetch_and_add(&p->rcalls, 1);
+			__sync_fetch_and_add(&p->rbytes, ret);
+		} else {
+			__sync_fetch_and_add(&p->wcalls, 1);
+			__sync_fetch_and_add(&p->wbytes, ret);
+		}
+		if (fs) {
+			__sync_fetch_and_add(&fs->io_ns, lat);
+			if (rd) {
+				__sync_fetch_and_add(&fs->rcalls, 1);
+				__sync_fetch_and_add(&fs->rbytes, ret);
+			} else {
+				__sync_fetch_and_add(&fs->wcalls, 1);
+				__sync_fetch_and_add(&fs->wbytes, ret);
+			}
+		}
+	} else if (slot == SLOT_LSEEK) {
+		__sync_fetch_and_add(&p->lseeks, 1);
+		p->pos = ret;
+	} else if (slot == SLOT_FSYNC || slot == SLOT_FDATASYNC) {
+		__sync_fetch_and_add(&p->fsyncs, 1);
+		__sync_fetch_and_add(&p->fsync_ns, lat);
+		if (fs) {
+			__sync_fetch_and_add(&fs->fsyncs, 1);
+			__sync_fetch_and_add(&fs->fsync_ns, lat);
+		}
+	}
+	return 0;
+}
+
+SEC("tracepoint/exceptions/page_fault_user")
+int candor_page_fault(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!is_tracked_tgid(tgid))
+		return 0;
+	__u32 slot = SLOT_PAGE_FAULT;
+	struct sys_stat *st = bpf_map_lookup_elem(&sys_stats, &slot);
+	if (st)
+		st->count += 1;
+	return 0;
+}
+
+/* ---- block layer ---- */
+
+struct blk_ctx {
+	__u64 common;
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+	__u32 nr_sector;
+	__u32 bytes_or_error;
+	__u16 ioprio;
+	char rwbs[10];
+};
+
+/* 0 read, 1 write, 2 discard, 3 anything else (a bare flush). */
+static __always_inline __u8 dir_of(const char *rwbs)
+{
+	for (int i = 0; i < 4; i++) {
+		char c = rwbs[i];
+		if (c == 'R')
+			return 0;
+		if (c == 'W')
+			return 1;
+		if (c == 'D')
+			return 2;
+		if (c == 0)
+			break;
+	}
+	return 3;
+}
+
+static __always_inline __u8 owner_now(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	if (is_tracked_tgid(tgid))
+		return OWNER_TRACKED;
+	__u64 *ino = bpf_map_lookup_elem(&wb_cur, &tid);
+	if (ino && bpf_map_lookup_elem(&wb_inodes, ino))
+		return OWNER_WRITEBACK;
+	return OWNER_FOREIGN;
+}
+
+static __always_inline struct blk_stat *blk_stat_of(__u32 dev, __u8 dir, __u8 owner)
+{
+	struct blk_key k = { .dev = dev, .dir = dir, .owner = owner };
+	struct blk_stat *s = bpf_map_lookup_elem(&blk_stats, &k);
+	if (s)
+		return s;
+	__u32 zero = 0;
+	struct blk_stat *z = bpf_map_lookup_elem(&blk_zero, &zero);
+	if (!z)
+		return 0;
+	bpf_map_update_elem(&blk_stats, &k, z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&blk_stats, &k);
+}
+
+/* The request enters the block layer in its submitter's context: decide its owner here. */
+SEC("tracepoint/block/block_io_start")
+int candor_io_start(struct blk_ctx *ctx)
+{
+	struct req_key k = { .dev = ctx->dev, .sector = ctx->sector };
+	struct req_val v = {};
+	v.owner = owner_now();
+	if (bpf_map_update_elem(&reqs, &k, &v, BPF_ANY))
+		diag_inc(DIAG_REQS_FULL);
+	return 0;
+}
+
+static __always_inline struct req_val *req_of(struct blk_ctx *ctx, struct req_key *k)
+{
+	struct req_val *v = bpf_map_lookup_elem(&reqs, k);
+	if (v)
+		return v;
+	struct req_val n = {};
+	n.owner = owner_now();
+	if (bpf_map_update_elem(&reqs, k, &n, BPF_NOEXIST))
+		diag_inc(DIAG_REQS_FULL);
+	return bpf_map_lookup_elem(&reqs, k);
+}
+
+SEC("tracepoint/block/block_rq_insert")
+int candor_rq_insert(struct blk_ctx *ctx)
+{
+	struct req_key k = { .dev = ctx->dev, .sector = ctx->sector };
+	struct req_val *v = req_of(ctx, &k);
+	if (v)
+		v->insert_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int candor_rq_issue(struct blk_ctx *ctx)
+{
+	struct req_key k = { .dev = ctx->dev, .sector = ctx->sector };
+	struct req_val *v = req_of(ctx, &k);
+	if (!v)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	v->issue_ns = now;
+	if (v->issued)
+		return 0;
+	v->issued = 1;
+	__u32 dev = ctx->dev;
+	__u64 *inf = bpf_map_lookup_elem(&inflight, &dev);
+	if (!inf) {
+		__u64 z = 0;
+		bpf_map_update_elem(&inflight, &dev, &z, BPF_NOEXIST);
+		inf = bpf_map_lookup_elem(&inflight, &dev);
+		if (!inf)
+			return 0;
+	}
+	__u64 depth = __sync_fetch_and_add(inf, 1) + 1;
+	struct blk_stat *s = blk_stat_of(dev, dir_of(ctx->rwbs), v->owner);
+	if (!s)
+		return 0;
+	__sync_fetch_and_add(&s->issues, 1);
+	__sync_fetch_and_add(&s->depth_sum, depth);
+	__sync_fetch_and_add(&s->depth[depth > L2_BUCKETS - 1 ? L2_BUCKETS - 1 : depth], 1);
+	if (v->insert_ns && now >= v->insert_ns) {
+		__sync_fetch_and_add(&s->queued, 1);
+		__sync_fetch_and_add(&s->queue_ns, now - v->insert_ns);
+	}
+	return 0;
+}
+
+static __always_inline void inflight_dec(__u32 dev)
+{
+	__u64 *inf = bpf_map_lookup_elem(&inflight, &dev);
+	if (inf && *inf)
+		__sync_fetch_and_add(inf, -1);
+}
+
+SEC("tracepoint/block/block_rq_requeue")
+int candor_rq_requeue(struct blk_ctx *ctx)
+{
+	struct req_key k = { .dev = ctx->dev, .sector = ctx->sector };
+	struct req_val *v = bpf_map_lookup_elem(&reqs, &k);
+	if (v && v->issued) {
+		v->issued = 0;
+		inflight_dec(ctx->dev);
+	}
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int candor_rq_complete(struct blk_ctx *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct req_key k = { .dev = ctx->dev, .sector = ctx->sector };
+	struct req_val *vp = bpf_map_lookup_elem(&reqs, &k);
+	struct req_val v = {};
+	if (vp) {
+		v = *vp;
+		bpf_map_delete_elem(&reqs, &k);
+	}
+	if (v.issued)
+		inflight_dec(ctx->dev);
+	struct blk_stat *s = blk_stat_of(ctx->dev, dir_of(ctx->rwbs), v.owner);
+	if (!s)
+		return 0;
+	__u64 bytes = (__u64)ctx->nr_sector << 9;
+	__sync_fetch_and_add(&s->completions, 1);
+	__sync_fetch_and_add(&s->bytes, bytes);
+	__sync_fetch_and_add(&s->size[l2_bucket(bytes)], 1);
+	if ((__s32)ctx->bytes_or_error)
+		__sync_fetch_and_add(&s->errors, 1);
+	if (v.issue_ns && now >= v.issue_ns) {
+		__u64 lat = now - v.issue_ns;
+		__sync_fetch_and_add(&s->lat_ns, lat);
+		__sync_fetch_and_add(&s->lat[ll_bucket(lat)], 1);
+	}
+	return 0;
+}
+
+/* ---- page cache and writeback ---- */
+
+struct add_to_cache_ctx {
+	__u64 common;
+	__u64 pfn;
+	__u64 i_ino;
+	__u64 index;
+	__u32 s_dev;
+	__u8 order;
+};
+
+SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
+int candor_cache_add(struct add_to_cache_ctx *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 pages = 1ULL << (ctx->order & 15);
+	struct file_key k = { .dev = ctx->s_dev, .ino = ctx->i_ino };
+	struct file_stat *fs = bpf_map_lookup_elem(&files, &k);
+	int count = is_tracked_tgid(tgid);
+	if (fs) {
+		__sync_fetch_and_add(&fs->misses, pages);
+		count = 1;
+	}
+	if (count) {
+		__u32 zero = 0;
+		__u64 *m = bpf_map_lookup_elem(&cache_misses, &zero);
+		if (m)
+			*m += pages;
+	}
+	return 0;
+}
+
+struct wb_ctx {
+	__u64 common;
+	char name[32];
+	__u64 ino;
+};
+
+SEC("tracepoint/writeback/writeback_dirty_folio")
+int candor_dirty_folio(struct wb_ctx *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!is_tracked_tgid(tgid))
+		return 0;
+	__u64 ino = ctx->ino;
+	if (bpf_map_lookup_elem(&wb_inodes, &ino))
+		return 0;
+	__u8 one = 1;
+	bpf_map_update_elem(&wb_inodes, &ino, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/writeback/writeback_single_inode_start")
+int candor_wb_start(struct wb_ctx *ctx)
+{
+	__u64 ino = ctx->ino;
+	if (!bpf_map_lookup_elem(&wb_inodes, &ino))
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_update_elem(&wb_cur, &tid, &ino, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/writeback/writeback_single_inode")
+int candor_wb_end(struct wb_ctx *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&wb_cur, &tid);
+	return 0;
+}

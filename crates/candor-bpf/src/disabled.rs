@@ -1,0 +1,49 @@
+//! The loader of a build made without the BPF programs (no clang at build time, or
+//! CANDOR_BPF=off): it has the same surface as enabled.rs, and `load` says why the BPF
+//! witness is unavailable.
+
+use crate::raw::{RawPhase, RawSnapshot};
+use crate::{TraceError, TraceOptions, Unavailable};
+
+pub fn built() -> Result<(), String> {
+    Err(env!("CANDOR_BPF_DISABLED_WHY").to_string())
+}
+
+/// Never constructed in this build.
+pub enum Loaded {}
+
+impl Loaded {
+    pub fn load(_opts: &TraceOptions) -> Result<Loaded, Unavailable> {
+        Err(Unavailable::NotBuilt(
+            env!("CANDOR_BPF_DISABLED_WHY").to_string(),
+        ))
+    }
+
+    pub fn add_pid(&mut self, _pid: u32) -> Result<(), TraceError> {
+        match *self {}
+    }
+
+    pub fn remove_pid(&mut self, _pid: u32) -> Result<(), TraceError> {
+        match *self {}
+    }
+
+    pub fn tracked(&self) -> Result<Vec<u32>, TraceError> {
+        match *self {}
+    }
+
+    pub fn read(&self) -> Result<RawSnapshot, TraceError> {
+        match *self {}
+    }
+
+    pub fn drain(&mut self) -> Result<Vec<RawPhase>, TraceError> {
+        match *self {}
+    }
+
+    pub fn open(&self) -> Result<Vec<RawPhase>, TraceError> {
+        match *self {}
+    }
+
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        match *self {}
+    }
+}

@@ -1,0 +1,232 @@
+//! The loader: loads bpf/candor.bpf.c (compiled by build.rs) with aya, attaches it to the
+//! tracepoints listed by `probe::tracepoints`, and copies the maps out. Only loader code
+//! lives here; everything it reads is decoded by pure functions elsewhere.
+
+use crate::probe::{self, TracepointState};
+use crate::raw::{
+    BlkKey, BlkStat, FdKey, FileKey, FileStat, L2Hist, RawPhase, RawSnapshot, SysStat, NDIAG,
+    SLOT_NAMES,
+};
+use crate::{TraceError, TraceOptions, Unavailable};
+use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::TracePoint;
+use aya::Ebpf;
+use std::collections::HashSet;
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/candor.bpf.o"));
+
+pub fn built() -> Result<(), String> {
+    Ok(())
+}
+
+pub struct Loaded {
+    ebpf: Ebpf,
+    ring: RingBuf<MapData>,
+    skipped: Vec<(String, String)>,
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> TraceError {
+    TraceError(format!("{what}: {e}"))
+}
+
+impl Loaded {
+    pub fn load(opts: &TraceOptions) -> Result<Loaded, Unavailable> {
+        probe::ensure_tracefs();
+        let host = probe::probe();
+        if let Some(why) = host.blocker() {
+            return Err(why);
+        }
+        let mut ebpf = Ebpf::load(OBJECT).map_err(|e| Unavailable::Load(format!("{e:#}")))?;
+        let mut loaded = Loaded {
+            ring: RingBuf::try_from(
+                ebpf.take_map("phases")
+                    .ok_or_else(|| Unavailable::Load("map phases missing".into()))?,
+            )
+            .map_err(|e| Unavailable::Load(e.to_string()))?,
+            ebpf,
+            skipped: Vec::new(),
+        };
+        for pid in &opts.seed_pids {
+            loaded.add_pid(*pid).map_err(|e| Unavailable::Load(e.0))?;
+        }
+        let mut programs_loaded = HashSet::new();
+        for status in host.tracepoints {
+            let spec = status.spec;
+            let attach =
+                |ebpf: &mut Ebpf, loaded_set: &mut HashSet<&'static str>| -> Result<(), String> {
+                    if status.state == TracepointState::Missing {
+                        return Err("not in this kernel".into());
+                    }
+                    if let TracepointState::Layout(why) = &status.state {
+                        return Err(why.clone());
+                    }
+                    let prog = ebpf
+                        .program_mut(spec.program)
+                        .ok_or_else(|| format!("program {} missing", spec.program))?;
+                    let tp: &mut TracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+                    if loaded_set.insert(spec.program) {
+                        tp.load().map_err(|e| verifier_message(&e))?;
+                    }
+                    tp.attach(spec.category, &spec.name)
+                        .map_err(|e| chain(&e))?;
+                    Ok(())
+                };
+            if let Err(why) = attach(&mut loaded.ebpf, &mut programs_loaded) {
+                if spec.required {
+                    return Err(Unavailable::Attach(spec.full_name(), why));
+                }
+                loaded.skipped.push((spec.full_name(), why));
+            }
+        }
+        Ok(loaded)
+    }
+
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        self.skipped.clone()
+    }
+
+    pub fn add_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        let map = self
+            .ebpf
+            .map_mut("tracked")
+            .ok_or_else(|| TraceError("map tracked missing".into()))?;
+        let mut m: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(|e| err("tracked", e))?;
+        m.insert(pid, 1, 0).map_err(|e| err("tracked insert", e))
+    }
+
+    pub fn remove_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        let map = self
+            .ebpf
+            .map_mut("tracked")
+            .ok_or_else(|| TraceError("map tracked missing".into()))?;
+        let mut m: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(|e| err("tracked", e))?;
+        // Already gone (the process ended) is fine.
+        let _ = m.remove(&pid);
+        Ok(())
+    }
+
+    fn map(&self, name: &str) -> Result<&aya::maps::Map, TraceError> {
+        self.ebpf
+            .map(name)
+            .ok_or_else(|| TraceError(format!("map {name} missing")))
+    }
+
+    pub fn tracked(&self) -> Result<Vec<u32>, TraceError> {
+        let m: HashMap<_, u32, u8> =
+            HashMap::try_from(self.map("tracked")?).map_err(|e| err("tracked", e))?;
+        Ok(m.keys().filter_map(Result::ok).collect())
+    }
+
+    pub fn read(&self) -> Result<RawSnapshot, TraceError> {
+        let taken_ns = crate::monotonic_ns();
+        let sys_map: PerCpuArray<_, SysStat> =
+            PerCpuArray::try_from(self.map("sys_stats")?).map_err(|e| err("sys_stats", e))?;
+        let mut sys = Vec::with_capacity(SLOT_NAMES.len());
+        for i in 0..SLOT_NAMES.len() as u32 {
+            let v = sys_map.get(&i, 0).map_err(|e| err("sys_stats", e))?;
+            sys.push(crate::raw::sum_sys(v.iter()));
+        }
+        let lseek_map: PerCpuArray<_, L2Hist> = PerCpuArray::try_from(self.map("lseek_offsets")?)
+            .map_err(|e| err("lseek_offsets", e))?;
+        let mut lseek = L2Hist::default();
+        for cpu in lseek_map
+            .get(&0, 0)
+            .map_err(|e| err("lseek_offsets", e))?
+            .iter()
+        {
+            for (a, b) in lseek.b.iter_mut().zip(cpu.b.iter()) {
+                *a += *b;
+            }
+        }
+        let misses_map: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.map("cache_misses")?).map_err(|e| err("cache_misses", e))?;
+        let cache_misses = misses_map
+            .get(&0, 0)
+            .map_err(|e| err("cache_misses", e))?
+            .iter()
+            .sum();
+        let diag_map: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.map("diag")?).map_err(|e| err("diag", e))?;
+        let mut diag = [0u64; NDIAG as usize];
+        for (i, d) in diag.iter_mut().enumerate() {
+            *d = diag_map
+                .get(&(i as u32), 0)
+                .map_err(|e| err("diag", e))?
+                .iter()
+                .sum();
+        }
+        let files_map: HashMap<_, FileKey, FileStat> =
+            HashMap::try_from(self.map("files")?).map_err(|e| err("files", e))?;
+        let files = files_map.iter().filter_map(Result::ok).collect();
+        let blk_map: HashMap<_, BlkKey, BlkStat> =
+            HashMap::try_from(self.map("blk_stats")?).map_err(|e| err("blk_stats", e))?;
+        let blk = blk_map.iter().filter_map(Result::ok).collect();
+        Ok(RawSnapshot {
+            taken_ns,
+            sys,
+            lseek,
+            cache_misses,
+            diag,
+            files,
+            blk,
+        })
+    }
+
+    /// Closed phases from the ring buffer, plus the files left open by processes that
+    /// have left the tracked set (removed from the kernel's table).
+    pub fn drain(&mut self) -> Result<Vec<RawPhase>, TraceError> {
+        let mut out = Vec::new();
+        while let Some(item) = self.ring.next() {
+            if let Some(p) = RawPhase::from_bytes(&item) {
+                out.push(p);
+            }
+        }
+        let tracked: HashSet<u32> = self.tracked()?.into_iter().collect();
+        let map = self
+            .ebpf
+            .map_mut("fds")
+            .ok_or_else(|| TraceError("map fds missing".into()))?;
+        let mut fds: HashMap<_, FdKey, RawPhase> =
+            HashMap::try_from(map).map_err(|e| err("fds", e))?;
+        let ended: Vec<FdKey> = fds
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| !tracked.contains(&k.tgid))
+            .collect();
+        for k in ended {
+            if let Ok(p) = fds.get(&k, 0) {
+                out.push(p);
+            }
+            let _ = fds.remove(&k);
+        }
+        out.sort_by_key(|p| (p.open_ns, p.tgid, p.fd));
+        Ok(out)
+    }
+
+    /// Files the tracked set has open now (copies; they stay in the kernel's table).
+    pub fn open(&self) -> Result<Vec<RawPhase>, TraceError> {
+        let fds: HashMap<_, FdKey, RawPhase> =
+            HashMap::try_from(self.map("fds")?).map_err(|e| err("fds", e))?;
+        Ok(fds.iter().filter_map(Result::ok).map(|(_, v)| v).collect())
+    }
+}
+
+/// An error with its causes, on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// The verifier's log can be thousands of lines; keep the end, where the reason is.
+fn verifier_message(e: &aya::programs::ProgramError) -> String {
+    let full = format!("{e:#}");
+    let lines: Vec<&str> = full.lines().collect();
+    let start = lines.len().saturating_sub(6);
+    lines[start..].join(" / ")
+}

@@ -1,0 +1,467 @@
+//! What this host supports for the BPF witness: privileges, kernel BTF, tracefs, and each
+//! tracepoint the programs use with the record layout they expect. The table of
+//! tracepoints here is also what the loader attaches, so the two never disagree.
+
+use std::path::{Path, PathBuf};
+
+/// One tracepoint the programs attach to.
+#[derive(Clone, Debug)]
+pub struct TracepointSpec {
+    pub category: &'static str,
+    pub name: String,
+    /// The BPF program (function name in bpf/candor.bpf.c) attached to it.
+    pub program: &'static str,
+    /// Without it the tracer does not load; optional ones only lose a detail.
+    pub required: bool,
+    /// (field, offset) pairs the program reads; checked against the format file.
+    pub fields: Vec<(&'static str, usize)>,
+    /// What is lost when an optional tracepoint is missing.
+    pub purpose: &'static str,
+}
+
+impl TracepointSpec {
+    pub fn full_name(&self) -> String {
+        format!("{}:{}", self.category, self.name)
+    }
+}
+
+/// Syscalls traced through their own sys_enter_/sys_exit_ tracepoints.
+pub const SYSCALLS: [&str; 16] = [
+    "read",
+    "write",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "lseek",
+    "fsync",
+    "fdatasync",
+    "openat",
+    "close",
+    "io_uring_enter",
+];
+
+const BLK: [(&str, usize); 4] = [("dev", 8), ("sector", 16), ("nr_sector", 24), ("rwbs", 34)];
+
+/// Every tracepoint candor's programs use.
+pub fn tracepoints() -> Vec<TracepointSpec> {
+    let tp =
+        |category, name: &str, program, required, fields: &[(&'static str, usize)], purpose| {
+            TracepointSpec {
+                category,
+                name: name.to_string(),
+                program,
+                required,
+                fields: fields.to_vec(),
+                purpose,
+            }
+        };
+    let mut v = vec![
+        tp(
+            "sched",
+            "sched_process_fork",
+            "candor_fork",
+            true,
+            &[("child_pid", 20)],
+            "children",
+        ),
+        tp(
+            "sched",
+            "sched_process_exit",
+            "candor_exit",
+            true,
+            &[("pid", 24), ("group_dead", 32)],
+            "process exits",
+        ),
+    ];
+    for s in SYSCALLS {
+        let required = s != "io_uring_enter";
+        // Which program reads which arguments: see sys_enter_common in the C source.
+        let (program, fields): (_, &[(&str, usize)]) = match s {
+            "openat" => (
+                "candor_sys_enter_open",
+                &[("__syscall_nr", 8), ("filename", 24)],
+            ),
+            "pread64" | "pwrite64" => ("candor_sys_enter_pos", &[("__syscall_nr", 8), ("pos", 40)]),
+            "preadv" | "pwritev" | "preadv2" | "pwritev2" => (
+                "candor_sys_enter_pos",
+                &[("__syscall_nr", 8), ("pos_l", 40)],
+            ),
+            _ => ("candor_sys_enter", &[("__syscall_nr", 8)]),
+        };
+        v.push(tp(
+            "syscalls",
+            &format!("sys_enter_{s}"),
+            program,
+            required,
+            fields,
+            "syscall counts",
+        ));
+        v.push(tp(
+            "syscalls",
+            &format!("sys_exit_{s}"),
+            "candor_sys_exit",
+            required,
+            &[("__syscall_nr", 8), ("ret", 16)],
+            "syscall counts",
+        ));
+    }
+    v.extend([
+        tp(
+            "block",
+            "block_io_start",
+            "candor_io_start",
+            true,
+            &BLK[..2],
+            "request owners",
+        ),
+        tp(
+            "block",
+            "block_rq_insert",
+            "candor_rq_insert",
+            false,
+            &BLK,
+            "queue time",
+        ),
+        tp(
+            "block",
+            "block_rq_issue",
+            "candor_rq_issue",
+            true,
+            &BLK,
+            "device latency",
+        ),
+        tp(
+            "block",
+            "block_rq_requeue",
+            "candor_rq_requeue",
+            false,
+            &BLK,
+            "requeue accounting",
+        ),
+        tp(
+            "block",
+            "block_rq_complete",
+            "candor_rq_complete",
+            true,
+            &[
+                ("dev", 8),
+                ("sector", 16),
+                ("nr_sector", 24),
+                ("error", 28),
+                ("rwbs", 34),
+            ],
+            "device bytes",
+        ),
+        tp(
+            "filemap",
+            "mm_filemap_add_to_page_cache",
+            "candor_cache_add",
+            true,
+            &[("i_ino", 16), ("s_dev", 32), ("order", 36)],
+            "cache misses",
+        ),
+        tp(
+            "writeback",
+            "writeback_dirty_folio",
+            "candor_dirty_folio",
+            false,
+            &[("ino", 40)],
+            "writeback attribution",
+        ),
+        tp(
+            "writeback",
+            "writeback_single_inode_start",
+            "candor_wb_start",
+            false,
+            &[("ino", 40)],
+            "writeback attribution",
+        ),
+        tp(
+            "writeback",
+            "writeback_single_inode",
+            "candor_wb_end",
+            false,
+            &[("ino", 40)],
+            "writeback attribution",
+        ),
+        tp(
+            "exceptions",
+            "page_fault_user",
+            "candor_page_fault",
+            false,
+            &[],
+            "mmap page faults",
+        ),
+    ]);
+    v
+}
+
+/// Parses a tracepoint `format` file into (field name, offset, size).
+pub fn parse_format(text: &str) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some(rest) = line.strip_prefix("field:") else {
+            continue;
+        };
+        let mut parts = rest.split(';').map(str::trim);
+        let decl = parts.next().unwrap_or("");
+        let mut offset = None;
+        let mut size = None;
+        for p in parts {
+            if let Some(v) = p.strip_prefix("offset:") {
+                offset = v.parse().ok();
+            } else if let Some(v) = p.strip_prefix("size:") {
+                size = v.parse().ok();
+            }
+        }
+        // "unsigned long args[6]" -> "args"; "__data_loc char[] cmd" -> "cmd"
+        let name = decl
+            .rsplit(|c: char| c.is_whitespace() || c == '*')
+            .next()
+            .unwrap_or("")
+            .split('[')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        if let (Some(o), Some(s)) = (offset, size) {
+            out.push((name, o, s));
+        }
+    }
+    out
+}
+
+/// Checks a format file against the fields a program reads; Err says what differs.
+pub fn check_layout(text: &str, fields: &[(&str, usize)]) -> Result<(), String> {
+    let have = parse_format(text);
+    for (name, off) in fields {
+        match have.iter().find(|(n, _, _)| n == name) {
+            Some((_, o, _)) if o == off => {}
+            Some((_, o, _)) => {
+                return Err(format!("field {name} is at offset {o}, expected {off}"))
+            }
+            None => return Err(format!("field {name} is missing")),
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TracepointState {
+    Present,
+    Missing,
+    /// Present with a record layout the programs do not expect.
+    Layout(String),
+    /// tracefs is not mounted, so it could not be checked.
+    Unknown,
+}
+
+#[derive(Clone, Debug)]
+pub struct TracepointStatus {
+    pub spec: TracepointSpec,
+    pub state: TracepointState,
+}
+
+/// What the host offers the BPF witness.
+#[derive(Clone, Debug)]
+pub struct HostSupport {
+    pub root: bool,
+    pub cap_bpf: bool,
+    pub cap_perfmon: bool,
+    pub cap_sys_admin: bool,
+    /// /sys/kernel/btf/vmlinux exists (needed to relocate kernel struct offsets).
+    pub btf: bool,
+    /// Where tracefs is mounted, if it is.
+    pub tracefs: Option<PathBuf>,
+    pub tracepoints: Vec<TracepointStatus>,
+    /// Ok when the BPF programs were compiled into this build, else why not.
+    pub built: Result<(), String>,
+}
+
+impl HostSupport {
+    /// Enough privilege to load and attach tracepoint programs.
+    pub fn privileged(&self) -> bool {
+        self.root || self.cap_sys_admin || (self.cap_bpf && self.cap_perfmon)
+    }
+
+    /// Why the tracer cannot load here; None when it can.
+    pub fn blocker(&self) -> Option<crate::Unavailable> {
+        use crate::Unavailable;
+        if let Err(why) = &self.built {
+            return Some(Unavailable::NotBuilt(why.clone()));
+        }
+        if !self.privileged() {
+            return Some(Unavailable::NotPermitted);
+        }
+        if !self.btf {
+            return Some(Unavailable::NoBtf);
+        }
+        for t in &self.tracepoints {
+            if !t.spec.required {
+                continue;
+            }
+            match &t.state {
+                TracepointState::Missing => {
+                    return Some(Unavailable::MissingTracepoint(t.spec.full_name()))
+                }
+                TracepointState::Layout(why) => {
+                    return Some(Unavailable::Layout(t.spec.full_name(), why.clone()))
+                }
+                TracepointState::Present | TracepointState::Unknown => {}
+            }
+        }
+        None
+    }
+}
+
+/// The tracefs mount point, if tracefs is mounted at one of its usual places.
+pub fn tracefs_path() -> Option<PathBuf> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("events").is_dir())
+}
+
+/// Mounts tracefs at /sys/kernel/tracing when it is not mounted anywhere (root only).
+pub fn ensure_tracefs() -> Option<PathBuf> {
+    if let Some(p) = tracefs_path() {
+        return Some(p);
+    }
+    let target = c"/sys/kernel/tracing";
+    let fstype = c"tracefs";
+    // SAFETY: all pointers are valid NUL-terminated strings; data may be null.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    tracefs_path()
+}
+
+/// Effective capability bits of this process, from /proc/self/status.
+fn effective_caps() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}
+
+fn state_of(tracefs: Option<&Path>, spec: &TracepointSpec) -> TracepointState {
+    let Some(root) = tracefs else {
+        return TracepointState::Unknown;
+    };
+    let dir = root.join("events").join(spec.category).join(&spec.name);
+    match std::fs::read_to_string(dir.join("format")) {
+        Ok(text) => match check_layout(&text, &spec.fields) {
+            Ok(()) => TracepointState::Present,
+            Err(why) => TracepointState::Layout(why),
+        },
+        Err(_) => TracepointState::Missing,
+    }
+}
+
+/// Asks the host what it supports (reads only; mounts nothing).
+pub fn probe() -> HostSupport {
+    let caps = effective_caps();
+    let bit = |n: u32| caps & (1u64 << n) != 0;
+    let tracefs = tracefs_path();
+    let tracepoints = tracepoints()
+        .into_iter()
+        .map(|spec| TracepointStatus {
+            state: state_of(tracefs.as_deref(), &spec),
+            spec,
+        })
+        .collect();
+    HostSupport {
+        // SAFETY: geteuid has no preconditions.
+        root: unsafe { libc::geteuid() } == 0,
+        cap_sys_admin: bit(21),
+        cap_perfmon: bit(38),
+        cap_bpf: bit(39),
+        btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+        tracefs,
+        tracepoints,
+        built: crate::imp::built(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RQ_COMPLETE: &str = "name: block_rq_complete
+ID: 1234
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;
+\tfield:int error;\toffset:28;\tsize:4;\tsigned:1;
+\tfield:unsigned short ioprio;\toffset:32;\tsize:2;\tsigned:0;
+\tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;
+\tfield:__data_loc char[] cmd;\toffset:44;\tsize:4;\tsigned:0;
+";
+
+    #[test]
+    fn parses_format_files() {
+        let f = parse_format(RQ_COMPLETE);
+        assert!(f.contains(&("rwbs".to_string(), 34, 10)));
+        assert!(f.contains(&("cmd".to_string(), 44, 4)));
+        assert!(f.contains(&("common_pid".to_string(), 4, 4)));
+    }
+
+    #[test]
+    fn layout_check_names_the_difference() {
+        let spec = tracepoints()
+            .into_iter()
+            .find(|t| t.name == "block_rq_complete")
+            .map(|t| t.fields)
+            .unwrap_or_default();
+        assert_eq!(check_layout(RQ_COMPLETE, &spec), Ok(()));
+        let moved = RQ_COMPLETE.replace("offset:34", "offset:36");
+        assert_eq!(
+            check_layout(&moved, &spec),
+            Err("field rwbs is at offset 36, expected 34".to_string())
+        );
+        assert_eq!(
+            check_layout(RQ_COMPLETE, &[("bytes", 28)]),
+            Err("field bytes is missing".to_string())
+        );
+    }
+
+    #[test]
+    fn every_syscall_has_enter_and_exit() {
+        let all = tracepoints();
+        for s in SYSCALLS {
+            assert!(all.iter().any(|t| t.name == format!("sys_enter_{s}")));
+            assert!(all.iter().any(|t| t.name == format!("sys_exit_{s}")));
+        }
+    }
+
+    #[test]
+    fn probe_answers_without_privileges() {
+        // Whatever the host, probe must answer and be consistent with itself.
+        let h = probe();
+        if !h.privileged() {
+            assert!(h.blocker().is_some());
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The values of the BPF maps and ring buffer exactly as the kernel writes them: `#[repr(C)]`
+//! mirrors of the structs in `bpf/candor.bpf.c` (change both together), plus the pure
+//! arithmetic that merges per-CPU copies. Nothing here touches the kernel.
+
+/// Histogram sizes shared with the BPF program.
+pub const LL_BUCKETS: usize = 256;
+pub const L2_BUCKETS: usize = 64;
+pub const PATH_MAX_BYTES: usize = 256;
+
+/// Syscall slots, in the order of the BPF program's `SLOT_*` numbers.
+pub const SLOT_NAMES: [&str; 17] = [
+    "read",
+    "write",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "lseek",
+    "fsync",
+    "fdatasync",
+    "openat",
+    "close",
+    "io_uring_enter",
+    "page_fault",
+];
+pub const SLOT_PAGE_FAULT: usize = 16;
+
+/// `diag` map indexes.
+pub const DIAG_PHASES_LOST: u32 = 0;
+pub const DIAG_STARTS_FULL: u32 = 1;
+pub const DIAG_REQS_FULL: u32 = 2;
+pub const DIAG_FDS_FULL: u32 = 3;
+pub const NDIAG: u32 = 4;
+
+/// Phase flags.
+pub const PHASE_OPENED: u32 = 1;
+pub const PHASE_CLOSED: u32 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysStat {
+    pub count: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+    pub errors: u64,
+    pub lat: [u64; LL_BUCKETS],
+}
+
+impl Default for SysStat {
+    fn default() -> Self {
+        SysStat {
+            count: 0,
+            bytes: 0,
+            time_ns: 0,
+            errors: 0,
+            lat: [0; LL_BUCKETS],
+        }
+    }
+}
+
+impl SysStat {
+    /// Adds another CPU's copy (per-CPU maps hold one value per CPU).
+    pub fn merge(&mut self, o: &SysStat) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.time_ns += o.time_ns;
+        self.errors += o.errors;
+        add_into(&mut self.lat, &o.lat);
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct L2Hist {
+    pub b: [u64; L2_BUCKETS],
+}
+
+impl Default for L2Hist {
+    fn default() -> Self {
+        L2Hist { b: [0; L2_BUCKETS] }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FdKey {
+    pub tgid: u32,
+    pub fd: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawPhase {
+    pub tgid: u32,
+    pub fd: u32,
+    pub dev: u32,
+    pub flags: u32,
+    pub ino: u64,
+    pub open_ns: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub close_ns: u64,
+    pub rbytes: u64,
+    pub wbytes: u64,
+    pub rcalls: u64,
+    pub wcalls: u64,
+    pub io_ns: u64,
+    pub fsyncs: u64,
+    pub fsync_ns: u64,
+    pub lseeks: u64,
+    pub pos: u64,
+    pub size_hist: [u32; L2_BUCKETS],
+    pub off_hist: [u32; L2_BUCKETS],
+    pub path: [u8; PATH_MAX_BYTES],
+}
+
+impl Default for RawPhase {
+    fn default() -> Self {
+        RawPhase {
+            tgid: 0,
+            fd: 0,
+            dev: 0,
+            flags: 0,
+            ino: 0,
+            open_ns: 0,
+            first_ns: 0,
+            last_ns: 0,
+            close_ns: 0,
+            rbytes: 0,
+            wbytes: 0,
+            rcalls: 0,
+            wcalls: 0,
+            io_ns: 0,
+            fsyncs: 0,
+            fsync_ns: 0,
+            lseeks: 0,
+            pos: 0,
+            size_hist: [0; L2_BUCKETS],
+            off_hist: [0; L2_BUCKETS],
+            path: [0; PATH_MAX_BYTES],
+        }
+    }
+}
+
+impl RawPhase {
+    /// Reads a record from the ring buffer; None when it is too short.
+    pub fn from_bytes(b: &[u8]) -> Option<RawPhase> {
+        if b.len() < std::mem::size_of::<RawPhase>() {
+            return None;
+        }
+        // SAFETY: RawPhase is plain old data (integers and arrays only, every bit pattern
+        // valid) and `b` holds at least size_of::<RawPhase>() bytes; read_unaligned copes
+        // with any alignment.
+        Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const RawPhase) })
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileKey {
+    pub dev: u32,
+    pub pad: u32,
+    pub ino: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileStat {
+    pub rcalls: u64,
+    pub wcalls: u64,
+    pub rbytes: u64,
+    pub wbytes: u64,
+    pub io_ns: u64,
+    pub misses: u64,
+    pub fsyncs: u64,
+    pub fsync_ns: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlkKey {
+    pub dev: u32,
+    pub dir: u8,
+    pub owner: u8,
+    pub pad: u16,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlkStat {
+    pub completions: u64,
+    pub bytes: u64,
+    pub lat_ns: u64,
+    pub issues: u64,
+    pub queued: u64,
+    pub queue_ns: u64,
+    pub errors: u64,
+    pub depth_sum: u64,
+    pub size: [u64; L2_BUCKETS],
+    pub depth: [u64; L2_BUCKETS],
+    pub lat: [u64; LL_BUCKETS],
+}
+
+impl Default for BlkStat {
+    fn default() -> Self {
+        BlkStat {
+            completions: 0,
+            bytes: 0,
+            lat_ns: 0,
+            issues: 0,
+            queued: 0,
+            queue_ns: 0,
+            errors: 0,
+            depth_sum: 0,
+            size: [0; L2_BUCKETS],
+            depth: [0; L2_BUCKETS],
+            lat: [0; LL_BUCKETS],
+        }
+    }
+}
+
+// SAFETY (all impls below): #[repr(C)], Copy, made only of integers and arrays of
+// integers, so every bit pattern the kernel writes is a valid value.
+unsafe impl aya::Pod for SysStat {}
+unsafe impl aya::Pod for L2Hist {}
+unsafe impl aya::Pod for FdKey {}
+unsafe impl aya::Pod for RawPhase {}
+unsafe impl aya::Pod for FileKey {}
+unsafe impl aya::Pod for FileStat {}
+unsafe impl aya::Pod for BlkKey {}
+unsafe impl aya::Pod for BlkStat {}
+
+fn add_into(a: &mut [u64], b: &[u64]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += *y;
+    }
+}
+
+/// Everything one snapshot reads from the maps, per-CPU copies already summed.
+#[derive(Clone, Debug, Default)]
+pub struct RawSnapshot {
+    /// CLOCK_MONOTONIC nanoseconds when the reading started (same clock as bpf_ktime_get_ns).
+    pub taken_ns: u64,
+    pub sys: Vec<SysStat>,
+    pub lseek: L2Hist,
+    pub cache_misses: u64,
+    pub diag: [u64; NDIAG as usize],
+    pub files: Vec<(FileKey, FileStat)>,
+    pub blk: Vec<(BlkKey, BlkStat)>,
+}
+
+/// Sums the per-CPU copies of one per-CPU array slot.
+pub fn sum_sys<'a>(copies: impl IntoIterator<Item = &'a SysStat>) -> SysStat {
+    let mut s = SysStat::default();
+    for c in copies {
+        s.merge(c);
+    }
+    s
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_match_the_c_structs() {
+        // Sizes computed by hand from bpf/candor.bpf.c.
+        assert_eq!(std::mem::size_of::<SysStat>(), 4 * 8 + 256 * 8);
+        assert_eq!(
+            std::mem::size_of::<RawPhase>(),
+            16 + 8 + 13 * 8 + 64 * 4 * 2 + 256
+        );
+        assert_eq!(std::mem::size_of::<FileKey>(), 16);
+        assert_eq!(std::mem::size_of::<FileStat>(), 64);
+        assert_eq!(std::mem::size_of::<BlkKey>(), 8);
+        assert_eq!(std::mem::size_of::<BlkStat>(), 8 * 8 + 64 * 8 * 2 + 256 * 8);
+        assert_eq!(std::mem::size_of::<FdKey>(), 8);
+    }
+
+    #[test]
+    fn per_cpu_copies_add_up() {
+        let mut a = SysStat::default();
+        a.count = 3;
+        a.bytes = 4096;
+        a.lat[10] = 3;
+        let mut b = SysStat::default();
+        b.count = 1;
+        b.errors = 1;
+        b.lat[10] = 1;
+        let s = sum_sys([&a, &b]);
+        assert_eq!(s.count, 4);
+        assert_eq!(s.bytes, 4096);
+        assert_eq!(s.errors, 1);
+        assert_eq!(s.lat[10], 4);
+    }
+
+    #[test]
+    fn phase_record_decodes_from_bytes() {
+        let mut p = RawPhase::default();
+        p.tgid = 42;
+        p.wbytes = 1 << 20;
+        p.path[..4].copy_from_slice(b"/x/y");
+        // SAFETY: viewing a POD struct as bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                &p as *const RawPhase as *const u8,
+                std::mem::size_of::<RawPhase>(),
+            )
+        };
+        let mut buf = vec![0u8; 1];
+        buf.extend_from_slice(bytes); // misaligned on purpose
+        assert_eq!(RawPhase::from_bytes(&buf[1..]), Some(p));
+        assert_eq!(RawPhase::from_bytes(&buf[1..10]), None);
+    }
+}

@@ -1,0 +1,362 @@
+//! Tests against the real kernel, as root. Each one prints "skipped: <reason>" and
+//! returns when the host cannot trace (not root, build without clang...).
+
+use candor_bpf::{DevId, Direction, Owner, TraceOptions, Tracer, Unavailable};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One tracer at a time: tests in this file share the kernel's tracepoints and the
+/// caches, and a parallel test's I/O would be on another device but its syscalls are ours.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn tracer(opts: &TraceOptions) -> Option<Tracer> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return None;
+    }
+    match Tracer::load(opts) {
+        Ok(t) => Some(t),
+        Err(e @ Unavailable::NotBuilt(_)) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+        Err(e) => panic!("root but the tracer did not load: {e}"),
+    }
+}
+
+fn scratch() -> Option<candor_lab::ScratchFs> {
+    match candor_lab::scratch("ext4", 256 << 20) {
+        Ok(s) => Some(s),
+        Err(candor_lab::LabError::Unsupported(why)) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(e) => panic!("scratch filesystem: {e}"),
+    }
+}
+
+fn loop_dev(s: &candor_lab::ScratchFs) -> DevId {
+    let name = s.loop_device.trim_start_matches("/dev/");
+    DevId::from_name(name).unwrap_or_else(|| panic!("no sysfs entry for {name}"))
+}
+
+fn drop_caches() {
+    let _ = Command::new("sync").status();
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+}
+
+/// A traced child process writes 4096 x 4 KiB records: the tracer must count exactly 4096 write syscalls for it.
+#[test]
+fn child_writing_4096_records_counts_4096_writes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut t) = tracer(&TraceOptions::default()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("candor-bpf-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("data");
+    // dd writes with one write(2) per block; the child starts stopped so the tracer can
+    // follow it before its first syscall.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "kill -STOP $$; exec dd if=/dev/zero of={} bs=4096 count=4096 status=none",
+            file.display()
+        ))
+        .spawn()
+        .expect("spawn sh");
+    let pid = child.id();
+    wait_stopped(pid);
+    let before = t.snapshot().expect("snapshot");
+    t.add_pid(pid).expect("add pid");
+    // SAFETY: plain kill on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let status = child.wait().expect("wait");
+    assert!(status.success());
+    let d = t.snapshot().expect("snapshot").delta(&before);
+    let (writes, bytes) = d.syscall("write");
+    assert_eq!(writes, 4096, "write syscalls");
+    assert_eq!(bytes, 16 << 20, "write bytes");
+    assert_eq!(d.syscalls["write"].latency.total(), 4096);
+    // The per-file table agrees with the syscall table for the data file.
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(&file).expect("stat");
+    let id = candor_bpf::FileId {
+        dev: DevId::from_st_dev(md.dev()),
+        inode: md.ino(),
+    };
+    let f = d.files.get(&id).copied().unwrap_or_default();
+    assert_eq!(f.write_calls, 4096);
+    assert_eq!(f.write_bytes, 16 << 20);
+    // And its phase: one open..close of the file with 4096 writes of 4 KiB.
+    let phases = t.drain_phases().expect("phases");
+    // dd opens its output and dup2()s it onto fd 1: the writes are in fd 1's phase.
+    let p = phases
+        .iter()
+        .filter(|p| p.inode == md.ino())
+        .max_by_key(|p| p.write_calls)
+        .unwrap_or_else(|| panic!("no phase for the data file in {phases:?}"));
+    assert!(p.closed);
+    assert_eq!(p.write_calls, 4096);
+    assert_eq!(p.write_bytes, 16 << 20);
+    assert_eq!(p.path.as_deref(), Some(file.to_str().unwrap_or("")));
+    assert_eq!(p.record_sizes.to_dump().buckets, vec![[4096, 4096]]);
+    // Sequential offsets 0, 4096, ..., 16 MiB - 4096: one at 0, then 2^(k-12) records in
+    // each [2^k, 2^(k+1)) for k = 12..23.
+    let mut expect = vec![(0, 0, 1)];
+    for k in 12..24 {
+        expect.push((1u64 << k, (1u64 << (k + 1)) - 1, 1u64 << (k - 12)));
+    }
+    assert_eq!(p.offsets.rows(), expect);
+    eprintln!(
+        "writes={writes} bytes={bytes} time_ns={} phase wall={} us io={} us",
+        d.syscalls["write"].time_ns,
+        p.wall_ns() / 1000,
+        p.io_ns / 1000
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn wait_stopped(pid: u32) {
+    for _ in 0..500 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // state is the field after the ")" of the command name
+        if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r.trim_start()) {
+            if rest.starts_with('T') {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    panic!("child {pid} never stopped");
+}
+
+/// A page-aligned buffer for O_DIRECT.
+struct Aligned {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).expect("layout");
+        // SAFETY: layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "allocation failed");
+        Aligned { ptr, layout }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is a live allocation of layout.size() bytes owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in new().
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+fn write_file(path: &Path, mib: usize) {
+    let mut f = std::fs::File::create(path).expect("create");
+    let block = vec![0x5au8; 1 << 20];
+    for _ in 0..mib {
+        std::io::Write::write_all(&mut f, &block).expect("write");
+    }
+    f.sync_all().expect("fsync");
+}
+
+/// Sectors read and written on a device, from /proc/diskstats.
+fn diskstats(name: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/diskstats").expect("diskstats");
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 9 && f[2] == name {
+            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+            return (n(5) * 512, n(9) * 512);
+        }
+    }
+    panic!("{name} not in /proc/diskstats");
+}
+
+/// An O_DIRECT read of a 16 MiB file: the block requests the tracer attributes to the
+/// reader on the loop device add up to exactly the bytes read. While it runs, the
+/// cumulative BPF figure is checked against /proc/diskstats (read, snapshot, read: the
+/// BPF value must lie between the two reads).
+#[test]
+fn direct_read_block_bytes_match_and_agree_with_diskstats() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let dev = loop_dev(&fs);
+    let name = fs.loop_device.trim_start_matches("/dev/").to_string();
+    let file = fs.path().join("direct.dat");
+    write_file(&file, 16);
+    drop_caches();
+    // Open (and so read the inode) before the measured part.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&file)
+        .expect("open O_DIRECT");
+    let Some(t) = tracer(&TraceOptions::this_process()) else {
+        return;
+    };
+    let (disk0, _) = diskstats(&name);
+    let s0 = t.snapshot().expect("snapshot");
+    assert_eq!(s0.own_bytes(&[dev], Direction::Read), 0);
+
+    let reader = std::thread::spawn(move || {
+        use std::os::unix::fs::FileExt;
+        let mut buf = Aligned::new(1 << 20);
+        let mut total = 0u64;
+        for pass in 0..8u64 {
+            for i in 0..16u64 {
+                let n = f.read_at(buf.as_mut(), i << 20).expect("pread O_DIRECT");
+                total += n as u64;
+            }
+            if pass == 0 {
+                // One pass alone is what the exact check below measures.
+                assert_eq!(total, 16 << 20);
+            }
+        }
+        total
+    });
+    let mut checks = 0;
+    while !reader.is_finished() {
+        let (lo, _) = diskstats(&name);
+        let bpf = t
+            .snapshot()
+            .expect("snapshot")
+            .own_bytes(&[dev], Direction::Read);
+        let (hi, _) = diskstats(&name);
+        assert!(
+            lo - disk0 <= bpf && bpf <= hi - disk0,
+            "diskstats {} <= bpf {bpf} <= diskstats {}",
+            lo - disk0,
+            hi - disk0
+        );
+        checks += 1;
+    }
+    let total = reader.join().expect("reader thread");
+    let d = t.snapshot().expect("snapshot").delta(&s0);
+    let own = d.block_sum(&[dev], Direction::Read, Owner::is_own);
+    assert_eq!(
+        own.bytes, total,
+        "device read bytes vs bytes read with O_DIRECT"
+    );
+    assert_eq!(d.syscall("pread64"), (128, total));
+    assert!(own.completions >= 128, "completions {}", own.completions);
+    assert_eq!(own.latency.total(), own.completions);
+    assert_eq!(d.foreign_bytes(&[dev]), 0);
+    let (disk1, _) = diskstats(&name);
+    assert_eq!(disk1 - disk0, total, "diskstats agrees at the end");
+    eprintln!(
+        "direct read: {} bytes, {} completions, p50 {:?} ns, {checks} in-flight cross-checks",
+        own.bytes,
+        own.completions,
+        own.latency.quantile(0.5)
+    );
+}
+
+/// A tracked dd and a foreign dd write with O_DIRECT to the same device at the same time:
+/// the foreign one's bytes are foreign, and the tracked bytes are the tracked dd's only.
+#[test]
+fn concurrent_foreign_dd_is_foreign() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let dev = loop_dev(&fs);
+    let Some(mut t) = tracer(&TraceOptions::default()) else {
+        return;
+    };
+    let dd = |name: &str, stop_first: bool| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{}exec dd if=/dev/zero of={} bs=1M count=32 oflag=direct status=none",
+                if stop_first { "kill -STOP $$; " } else { "" },
+                fs.path().join(name).display()
+            ))
+            .spawn()
+            .expect("spawn dd")
+    };
+    let mut own = dd("own.dat", true);
+    wait_stopped(own.id());
+    let s0 = t.snapshot().expect("snapshot");
+    t.add_pid(own.id()).expect("add pid");
+    let mut foreign = dd("foreign.dat", false);
+    // SAFETY: plain kill on our own child.
+    unsafe { libc::kill(own.id() as i32, libc::SIGCONT) };
+    assert!(own.wait().expect("wait").success());
+    assert!(foreign.wait().expect("wait").success());
+    let d = t.snapshot().expect("snapshot").delta(&s0);
+    let own_w = d
+        .block_sum(&[dev], Direction::Write, |o| o == Owner::Tracked)
+        .bytes;
+    let foreign_b = d.foreign_bytes(&[dev]);
+    eprintln!("own {own_w} foreign {foreign_b}");
+    assert_eq!(own_w, 32 << 20, "tracked dd's device bytes");
+    assert!(foreign_b >= 32 << 20, "foreign bytes {foreign_b}");
+    // What is foreign beyond the other dd is the filesystem's journal (jbd2).
+    assert!(
+        foreign_b < (32 << 20) + (4 << 20),
+        "foreign bytes {foreign_b}"
+    );
+}
+
+/// A tracked process writes 32 MiB through the page cache and exits without fsync; the
+/// writeback that `sync` then makes the kernel's flusher do is attributed to it through
+/// the inode it dirtied.
+#[test]
+fn buffered_writeback_is_attributed_through_the_inode() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let dev = loop_dev(&fs);
+    let Some(mut t) = tracer(&TraceOptions::default()) else {
+        return;
+    };
+    let file = fs.path().join("buffered.dat");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "kill -STOP $$; exec dd if=/dev/zero of={} bs=1M count=32 status=none",
+            file.display()
+        ))
+        .spawn()
+        .expect("spawn dd");
+    wait_stopped(child.id());
+    let s0 = t.snapshot().expect("snapshot");
+    t.add_pid(child.id()).expect("add pid");
+    // SAFETY: plain kill on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    assert!(child.wait().expect("wait").success());
+    let mid = t.snapshot().expect("snapshot").delta(&s0);
+    let mid_w = mid.own_bytes(&[dev], Direction::Write);
+    // sync(1) is not tracked: the flusher kworker writes the data back.
+    assert!(Command::new("sync")
+        .arg("-f")
+        .arg(&file)
+        .status()
+        .expect("sync")
+        .success());
+    let d = t.snapshot().expect("snapshot").delta(&s0);
+    let wb = d
+        .block_sum(&[dev], Direction::Write, |o| o == Owner::Writeback)
+        .bytes;
+    let own = d.own_bytes(&[dev], Direction::Write);
+    eprintln!(
+        "before sync {mid_w}, writeback {wb}, own {own}, foreign {}",
+        d.foreign_bytes(&[dev])
+    );
+    assert!(own >= 32 << 20, "own write bytes {own}");
+    assert!(own <= (32 << 20) + (1 << 20), "own write bytes {own}");
+    assert!(wb > 0, "nothing attributed through writeback");
+    assert!(
+        d.cache_misses >= (32 << 20) / 4096,
+        "cache misses {}",
+        d.cache_misses
+    );
+}
