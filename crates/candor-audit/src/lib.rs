@@ -10,3 +10,7 @@ pub mod phase;
 pub mod procfs;
 
 pub use phase::{Observed, Phase, PhaseSource, ProcessRecord};
+pub mod disk;
+pub mod reconcile;
+
+pub use reconcile::{reconcile, Row};

@@ -87,18 +87,6 @@ impl Io {
         }
     }
 
-    fn min_io(self, o: Io) -> Io {
-        Io {
-            rchar: self.rchar.min(o.rchar),
-            wchar: self.wchar.min(o.wchar),
-            syscr: self.syscr.min(o.syscr),
-            syscw: self.syscw.min(o.syscw),
-            read_bytes: self.read_bytes.min(o.read_bytes),
-            write_bytes: self.write_bytes.min(o.write_bytes),
-            cancelled_write_bytes: self.cancelled_write_bytes.min(o.cancelled_write_bytes),
-        }
-    }
-
     fn is_zero(&self) -> bool {
         *self == Io::default()
     }

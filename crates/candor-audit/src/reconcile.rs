@@ -1,0 +1,615 @@
+//! Claimed against observed: which phases each claim is about, the observed throughput two
+//! ways (bytes over the time inside the I/O calls; bytes over the phase's wall time from
+//! open to close, flush and close included), their ratio to the claim, and the reason in
+//! words when they differ by more than 5%.
+
+use crate::claims::{Claim, Direction};
+use crate::disk::DiskCounters;
+use crate::phase::Phase;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Claimed and observed within this share are said to agree.
+pub const AGREEMENT: f64 = 0.05;
+
+/// One line of the reconciliation table.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Row {
+    pub test: String,
+    pub program: String,
+    pub direction: Direction,
+    pub record_size: Option<u64>,
+    pub file_size: Option<u64>,
+    pub threads: u32,
+    #[serde(rename = "claimed_Bps")]
+    pub claimed_bps: f64,
+    /// Bytes over the time spent inside the read/write calls (None without a syscall tracer).
+    #[serde(rename = "observed_syscall_Bps")]
+    pub observed_syscall_bps: Option<f64>,
+    /// Bytes over the wall time from open to close, fsync and close included.
+    #[serde(rename = "observed_wall_Bps")]
+    pub observed_wall_bps: Option<f64>,
+    /// claimed / observed: against the syscall figure when there is one, else the wall one.
+    pub ratio: Option<f64>,
+    pub ratio_wall: Option<f64>,
+    pub claimed_bytes: Option<u64>,
+    pub observed_bytes: Option<u64>,
+    pub claimed_seconds: Option<f64>,
+    pub wall_s: Option<f64>,
+    pub io_time_s: Option<f64>,
+    pub fsync_count: Option<u64>,
+    pub fsync_time_s: Option<f64>,
+    /// Reads: share of the bytes the page cache served (the kernel read less from storage).
+    pub cache_share: Option<f64>,
+    /// Writes: share of the bytes the device wrote while the file was open.
+    pub flushed_share: Option<f64>,
+    pub device: Option<String>,
+    pub device_read_bytes: Option<u64>,
+    pub device_write_bytes: Option<u64>,
+    /// Device bytes in the window that the audited tree does not account for.
+    pub foreign_device_bytes: Option<u64>,
+    /// "agrees", "overstated", "understated" or "unverified".
+    pub verdict: String,
+    pub explanation: String,
+    /// Indexes of the phases behind the row.
+    pub phases: Vec<usize>,
+}
+
+/// Which phases each claim is about, claim by claim (indexes into `phases`).
+///
+/// - A claim that names its file (fio's `filename`, dd's `of=`/`if=`) takes the phases on
+///   that file in its direction; fio jobs without a filename use fio's "job.N.M" names.
+///   Several claims on the same file (fio numjobs without group reporting) take the
+///   processes in turn.
+/// - Otherwise (iozone), claims take the phases in program order: each the next phase in
+///   its direction that moved at least half the claimed file, `threads` of them at a time.
+pub fn match_phases(claims: &[Claim], phases: &[Phase], cwd: &str) -> Vec<Vec<usize>> {
+    let mut used: BTreeSet<usize> = BTreeSet::new();
+    let mut out = vec![Vec::new(); claims.len()];
+    let dir_ok = |c: &Claim, p: &Phase| match c.direction {
+        Direction::Read => p.read_bytes > 0,
+        Direction::Write => p.write_bytes > 0,
+        Direction::Mixed | Direction::Unknown => p.bytes() > 0,
+    };
+    // Claims that name their file.
+    let mut turn: BTreeMap<String, usize> = BTreeMap::new();
+    for (ci, c) in claims.iter().enumerate() {
+        let named: Vec<usize> = phases
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| dir_ok(c, p) && file_matches(c, p, cwd))
+            .map(|(i, _)| i)
+            .collect();
+        if named.is_empty() {
+            continue;
+        }
+        let pids: Vec<u32> = named
+            .iter()
+            .map(|&i| phases[i].pid)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let same = claims
+            .iter()
+            .filter(|o| o.test == c.test && o.direction == c.direction && o.filename == c.filename)
+            .count();
+        let take: Vec<usize> = if same > 1 && pids.len() >= same {
+            // One process per claim, in turn.
+            let k = turn
+                .entry(format!("{}|{:?}", c.test, c.direction))
+                .or_insert(0);
+            let pid = pids[*k % pids.len()];
+            *k += 1;
+            named
+                .into_iter()
+                .filter(|&i| phases[i].pid == pid)
+                .collect()
+        } else {
+            named
+        };
+        used.extend(take.iter().copied());
+        out[ci] = take;
+    }
+    // The rest in program order.
+    let mut next = 0;
+    for (ci, c) in claims.iter().enumerate() {
+        if !out[ci].is_empty() {
+            continue;
+        }
+        let want = c.threads.max(1) as usize;
+        let min_bytes = c.file_size.map(|f| f / 2).unwrap_or(1);
+        let mut got = Vec::new();
+        let mut i = next;
+        while i < phases.len() && got.len() < want {
+            let p = &phases[i];
+            let moved = match c.direction {
+                Direction::Read => p.read_bytes,
+                Direction::Write => p.write_bytes,
+                _ => p.bytes(),
+            };
+            if !used.contains(&i) && dir_ok(c, p) && moved >= min_bytes.max(1) {
+                got.push(i);
+                used.insert(i);
+            }
+            i += 1;
+        }
+        if !got.is_empty() {
+            next = got.last().map_or(next, |&l| l + 1);
+            if c.threads > 1 {
+                // Parallel phases of one test start together: back up so the next claim
+                // can also use phases that opened before this one's last.
+                next = got[0] + 1;
+            }
+        }
+        out[ci] = got;
+    }
+    out
+}
+
+fn file_matches(c: &Claim, p: &Phase, cwd: &str) -> bool {
+    match &c.filename {
+        Some(f) => {
+            // fio allows several files separated by ':'.
+            f.split(':').any(|f| {
+                let abs = if f.starts_with('/') {
+                    f.to_string()
+                } else {
+                    format!("{}/{}", cwd.trim_end_matches('/'), f)
+                };
+                p.path == abs || p.path == f
+            })
+        }
+        None if c.program == "fio" => {
+            let base = p.path.rsplit('/').next().unwrap_or("");
+            base.strip_prefix(&format!("{}.", c.test))
+                .is_some_and(|rest| rest.split('.').all(|n| n.parse::<u32>().is_ok()))
+        }
+        None => false,
+    }
+}
+
+/// Builds the table. `device_window(dev, from, to)` gives the device traffic of the device
+/// with that number over a window (None when it has no block device or was not sampled).
+pub fn reconcile(
+    claims: &[Claim],
+    phases: &[Phase],
+    cwd: &str,
+    device_window: &dyn Fn(u64, f64, f64) -> Option<(String, DiskCounters)>,
+) -> Vec<Row> {
+    let groups = match_phases(claims, phases, cwd);
+    claims
+        .iter()
+        .zip(groups)
+        .map(|(c, idx)| row(c, phases, idx, device_window))
+        .collect()
+}
+
+fn row(
+    c: &Claim,
+    phases: &[Phase],
+    idx: Vec<usize>,
+    device_window: &dyn Fn(u64, f64, f64) -> Option<(String, DiskCounters)>,
+) -> Row {
+    let mut r = Row {
+        test: c.test.clone(),
+        program: c.program.clone(),
+        direction: c.direction,
+        record_size: c.record_size,
+        file_size: c.file_size,
+        threads: c.threads,
+        claimed_bps: c.claimed_bps,
+        claimed_bytes: c.bytes,
+        claimed_seconds: c.seconds,
+        phases: idx.clone(),
+        ..Default::default()
+    };
+    let sel: Vec<&Phase> = idx.iter().filter_map(|&i| phases.get(i)).collect();
+    if sel.is_empty() {
+        r.verdict = "unverified".into();
+        r.explanation = "no file phase of the program matches this figure (the file was held open \
+                         for less than one sampling period, or the program used no regular file)"
+            .into();
+        return r;
+    }
+    let moved = |p: &Phase| match c.direction {
+        Direction::Read => p.read_bytes,
+        Direction::Write => p.write_bytes,
+        _ => p.bytes(),
+    };
+    let bytes: u64 = sel.iter().map(|p| moved(p)).sum();
+    let open = sel.iter().map(|p| p.open_s).fold(f64::INFINITY, f64::min);
+    let close = sel
+        .iter()
+        .map(|p| p.close_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let span = (close - open).max(0.0);
+    let uncertainty = sel.iter().map(|p| p.time_uncertainty_s).fold(0.0, f64::max);
+    r.observed_bytes = Some(bytes);
+    r.wall_s = Some(span);
+    // Per process: iozone's "children see" adds the processes' own rates; everything else
+    // is total bytes over the whole span.
+    let mut per_pid: BTreeMap<u32, (u64, f64, Option<f64>, f64, f64)> = BTreeMap::new();
+    for p in &sel {
+        let e =
+            per_pid
+                .entry(p.pid)
+                .or_insert((0, 0.0, Some(0.0), f64::INFINITY, f64::NEG_INFINITY));
+        e.0 += moved(p);
+        e.2 = match (e.2, io_time(p, c.direction)) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        e.3 = e.3.min(p.open_s);
+        e.4 = e.4.max(p.close_s);
+    }
+    let children_see = c.basis.starts_with("children see");
+    let rate = |b: u64, s: f64| (s > 0.0).then(|| b as f64 / s);
+    if children_see && per_pid.len() > 1 {
+        r.observed_wall_bps = per_pid.values().map(|e| rate(e.0, e.4 - e.3)).sum();
+        r.observed_syscall_bps = per_pid
+            .values()
+            .map(|e| e.2.and_then(|t| rate(e.0, t)))
+            .sum();
+    } else {
+        r.observed_wall_bps = rate(bytes, span);
+        let t: Option<f64> = per_pid.values().map(|e| e.2).sum();
+        r.io_time_s = t;
+        r.observed_syscall_bps = t.and_then(|t| rate(bytes, t));
+    }
+    let fsync: Option<f64> = sel.iter().map(|p| p.fsync_time_s).sum();
+    r.fsync_time_s = fsync;
+    r.fsync_count = sel.iter().map(|p| p.fsync_count).sum();
+    let primary = r.observed_syscall_bps.or(r.observed_wall_bps);
+    r.ratio = primary.filter(|o| *o > 0.0).map(|o| c.claimed_bps / o);
+    r.ratio_wall = r
+        .observed_wall_bps
+        .filter(|o| *o > 0.0)
+        .map(|o| c.claimed_bps / o);
+
+    // What the kernel counted for storage, and what the device did in the window.
+    let storage_read: Option<u64> = sel.iter().map(|p| p.storage_read_bytes).sum();
+    let storage_write: Option<u64> = sel.iter().map(|p| p.storage_write_bytes).sum();
+    if c.direction == Direction::Read && bytes > 0 {
+        if let Some(s) = storage_read {
+            r.cache_share = Some(1.0 - (s.min(bytes) as f64 / bytes as f64));
+        }
+    }
+    let dev = sel.iter().find_map(|p| p.dev);
+    if let Some((name, d)) = dev.and_then(|dev| device_window(dev, open, close)) {
+        r.device = Some(name);
+        r.device_read_bytes = Some(d.read_bytes);
+        r.device_write_bytes = Some(d.write_bytes);
+        let ours = storage_read.unwrap_or(0) + storage_write.unwrap_or(0);
+        let theirs = (d.read_bytes + d.write_bytes).saturating_sub(ours);
+        r.foreign_device_bytes = Some(theirs);
+        if c.direction == Direction::Write && bytes > 0 {
+            r.flushed_share = Some((d.write_bytes.min(bytes)) as f64 / bytes as f64);
+        }
+    }
+    let direct = sel.iter().all(|p| p.direct);
+    judge(c, &mut r, bytes, uncertainty, direct);
+    r
+}
+
+fn io_time(p: &Phase, d: Direction) -> Option<f64> {
+    match d {
+        Direction::Read => p.read_time_s,
+        Direction::Write => p.write_time_s,
+        _ => p.io_time_s(),
+    }
+}
+
+/// Bytes in the largest fitting unit, for sentences.
+pub fn human_bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} {}", units[u])
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+/// The verdict and the reasons, in plain words.
+fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
+    let Some(ratio) = r.ratio else {
+        r.verdict = "unverified".into();
+        r.explanation = "the phase took no measurable time".into();
+        return;
+    };
+    let off = ratio - 1.0;
+    r.verdict = if off.abs() <= AGREEMENT {
+        "agrees"
+    } else if off > 0.0 {
+        "overstated"
+    } else {
+        "understated"
+    }
+    .into();
+    let mut why: Vec<String> = Vec::new();
+    let has = |f: &str| c.flags.iter().any(|x| x == f);
+    // Stonewalling: some processes stopped before the file was done.
+    if has("stonewalled") {
+        let min = c.extra.get("min_xfer_bytes").copied().unwrap_or(0.0);
+        why.push(format!(
+            "the first thread to finish stopped the others (stonewalling): the slowest moved only {} of {}",
+            human_bytes(min),
+            human_bytes(c.file_size.unwrap_or(0) as f64)
+        ));
+    }
+    // The flush, when it was seen and the claim left it out.
+    if let (Some(fs), Some(rw)) = (r.fsync_time_s, r.ratio_wall) {
+        if fs > 0.0
+            && c.direction == Direction::Write
+            && !has("fsync_in_timing")
+            && rw > 1.0 + AGREEMENT
+        {
+            why.push(format!(
+                "the timer stopped before the fsync: {fs:.2} s of flush were left out"
+            ));
+        }
+    }
+    // Buffered writes that never reached the device while the file was open.
+    if c.direction == Direction::Write && !direct {
+        if let Some(share) = r.flushed_share {
+            if share < 0.5 {
+                why.push(format!(
+                    "only {:.0}% of the written bytes reached the device while the file was open: \
+                     the figure is the page cache's speed (put a flush inside the timing: fio --end_fsync=1, iozone -e)",
+                    share * 100.0
+                ));
+            } else if has("fsync_in_timing") {
+                why.push(format!(
+                    "the flush is inside the timing: the device wrote {:.0}% of the bytes before the file was closed",
+                    share * 100.0
+                ));
+            }
+        }
+    }
+    // Reads served from memory.
+    if let Some(cache) = r.cache_share {
+        if cache >= 0.05 {
+            why.push(format!(
+                "{:.0}% of these reads came from the page cache",
+                cache * 100.0
+            ));
+        }
+    }
+    // Other processes on the same device.
+    if let (Some(f), Some(name)) = (r.foreign_device_bytes, &r.device) {
+        let threshold = (bytes as f64 * 0.10).max(1024.0 * 1024.0);
+        if f as f64 > threshold {
+            why.push(format!(
+                "another process moved {} on {name} during the test",
+                human_bytes(f as f64)
+            ));
+        }
+    }
+    // The program's timer against open..close.
+    if r.observed_syscall_bps.is_none() {
+        if let (Some(claimed_s), Some(wall)) = (c.seconds, r.wall_s) {
+            if wall > claimed_s * (1.0 + AGREEMENT) && off > AGREEMENT {
+                why.push(format!(
+                    "the program timed {claimed_s:.3} s of the {wall:.3} s the file was open: opening, setup and closing are outside its timer"
+                ));
+            }
+        }
+        if let Some(wall) = r.wall_s {
+            if wall > 0.0 && 2.0 * uncertainty / wall > AGREEMENT {
+                why.push(format!(
+                    "the file was open only {:.0} ms and sampling knows its ends to {:.1} ms, too coarse for a 5% check",
+                    wall * 1e3,
+                    uncertainty * 1e3
+                ));
+            }
+        }
+    }
+    if let (Some(cb), true) = (c.bytes, bytes > 0) {
+        let d = (cb as f64 - bytes as f64) / bytes as f64;
+        if d.abs() > AGREEMENT {
+            why.push(format!(
+                "the program counted {} but moved {} through the file",
+                human_bytes(cb as f64),
+                human_bytes(bytes as f64)
+            ));
+        }
+    }
+    if off.abs() > AGREEMENT && why.is_empty() {
+        why.push(format!(
+            "claimed and observed differ by {:.0}% and none of the known causes (flush, page cache, other processes, stonewalling) was seen",
+            off.abs() * 100.0
+        ));
+    }
+    if why.is_empty() {
+        r.explanation = format!(
+            "claimed and observed agree within {:.1}%",
+            off.abs() * 100.0
+        );
+    } else {
+        r.explanation = why.join("; ");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(pid: u32, path: &str, open: f64, close: f64, read: u64, write: u64) -> Phase {
+        Phase {
+            pid,
+            path: path.into(),
+            open_s: open,
+            close_s: close,
+            read_bytes: read,
+            write_bytes: write,
+            dev: Some(1),
+            storage_read_bytes: Some(read),
+            storage_write_bytes: Some(write),
+            source: "test".into(),
+            ..Default::default()
+        }
+    }
+
+    fn claim(test: &str, dir: Direction, fs: u64, bps: f64) -> Claim {
+        Claim {
+            program: "iozone".into(),
+            test: test.into(),
+            direction: dir,
+            file_size: Some(fs),
+            record_size: Some(65536),
+            threads: 1,
+            claimed_bps: bps,
+            basis: "per test".into(),
+            ..Default::default()
+        }
+    }
+
+    fn no_device(_: u64, _: f64, _: f64) -> Option<(String, DiskCounters)> {
+        None
+    }
+
+    #[test]
+    fn iozone_phases_in_program_order() {
+        let mb = 1 << 20;
+        let phases = vec![
+            phase(1, "/t/iozone.tmp", 0.0, 0.01, 4096, 0), // the small read at start
+            phase(1, "/t/iozone.tmp", 0.1, 1.1, 0, 16 * mb),
+            phase(1, "/t/iozone.tmp", 1.2, 2.2, 0, 16 * mb),
+            phase(1, "/t/iozone.tmp", 2.3, 2.8, 17 * mb, 0),
+            phase(1, "/t/iozone.tmp", 2.9, 3.4, 17 * mb, 0),
+        ];
+        let claims = vec![
+            claim("write", Direction::Write, 16 * mb, 16.0 * mb as f64),
+            claim("rewrite", Direction::Write, 16 * mb, 16.0 * mb as f64),
+            claim("read", Direction::Read, 16 * mb, 34.0 * mb as f64),
+            claim("reread", Direction::Read, 16 * mb, 34.0 * mb as f64),
+        ];
+        let m = match_phases(&claims, &phases, "/");
+        assert_eq!(m, vec![vec![1], vec![2], vec![3], vec![4]]);
+        let rows = reconcile(&claims, &phases, "/", &no_device);
+        assert_eq!(rows[0].verdict, "agrees");
+        assert_eq!(rows[0].observed_wall_bps, Some(16.0 * mb as f64));
+        assert_eq!(rows[2].observed_wall_bps, Some(34.0 * mb as f64));
+    }
+
+    #[test]
+    fn timer_that_leaves_out_the_fsync() {
+        let mb = 1 << 20;
+        let mut p = phase(1, "/t/f", 0.0, 3.0, 0, 100 * mb);
+        p.write_time_s = Some(1.0);
+        p.fsync_time_s = Some(2.0);
+        p.fsync_count = Some(1);
+        let c = claim("write", Direction::Write, 100 * mb, 100.0 * mb as f64);
+        let rows = reconcile(&[c], &[p], "/", &no_device);
+        let r = &rows[0];
+        assert_eq!(r.observed_syscall_bps, Some(100.0 * mb as f64));
+        assert_eq!(r.ratio, Some(1.0));
+        assert_eq!(r.ratio_wall, Some(3.0));
+        assert_eq!(r.verdict, "agrees");
+        assert!(
+            r.explanation
+                .contains("timer stopped before the fsync: 2.00 s"),
+            "{}",
+            r.explanation
+        );
+    }
+
+    #[test]
+    fn reads_from_the_cache_and_foreign_traffic() {
+        let mb = 1 << 20;
+        let mut p = phase(1, "/t/f", 0.0, 1.0, 100 * mb, 0);
+        p.storage_read_bytes = Some(5 * mb);
+        let c = claim("read", Direction::Read, 100 * mb, 300.0 * mb as f64);
+        let dev = |_: u64, _: f64, _: f64| {
+            Some((
+                "vda".to_string(),
+                DiskCounters {
+                    read_bytes: 5 * mb,
+                    write_bytes: 1200 * mb,
+                    ..Default::default()
+                },
+            ))
+        };
+        let rows = reconcile(&[c], &[p], "/", &dev);
+        let r = &rows[0];
+        assert_eq!(r.verdict, "overstated");
+        assert!(
+            r.explanation
+                .contains("95% of these reads came from the page cache"),
+            "{}",
+            r.explanation
+        );
+        assert!(
+            r.explanation
+                .contains("another process moved 1.2 GiB on vda"),
+            "{}",
+            r.explanation
+        );
+    }
+
+    #[test]
+    fn buffered_write_that_never_reached_the_device() {
+        let mb = 1 << 20;
+        let p = phase(7, "/t/w.0.0", 0.0, 0.1, 0, 64 * mb);
+        let mut c = claim("w", Direction::Write, 64 * mb, 640.0 * mb as f64);
+        c.program = "fio".into();
+        let dev = |_: u64, _: f64, _: f64| Some(("vda".to_string(), DiskCounters::default()));
+        let rows = reconcile(&[c.clone()], &[p.clone()], "/", &dev);
+        assert_eq!(rows[0].phases, vec![0], "fio's job.N.M file name");
+        assert!(rows[0]
+            .explanation
+            .contains("only 0% of the written bytes reached the device"));
+        // With the flush inside the timing the sentence says so.
+        c.flags.push("fsync_in_timing".into());
+        let dev = |_: u64, _: f64, _: f64| {
+            Some((
+                "vda".to_string(),
+                DiskCounters {
+                    write_bytes: 64 * mb,
+                    ..Default::default()
+                },
+            ))
+        };
+        let rows = reconcile(&[c], &[p], "/", &dev);
+        assert!(
+            rows[0].explanation.contains("flush is inside the timing"),
+            "{}",
+            rows[0].explanation
+        );
+    }
+
+    #[test]
+    fn stonewalling_and_children_see() {
+        let mb = 1 << 20;
+        let phases = vec![
+            phase(2, "/t/a", 0.0, 1.0, 0, 32 * mb),
+            phase(3, "/t/b", 0.0, 2.0, 0, 25 * mb),
+        ];
+        let mut c = claim("write", Direction::Write, 32 * mb, 60.0 * mb as f64);
+        c.threads = 2;
+        c.basis = "children see (sum of per-process rates)".into();
+        c.flags.push("stonewalled".into());
+        c.extra.insert("min_xfer_bytes".into(), 25.0 * mb as f64);
+        let rows = reconcile(&[c], &phases, "/", &no_device);
+        let r = &rows[0];
+        assert_eq!(r.phases, vec![0, 1]);
+        assert_eq!(
+            r.observed_wall_bps,
+            Some(32.0 * mb as f64 + 12.5 * mb as f64)
+        );
+        assert!(r.explanation.contains("stonewalling"), "{}", r.explanation);
+    }
+
+    #[test]
+    fn unmatched_claim_is_unverified() {
+        let c = claim("write", Direction::Write, 1 << 20, 1.0);
+        let rows = reconcile(&[c], &[], "/", &no_device);
+        assert_eq!(rows[0].verdict, "unverified");
+    }
+}
