@@ -682,3 +682,83 @@ pub fn destroy(dir: &Path) -> Result<DestroyReport, LabError> {
     }
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "candor-lab-unit-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        d
+    }
+
+    #[test]
+    fn state_round_trips_and_foreign_state_is_refused() {
+        let d = tmp();
+        let mut s = new_state();
+        s.members.push(Member {
+            fs: FsKind::Xfs,
+            size: 300 << 20,
+            backing: d.join("xfs.img"),
+            mount_point: d.join("mnt/xfs"),
+            formatted: true,
+        });
+        save_state(&d, &s).expect("save");
+        let back = load_state(&d).expect("load").expect("some state");
+        assert_eq!(back.members, s.members);
+        assert!(!d.join("lab.json.tmp").exists());
+
+        std::fs::write(
+            d.join(STATE_FILE),
+            r#"{"kind":"other","version":1,"members":[]}"#,
+        )
+        .expect("write");
+        assert!(matches!(load_state(&d), Err(LabError::Usage(_))));
+        std::fs::write(d.join(STATE_FILE), "not json").expect("write");
+        assert!(matches!(load_state(&d), Err(LabError::Usage(_))));
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn nothing_to_destroy_or_list_where_there_is_no_lab() {
+        let d = tmp();
+        assert!(destroy(&d).expect("destroy").nothing_to_do());
+        assert!(destroy(&d.join("does-not-exist"))
+            .expect("destroy")
+            .nothing_to_do());
+        assert!(list(&d).expect("list").is_none());
+        // An empty lab directory (a create stopped before its first save) is removed.
+        std::fs::create_dir(lab_root(&d)).expect("mkdir");
+        assert!(destroy(&d).expect("destroy").nothing_to_do());
+        assert!(!lab_root(&d).exists());
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn bad_requests_are_usage_errors_before_anything_is_made() {
+        let d = tmp();
+        let req = |filesystems: Vec<FsKind>, size: u64| CreateRequest {
+            dir: d.clone(),
+            filesystems,
+            size,
+        };
+        assert!(matches!(
+            create(&req(vec![], 1 << 30)),
+            Err(LabError::Usage(_))
+        ));
+        assert!(matches!(
+            create(&req(vec![FsKind::Xfs], 100 << 20)),
+            Err(LabError::Usage(_))
+        ));
+        assert!(!lab_root(&d).exists());
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+}
