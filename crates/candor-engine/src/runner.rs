@@ -111,6 +111,27 @@ pub trait Progress {
 
 pub struct NoProgress;
 
+/// What a run across several processes (MPI ranks) needs from the runner: every rank
+/// passes `before_timed` just before each repetition's timed region (also for a repetition
+/// it skips, so all ranks pass it the same number of times), and each point's results go
+/// through `point_done`, which may gather them and return the merged results (or `None`
+/// on a process that does not report). A single process uses `NoCoordinator`.
+pub trait Coordinator {
+    /// The runner's clock (`clock::now_ns`) at the start of the run: `Repetition::started_s`
+    /// counts from here.
+    fn started(&mut self, _run_t0_ns: u64) {}
+    /// All processes meet here before the timed region of each repetition.
+    fn before_timed(&mut self) {}
+    /// The results of one point (one per target); what is returned goes to the sink.
+    fn point_done(&mut self, results: Vec<TestResult>) -> Option<Vec<TestResult>> {
+        Some(results)
+    }
+}
+
+pub struct NoCoordinator;
+
+impl Coordinator for NoCoordinator {}
+
 impl Progress for NoProgress {
     fn start_point(&mut self, _: &Point, _: usize, _: usize) {}
     fn repetition_done(&mut self) {}
@@ -245,6 +266,7 @@ fn run_repetition(
     s: &RunSettings,
     rep: u32,
     run_t0: u64,
+    coord: &mut dyn Coordinator,
 ) -> Result<RepMeasure, EngineError> {
     let spec = point.spec;
     target.use_files(point.file_size, point.threads);
@@ -271,7 +293,10 @@ fn run_repetition(
                             .map(|m| m.len() == point.file_size)
                             .unwrap_or(false);
                     if !ok {
-                        fill_file(p, point.file_size, seed ^ i as u64)?;
+                        if let Err(e) = fill_file(p, point.file_size, seed ^ i as u64) {
+                            coord.before_timed();
+                            return Err(e);
+                        }
                         fsset.complete[i] = true;
                     }
                 }
@@ -409,6 +434,7 @@ fn run_repetition(
                 out
             }));
         }
+        coord.before_timed();
         watch = Some(target.witness.begin(&paths));
         cpu0 = process_cpu();
         t_release = now_ns();
@@ -628,7 +654,20 @@ pub fn run(
     progress: &mut dyn Progress,
     sink: &mut dyn FnMut(Vec<TestResult>),
 ) -> Option<StopReason> {
+    run_coordinated(targets, points, s, progress, sink, &mut NoCoordinator)
+}
+
+/// `run`, with other processes kept in step by `coord` (see `Coordinator`).
+pub fn run_coordinated(
+    targets: &mut [Target],
+    points: &[Point],
+    s: &RunSettings,
+    progress: &mut dyn Progress,
+    sink: &mut dyn FnMut(Vec<TestResult>),
+    coord: &mut dyn Coordinator,
+) -> Option<StopReason> {
     let run_t0 = now_ns();
+    coord.started(run_t0);
     for (idx, point) in points.iter().enumerate() {
         progress.start_point(point, idx, points.len());
         let is_write = point.spec.direction != Direction::Read;
@@ -637,12 +676,13 @@ pub fn run(
         for rep in 0..s.repeat.max(1) {
             for (ti, target) in targets.iter_mut().enumerate() {
                 if per_target[ti].1.is_some() {
+                    coord.before_timed();
                     continue; // this test already failed on this target
                 }
                 if let Some(sig) = signals::stop_requested() {
                     return Some(StopReason::Interrupted(sig));
                 }
-                match run_repetition(target, point, s, rep, run_t0) {
+                match run_repetition(target, point, s, rep, run_t0, coord) {
                     Ok(m) => per_target[ti].0.push(m),
                     Err(e) => {
                         if let Some(sig) = signals::stop_requested() {
@@ -686,7 +726,9 @@ pub fn run(
             }
             results.push(r);
         }
-        sink(results);
+        if let Some(results) = coord.point_done(results) {
+            sink(results);
+        }
     }
     None
 }
