@@ -82,8 +82,11 @@ pub struct Watch {
 }
 
 /// Where the target's bytes go, as the verdict rules see it, and the devices to count.
-fn placement_of(target: &Path) -> (verdict::Placement, Vec<String>) {
-    let Some(p) = host::place(target) else {
+fn placement_of(
+    target: &Path,
+    place: Option<&host::Placement>,
+) -> (verdict::Placement, Vec<String>) {
+    let Some(p) = place.cloned() else {
         return (
             verdict::Placement::Unobservable {
                 reason: format!("cannot find the filesystem of {}", target.display()),
@@ -120,23 +123,21 @@ impl Witness {
     /// Sets the witness up for a target. The second value is a line to show the person when
     /// the requested source is not available and another is used (never an error).
     pub fn new(target: &Path, config: Config) -> (Witness, Option<String>) {
-        let (placement, devices) = placement_of(target);
+        let place = host::place(target);
+        let (placement, devices) = placement_of(target, place.as_ref());
         let mut note = None;
         let source: Option<Arc<dyn Source>> = match config.mode {
             Mode::Off => None,
             Mode::Procfs => Some(Arc::new(source::Procfs)),
-            Mode::Auto | Mode::Bpf => {
-                let place = host::place(target);
-                match bpf::open(target, place.as_ref()) {
-                    Ok(s) => Some(Arc::from(s)),
-                    Err(why) => {
-                        note = Some(format!(
+            Mode::Auto | Mode::Bpf => match bpf::open(target, place.as_ref()) {
+                Ok(s) => Some(Arc::from(s)),
+                Err(why) => {
+                    note = Some(format!(
                             "The eBPF witness is not available ({why}): using /proc counters, which see the whole device."
                         ));
-                        Some(Arc::new(source::Procfs))
-                    }
+                    Some(Arc::new(source::Procfs))
                 }
-            }
+            },
         };
         (
             Witness {

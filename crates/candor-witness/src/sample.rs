@@ -209,8 +209,9 @@ impl Sampler {
             Some(Ok(r)) => r,
             _ => return Timeline::default(),
         };
-        // Close the last partial interval unless it is too short to give a sensible rate.
-        if last.at.saturating_duration_since(prev.at) >= Duration::from_millis(5) {
+        // Close the last partial interval, so that the timeline's bytes add up to the
+        // window's (a zero-length interval has no rate).
+        if last.at > prev.at {
             tl.points.push(point(self.origin, &prev, last));
         }
         tl.dirty_peak = tl.dirty_peak.max(last.mem.map_or(0, |m| m.dirty));
