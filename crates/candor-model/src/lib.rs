@@ -431,4 +431,13 @@ pub struct MpiInfo {
     pub node_names: Vec<String>,
     pub shared_file: bool,
     pub reorder: bool,
+    /// The MPI library and launcher the run used (e.g. "Open MPI v4.1.4 (OMPI)").
+    pub library: String,
+    /// Node of each rank, by index into `node_names`.
+    pub rank_nodes: Vec<u32>,
+    /// Each rank's clock minus rank 0's clock, estimated at the start (ns); rank times are
+    /// shifted by it onto rank 0's clock before spans are computed.
+    pub clock_offsets_ns: Vec<i64>,
+    /// Half the round trip of the exchange each offset came from: the offset's uncertainty.
+    pub clock_uncertainty_ns: Vec<u64>,
 }
