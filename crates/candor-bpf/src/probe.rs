@@ -140,7 +140,7 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             "block_rq_requeue",
             "candor_rq_requeue",
             false,
-            &BLK,
+            &BLK[..2],
             "requeue accounting",
         ),
         tp(
