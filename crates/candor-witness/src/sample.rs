@@ -128,6 +128,42 @@ pub fn point(origin: Instant, a: &Sample, b: &Sample) -> TimelinePoint {
     }
 }
 
+/// The most points one repetition's timeline keeps (an hour at the default 100 ms would be
+/// 36,000); beyond it, neighbouring points are merged two by two.
+pub const MAX_POINTS: usize = 2048;
+
+/// Merges neighbouring points two by two: the rates of a merged point are the averages
+/// weighted by the length of each interval (so the bytes they stand for are unchanged), its
+/// time and dirty memory those of the later point.
+pub fn halve(points: &[TimelinePoint]) -> Vec<TimelinePoint> {
+    let mut out = Vec::with_capacity(points.len().div_ceil(2));
+    let mut prev_t = 0.0;
+    for pair in points.chunks(2) {
+        let last = &pair[pair.len() - 1];
+        let span = last.t - prev_t;
+        let mut m = last.clone();
+        if span > 0.0 {
+            let mut t0 = prev_t;
+            let (mut dr, mut dw, mut ar, mut aw) = (0.0, 0.0, 0.0, 0.0);
+            for p in pair {
+                let dt = p.t - t0;
+                dr += p.device_read_bps * dt;
+                dw += p.device_write_bps * dt;
+                ar += p.app_read_bps * dt;
+                aw += p.app_write_bps * dt;
+                t0 = p.t;
+            }
+            m.device_read_bps = dr / span;
+            m.device_write_bps = dw / span;
+            m.app_read_bps = ar / span;
+            m.app_write_bps = aw / span;
+        }
+        prev_t = last.t;
+        out.push(m);
+    }
+    out
+}
+
 /// What the timeline thread hands back when stopped.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
@@ -176,6 +212,9 @@ impl Sampler {
                     tl.dirty_peak = tl.dirty_peak.max(s.mem.map_or(0, |m| m.dirty));
                     tl.points.push(point(origin, &prev, &s));
                     prev = s;
+                    if tl.points.len() >= MAX_POINTS {
+                        tl.points = halve(&tl.points);
+                    }
                     // Keep a fixed cadence; if sampling fell behind, skip missed ticks.
                     next += interval;
                     let now = Instant::now();
@@ -292,6 +331,28 @@ mod tests {
         assert!((p.app_read_bps - 2.0 * (1 << 20) as f64).abs() < 1e-6);
         assert_eq!(p.dirty_bytes, 8192);
         assert_eq!(pressure_delta(&a, &b), Some([20, 0]));
+    }
+
+    #[test]
+    fn halving_keeps_the_bytes() {
+        let p = |t: f64, w: f64, dirty: u64| TimelinePoint {
+            t,
+            device_write_bps: w,
+            app_write_bps: 2.0 * w,
+            dirty_bytes: dirty,
+            ..Default::default()
+        };
+        // 0.1 s at 100 B/s, 0.3 s at 300 B/s, then an odd point out: 0.1 s at 50 B/s.
+        let pts = vec![p(0.1, 100.0, 1), p(0.4, 300.0, 2), p(0.5, 50.0, 3)];
+        let h = halve(&pts);
+        assert_eq!(h.len(), 2);
+        assert!((h[0].t - 0.4).abs() < 1e-12);
+        // (10 + 90) bytes over 0.4 s.
+        assert!((h[0].device_write_bps - 250.0).abs() < 1e-9);
+        assert!((h[0].app_write_bps - 500.0).abs() < 1e-9);
+        assert_eq!(h[0].dirty_bytes, 2);
+        assert!((h[1].device_write_bps - 50.0).abs() < 1e-9);
+        assert_eq!(h[1].dirty_bytes, 3);
     }
 
     #[test]
