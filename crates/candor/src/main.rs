@@ -6,6 +6,7 @@
 
 mod cli;
 mod commands;
+mod efficiency;
 mod exit;
 
 use clap::Parser;

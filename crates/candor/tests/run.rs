@@ -334,3 +334,20 @@ fn clean_removes_only_candors_stale_run_directories() {
     assert!(!stale.exists());
     assert!(foreign.exists());
 }
+
+#[test]
+fn efficiency_is_computed_against_a_given_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["--tests", "read,randread", "--file-size", "4m", "--record-size", "4k", "--device-spec", "seq=2GB/s,iops=100k", "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    let read = &doc.results[0];
+    let e = read.efficiency.as_ref().expect("efficiency present");
+    assert_eq!(e.basis, "seq");
+    assert!((e.share - read.throughput.mean / 2e9).abs() < 1e-9);
+    let rr = &doc.results[1];
+    let e = rr.efficiency.as_ref().unwrap();
+    assert_eq!(e.basis, "iops");
+    assert!((e.share - rr.iops.mean / 1e5).abs() < 1e-9);
+    expect_usage(&run_in(dir.path(), &["--device-spec", "speed=3"]), "not a --device-spec key");
+}

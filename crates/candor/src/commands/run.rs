@@ -146,6 +146,12 @@ pub struct Args {
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// The device's ceiling, to report every result's efficiency against it:
+    /// e.g. seq=510MB/s,iops=95000 (also seq-read, seq-write, iops-read, iops-write), or
+    /// auto to measure it first (O_DIRECT, large sequential and 4 KiB random at depth 64).
+    #[arg(long, value_name = "SPEC")]
+    pub device_spec: Option<String>,
 }
 
 fn usage(m: impl Into<String>) -> Failure {
@@ -702,6 +708,55 @@ fn options_map(a: &Args, p: &Planned, format: &str) -> BTreeMap<String, serde_js
     m
 }
 
+/// `--device-spec auto`: measures the first target's ceilings with O_DIRECT before the plan
+/// (large sequential reads and writes at depth 16, 4 KiB random at depth 64, 3 s each).
+fn measure_ceiling(targets: &mut [Target], planned: &Planned, doc: &mut RunDoc) -> Result<crate::efficiency::DeviceSpec, Failure> {
+    let Some(first) = targets.first() else { return Err(usage("no target to measure")) };
+    let first_path = first.path.clone();
+    if let Err(e) = direct_supported(&first.dir) {
+        return Err(usage(format!(
+            "--device-spec auto measures with O_DIRECT, which {} refuses ({e}): give the ceiling instead, e.g. --device-spec seq=510MB/s,iops=95000",
+            first_path.display()
+        )));
+    }
+    let free = doc.targets.first().map(|t| t.free_bytes).unwrap_or(0);
+    let mut size: u64 = 1 << 30;
+    while size > 16 << 20 && size.saturating_mul(4) > free {
+        size /= 2;
+    }
+    let find = |n: &str| workload::find(n).ok_or_else(|| Failure::failed(format!("internal: test {n} missing")));
+    let mk = |spec: &'static TestSpec, rs: u64, qd: u32| Point { spec, file_size: size, record_size: rs, threads: 1, iodepth: qd, engine: EngineKind::IoUring };
+    let points = vec![mk(find("write")?, 1 << 20, 16), mk(find("read")?, 1 << 20, 16), mk(find("randread")?, 4 << 10, 64), mk(find("randwrite")?, 4 << 10, 64)];
+    let settings = RunSettings { direct: true, repeat: 1, runtime_ns: Some(3_000_000_000), keep_cache: false, ..planned.settings.clone() };
+    eprintln!("candor: measuring the device's ceiling on {} (about 15 s)", first_path.display());
+    let mut got: Vec<TestResult> = Vec::new();
+    let mut sink = |rs: Vec<TestResult>| got.extend(rs);
+    let mut quiet = runner::NoProgress;
+    if let Some(StopReason::Interrupted(sig)) = runner::run(&mut targets[..1], &points, &settings, &mut quiet, &mut sink) {
+        return Err(Failure { code: 128 + sig, message: format!("interrupted by {} while measuring the device's ceiling", signals::signal_name(sig)) });
+    }
+    let pick = |t: &str, iops: bool| got.iter().find(|r| r.test == t && r.status == "ok").map(|r| if iops { r.iops.mean } else { r.throughput.mean });
+    let spec = crate::efficiency::DeviceSpec {
+        seq_write: pick("write", false),
+        seq_read: pick("read", false),
+        iops_read: pick("randread", true),
+        iops_write: pick("randwrite", true),
+        source: "measured".into(),
+    };
+    if spec == (crate::efficiency::DeviceSpec { source: "measured".into(), ..Default::default() }) {
+        return Err(Failure::failed("the device's ceiling could not be measured: every measuring test failed; give --device-spec seq=...,iops=... instead"));
+    }
+    doc.warnings.push(format!(
+        "device ceiling measured on {}: sequential read {:.0} MB/s, write {:.0} MB/s; 4 KiB random read {:.0} IOPS, write {:.0} IOPS",
+        first_path.display(),
+        spec.seq_read.unwrap_or(0.0) / 1e6,
+        spec.seq_write.unwrap_or(0.0) / 1e6,
+        spec.iops_read.unwrap_or(0.0),
+        spec.iops_write.unwrap_or(0.0)
+    ));
+    Ok(spec)
+}
+
 /// Typed warnings about one result, each worded with its remedy.
 fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
     let mut out = Vec::new();
@@ -756,6 +811,10 @@ pub fn run(a: Args) -> CmdResult {
         }
     };
     let interval = parse_duration(&a.witness_interval).map_err(usage)?;
+    let given_spec = match a.device_spec.as_deref() {
+        None | Some("auto") => None,
+        Some(t) => Some(crate::efficiency::parse_spec(t).map_err(usage)?),
+    };
     if let Some(out) = &a.output {
         if out.is_dir() {
             return Err(usage(format!(
@@ -828,6 +887,18 @@ pub fn run(a: Args) -> CmdResult {
         run_targets.push(Target::new(t.clone(), d, w));
     }
 
+    let device_spec = match (&given_spec, a.device_spec.as_deref()) {
+        (Some(s), _) => Some(s.clone()),
+        (None, Some("auto")) => Some(measure_ceiling(&mut run_targets, &planned, &mut doc)?),
+        _ => None,
+    };
+    if let Some(spec) = &device_spec {
+        doc.options.insert(
+            "device_spec".into(),
+            serde_json::json!({"source": spec.source, "seq_read": spec.seq_read, "seq_write": spec.seq_write, "iops_read": spec.iops_read, "iops_write": spec.iops_write}),
+        );
+    }
+
     let total =
         planned.points.len() as u64 * planned.settings.repeat as u64 * run_targets.len() as u64;
     let bar = if !a.quiet && std::io::stderr().is_terminal() {
@@ -853,7 +924,12 @@ pub fn run(a: Args) -> CmdResult {
         let doc_ref = &mut doc;
         let results_ref = &mut results;
         let save_ref = &mut save_error;
-        let mut sink = |rs: Vec<TestResult>| {
+        let mut sink = |mut rs: Vec<TestResult>| {
+            if let Some(spec) = &device_spec {
+                for r in rs.iter_mut() {
+                    r.efficiency = crate::efficiency::efficiency(r, spec);
+                }
+            }
             for r in &rs {
                 for w in result_warnings(r, default_run) {
                     if !doc_ref.warnings.contains(&w) {
