@@ -417,3 +417,113 @@ fn more_than_the_free_space_is_refused() {
     assert!(err.contains("free") && err.contains("sparse"), "{err}");
     assert!(!tmp.path().join(".candor-lab").exists());
 }
+
+/// Starts `candor lab create --fs ext4,xfs` with a mkfs.xfs that hangs, and kills candor
+/// (SIGKILL: no chance to clean up) while mkfs.xfs runs. ext4 is then made and mounted, and
+/// xfs has a backing file and a loop device but no filesystem.
+fn interrupted_create(dir: &Path) {
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("mkdir bin");
+    let pidfile = dir.join("mkfs.pid");
+    let fake = bin.join("mkfs.xfs");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
+            pidfile.display()
+        ),
+    )
+    .expect("write the hanging mkfs.xfs");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let work = dir.join("work");
+    std::fs::create_dir(&work).expect("mkdir work");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_candor"))
+        .args([
+            "lab", "create", "--fs", "ext4,xfs", "--size", "300m", "--dir",
+        ])
+        .arg(&work)
+        .env("PATH", path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start candor lab create");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mkfs.xfs never started"
+        );
+        assert!(
+            child.try_wait().ok().flatten().is_none(),
+            "candor ended before mkfs.xfs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().expect("kill candor");
+    let _ = child.wait();
+    // SAFETY: kill has no memory-safety preconditions; pid is the stand-in mkfs we started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(mounts_under(&work).len(), 1, "{:?}", mounts_under(&work));
+    assert_eq!(loops_under(&work).len(), 2, "{:?}", loops_under(&work));
+}
+
+#[test]
+fn destroy_clears_an_interrupted_create() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = lab_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = temp_dir();
+    let dir = canonical(tmp.path());
+    interrupted_create(&dir);
+    let work = dir.join("work");
+    let out = candor(&["lab", "destroy", "--dir", &work.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(mounts_under(&work).is_empty(), "{:?}", mounts_under(&work));
+    assert!(loops_under(&work).is_empty(), "{:?}", loops_under(&work));
+    assert!(!work.join(".candor-lab").exists());
+}
+
+#[test]
+fn create_finishes_an_interrupted_create() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = lab_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = temp_dir();
+    let dir = canonical(tmp.path());
+    interrupted_create(&dir);
+    let work = dir.join("work");
+    let w = work.display().to_string();
+    let out = candor(&[
+        "lab", "create", "--fs", "ext4,xfs", "--size", "300m", "--dir", &w,
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("already there") && err.contains("made"),
+        "{err}"
+    );
+    let mounts = mounts_under(&work);
+    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    assert!(mounts.iter().any(|m| m.contains(" xfs ")), "{mounts:?}");
+    // The half-made xfs left no second loop device behind.
+    assert_eq!(loops_under(&work).len(), 2, "{:?}", loops_under(&work));
+    let out = candor(&["lab", "destroy", "--dir", &w]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(mounts_under(&work).is_empty());
+    assert!(loops_under(&work).is_empty());
+}
