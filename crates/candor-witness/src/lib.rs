@@ -429,11 +429,15 @@ mod tests {
         // Other tests run in this process at the same time, so rchar is only bounded below
         // here (the subtraction of the witness's own reads is tested in sample.rs).
         assert!(pio.rchar >= 1 << 20, "rchar {}", pio.rchar);
-        match out.verdict.as_str() {
-            // /tmp may be tmpfs (memory) or a disk filesystem (a just-written file is cached).
-            "memory" | "cache" => assert!(!out.contradicts_intent),
-            v => panic!("verdict {v}: {}", out.explanation),
-        }
+        // The verdict itself is checked in tests/behaviour.rs, one test at a time: here other
+        // tests of this process spawn mkfs and mount, whose I/O joins /proc/self/io when
+        // they are reaped.
+        assert!(
+            ["memory", "cache", "mixed", "device"].contains(&out.verdict.as_str()),
+            "verdict {}: {}",
+            out.verdict,
+            out.explanation
+        );
         let combined = combine(vec![out.clone(), out]).expect("combined");
         assert_eq!(combined.app.read_bytes, 2 << 20);
     }
