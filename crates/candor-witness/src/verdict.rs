@@ -286,6 +286,7 @@ pub fn judge(f: &Facts) -> Judgement {
         Placement::Memory { fs_type } => {
             j.verdict = "memory";
             j.contradicts_intent = intent == "device";
+            j.precision = precision(f, &Attribution::default(), j.verdict);
             j.explanation = format!(
                 "There is no block device under this target ({fs_type}): every figure is memory speed."
             );
@@ -842,6 +843,7 @@ mod tests {
         assert!(j
             .explanation
             .starts_with("There is no block device under this target (tmpfs)"));
+        assert!(j.precision.expect("precision from rchar") < 0.01);
         f.placement = Placement::Unobservable {
             reason: "fuse has no block device the witness can read".into(),
         };

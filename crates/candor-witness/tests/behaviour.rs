@@ -159,8 +159,12 @@ fn observe(
     outcome.headline_bps = (read + written) as f64 / seconds;
     let witness = watch.finish(&outcome);
     eprintln!(
-        "{}: {} — {}",
-        outcome.test, witness.verdict, witness.explanation
+        "{}: {} — {} (precision {:?} over {:.1} ms)",
+        outcome.test,
+        witness.verdict,
+        witness.explanation,
+        witness.precision,
+        seconds * 1000.0
     );
     Timed { witness, seconds }
 }
@@ -365,6 +369,10 @@ fn a_target_on_tmpfs_is_memory() {
     assert!(w.contradicts_intent);
     assert!(w.device.is_none());
     assert!(w.explanation.contains("tmpfs"), "{}", w.explanation);
+    assert!(
+        w.precision.is_some(),
+        "memory figures are checked against wchar"
+    );
 }
 
 #[test]
