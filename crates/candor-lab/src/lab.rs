@@ -267,6 +267,31 @@ fn check_dir(dir: &Path) -> Result<PathBuf, LabError> {
     Ok(std::fs::canonicalize(dir)?)
 }
 
+/// Every program `create` will run is there before anything is made.
+fn check_programs(kinds: &[FsKind]) -> Result<(), LabError> {
+    for (program, package) in [
+        ("losetup", "util-linux"),
+        ("mount", "mount"),
+        ("umount", "mount"),
+    ] {
+        if !sys::on_path(program) {
+            return Err(LabError::Failed(format!(
+                "{program} is not installed (Debian package {package}); nothing was made"
+            )));
+        }
+    }
+    for &k in kinds {
+        let (mkfs, _) = k.mkfs();
+        if !sys::on_path(mkfs) {
+            return Err(LabError::Failed(format!(
+                "{mkfs} is not installed, so the lab cannot make {k}: install the {} package; nothing was made",
+                k.package()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Things made for one new member so far, undone in reverse on failure.
 #[derive(Default)]
 struct Made {
@@ -294,7 +319,14 @@ fn undo(member: &Member, made: &Made) {
 /// Attaches `backing` to a free loop device and checks, through /sys, that the device is
 /// really backed by it before anything is written to it.
 fn attach(backing: &Path) -> Result<String, LabError> {
-    let device = run("losetup", &["-f", "--show", &backing.display().to_string()])?;
+    let device =
+        run("losetup", &["-f", "--show", &backing.display().to_string()]).map_err(|e| match e {
+            LabError::Command { detail, .. } => LabError::Failed(format!(
+                "cannot attach {} to a loop device: {detail}",
+                backing.display()
+            )),
+            other => other,
+        })?;
     if !sys::loops_backed_by(backing).contains(&device) {
         let _ = run("losetup", &["-d", &device]);
         return Err(LabError::Failed(format!(
@@ -436,6 +468,7 @@ pub fn create(req: &CreateRequest) -> Result<CreateReport, LabError> {
         ));
     }
     let dir = check_dir(&req.dir)?;
+    check_programs(&req.filesystems)?;
     let root = lab_root(&dir);
     let free_before = sys::free_bytes(&dir)?;
 

@@ -54,6 +54,17 @@ impl FsKind {
     }
 }
 
+impl FsKind {
+    /// The Debian package that provides this filesystem's mkfs.
+    pub fn package(self) -> &'static str {
+        match self {
+            FsKind::Ext4 => "e2fsprogs",
+            FsKind::Xfs => "xfsprogs",
+            FsKind::Btrfs => "btrfs-progs",
+        }
+    }
+}
+
 impl fmt::Display for FsKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -527,3 +527,49 @@ fn create_finishes_an_interrupted_create() {
     assert!(mounts_under(&work).is_empty());
     assert!(loops_under(&work).is_empty());
 }
+
+#[test]
+fn a_missing_mkfs_is_named_before_anything_is_made() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = lab_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = temp_dir();
+    let dir = canonical(tmp.path());
+    // A PATH with everything the lab runs except mkfs.btrfs.
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("mkdir bin");
+    for p in ["losetup", "mount", "umount", "mkfs.ext4"] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(p))
+            .find(|c| c.is_file())
+            .unwrap_or_else(|| panic!("{p} not found"));
+        std::os::unix::fs::symlink(found, bin.join(p)).expect("symlink");
+    }
+    let work = dir.join("work");
+    std::fs::create_dir(&work).expect("mkdir work");
+    let out = candor_with_path(
+        &[
+            "lab",
+            "create",
+            "--fs",
+            "ext4,btrfs",
+            "--size",
+            "300m",
+            "--dir",
+        ]
+        .into_iter()
+        .chain([work.to_str().expect("utf-8 path")])
+        .collect::<Vec<_>>(),
+        Some(&bin.display().to_string()),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("mkfs.btrfs is not installed") && err.contains("btrfs-progs"),
+        "{err}"
+    );
+    assert!(!work.join(".candor-lab").exists());
+    assert!(loops_under(&work).is_empty());
+}
