@@ -1,16 +1,126 @@
 //! `candor audit -- CMD`: runs someone else's benchmark under observation, rebuilds what it
-//! did from the kernel's point of view, reads what it claimed, and puts the two side by side.
+//! did file by file from the kernel's point of view, reads what it claimed, and puts the
+//! two side by side with the reasons they differ.
 //!
 //! - [`claims`]: pure parsers of iozone, fio and dd output into [`Claim`]s.
+//! - [`phase`]: one open..close of a file ([`Phase`]) and the [`PhaseSource`] seam, with two
+//!   sources: [`bpf`] (candor-bpf's tracer, root) and [`procfs`] (sampling, no privileges).
+//! - [`disk`]: /proc/diskstats on the same ticks.
+//! - [`reconcile`]: claims matched to phases, observed throughput two ways, verdicts.
+//! - [`runner`]: runs the command with its output passed through and captured.
+//! - [`report`]: the terminal table and the JSON stored in the RunDoc.
 
+pub mod bpf;
 pub mod claims;
-
-pub use claims::{Claim, Direction};
+pub mod disk;
 pub mod phase;
 pub mod procfs;
-
-pub use phase::{Observed, Phase, PhaseSource, ProcessRecord};
-pub mod disk;
 pub mod reconcile;
+pub mod report;
+pub mod runner;
 
+pub use claims::{Claim, Direction};
+pub use phase::{Observed, Phase, PhaseSource, ProcessRecord};
 pub use reconcile::{reconcile, Row};
+pub use runner::Exit;
+
+use disk::{device_name, DiskTimeline};
+use std::time::Duration;
+
+/// Which phase source to use (`--witness`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceChoice {
+    /// eBPF when it loads (root), procfs otherwise.
+    Auto,
+    Bpf,
+    Procfs,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub source: SourceChoice,
+    /// Sampling period of /proc and /proc/diskstats.
+    pub interval: Duration,
+    /// Pass the command's output through to candor's stdout/stderr.
+    pub pass_through: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            source: SourceChoice::Auto,
+            interval: Duration::from_millis(5),
+            pass_through: true,
+        }
+    }
+}
+
+/// Everything an audit found.
+pub struct Audit {
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub exit: Exit,
+    pub stdout: String,
+    pub stderr: String,
+    pub observed: Observed,
+    pub disks: DiskTimeline,
+    pub devices: Vec<String>,
+    pub wall_s: f64,
+    pub claims: Vec<Claim>,
+    pub rows: Vec<Row>,
+}
+
+/// Why the requested source could not be used (with `SourceChoice::Bpf`), before anything
+/// ran.
+#[derive(Debug)]
+pub struct SourceUnavailable(pub String);
+
+/// Runs `argv` under the chosen source, then parses its claims and reconciles them.
+pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable> {
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    let mut fallback_note = None;
+    let mut source: Box<dyn PhaseSource> = match opts.source {
+        SourceChoice::Procfs => Box::new(procfs::ProcfsSource::new(opts.interval.as_secs_f64())),
+        SourceChoice::Bpf => Box::new(bpf::BpfSource::load(&cwd).map_err(SourceUnavailable)?),
+        SourceChoice::Auto => match bpf::BpfSource::load(&cwd) {
+            Ok(b) => Box::new(b),
+            Err(why) => {
+                fallback_note = Some(format!("eBPF not used ({why}); /proc sampling instead"));
+                Box::new(procfs::ProcfsSource::new(opts.interval.as_secs_f64()))
+            }
+        },
+    };
+    let interval = if source.name() == "bpf" {
+        // The tracer records every call itself; ticks only drain it and sample the devices.
+        opts.interval.max(Duration::from_millis(20))
+    } else {
+        opts.interval
+    };
+    let out = runner::run(argv, source.as_mut(), interval, opts.pass_through);
+    let mut observed = out.observed;
+    if let Some(n) = fallback_note {
+        observed.notes.insert(0, n);
+    }
+    let claims = claims::parse(argv, &out.stdout, &out.stderr);
+    let disks = out.disks;
+    let window = |dev: u64, from: f64, to: f64| {
+        let name = device_name(dev)?;
+        Some((name.clone(), disks.delta(&name, from, to)?))
+    };
+    let rows = reconcile(&claims, &observed.phases, &out.cwd, &window);
+    Ok(Audit {
+        argv: out.argv,
+        cwd: out.cwd,
+        exit: out.exit,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        observed,
+        disks,
+        devices: out.devices,
+        wall_s: out.wall_s,
+        claims,
+        rows,
+    })
+}

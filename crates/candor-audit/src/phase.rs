@@ -35,9 +35,9 @@ pub struct Phase {
     pub lseek_count: Option<u64>,
     /// (record size in bytes, calls) for every size seen.
     pub record_sizes: Vec<[u64; 2]>,
-    /// Calls per tenth of the file (offset / file size), when offsets were seen: a random
-    /// test that covers the file has all ten filled.
-    pub offset_deciles: Vec<u64>,
+    /// (lower bound of a power-of-two bucket of file offsets, calls), when offsets were
+    /// seen: a random test that covers the file fills every bucket up to its size.
+    pub offsets: Vec<[u64; 2]>,
     /// Opened with O_DIRECT.
     pub direct: bool,
     /// Bytes the kernel counted as going to or coming from storage for this file
@@ -125,6 +125,11 @@ pub struct Observed {
 pub trait PhaseSource {
     /// "bpf" or "procfs".
     fn name(&self) -> &'static str;
+    /// Called just before the command is started (a tracer that follows children of the
+    /// calling process starts here, so it sees the command from its first syscall).
+    fn before_spawn(&mut self) -> Result<(), String> {
+        Ok(())
+    }
     fn attach(&mut self, root: u32, t0: Instant) -> Result<(), String>;
     fn sample(&mut self);
     fn exited(&mut self, pid: u32);

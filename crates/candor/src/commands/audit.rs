@@ -1,10 +1,131 @@
-//! `candor audit` (being built).
+//! `candor audit -- CMD [ARGS...]`: runs another benchmark under the witness, prints what it
+//! claimed next to what the kernel saw, and exits with the command's own exit code.
 
+use crate::commands::run::save_atomic;
 use crate::exit::{CmdResult, Failure};
+use candor_audit::{report, Exit, Options, SourceChoice};
+use candor_model::RunDoc;
+use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    after_help = "The command's output passes through unchanged. Exit code: the command's own; \
+128+N when it was killed by signal N; 127 when it was not found, 126 when it could not be run; \
+2 for bad usage of candor audit itself.\n\nExample: candor audit -o fio.json -- fio --name=r \
+--filename=/var/tmp/f --rw=read --bs=128k --size=1g --direct=1"
+)]
+pub struct Args {
+    /// Write the audit (phases, claims, reconciliation, witness) to FILE.json.
+    #[arg(short, long, value_name = "FILE.json")]
+    pub output: Option<PathBuf>,
+    /// How to observe: eBPF when it loads (root), else /proc sampling; or force one.
+    #[arg(long, value_name = "auto|procfs|bpf", default_value = "auto")]
+    pub witness: String,
+    /// Sampling period of /proc and /proc/diskstats, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5)]
+    pub interval: u64,
+    /// Do not pass the command's output through (it is still parsed).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command to audit, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(Failure::usage("candor audit is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    let source = match args.witness.as_str() {
+        "auto" => SourceChoice::Auto,
+        "procfs" => SourceChoice::Procfs,
+        "bpf" => SourceChoice::Bpf,
+        other => {
+            return Err(Failure::usage(format!(
+                "--witness {other}: use auto, procfs or bpf"
+            )))
+        }
+    };
+    if args.interval == 0 || args.interval > 10_000 {
+        return Err(Failure::usage(
+            "--interval: give a sampling period between 1 and 10000 milliseconds",
+        ));
+    }
+    if let Some(out) = &args.output {
+        let dir = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(d) = dir {
+            if !d.is_dir() {
+                return Err(Failure::usage(format!(
+                    "-o {}: the directory {} does not exist",
+                    out.display(),
+                    d.display()
+                )));
+            }
+        }
+    }
+    let opts = Options {
+        source,
+        interval: Duration::from_millis(args.interval),
+        pass_through: !args.quiet,
+    };
+    let started_at = rfc3339_now();
+    let audit = candor_audit::audit(&args.command, &opts).map_err(|e| {
+        Failure::usage(format!(
+            "--witness bpf: {} (use --witness auto to fall back to /proc sampling)",
+            e.0
+        ))
+    })?;
+    eprint!("{}", report::render_table(&audit));
+    if let Some(path) = &args.output {
+        let mut doc = RunDoc::new("audit", std::env::args().collect(), started_at);
+        doc.finished_at = Some(rfc3339_now());
+        doc.complete = matches!(audit.exit, Exit::Code(_));
+        doc.stop_reason = report::exit_sentence(
+            &audit.exit,
+            audit.argv.first().map(String::as_str).unwrap_or(""),
+        );
+        doc.host = candor_witness::describe_host();
+        doc.targets = vec![candor_witness::describe_target(std::path::Path::new(
+            &audit.cwd,
+        ))];
+        doc.options
+            .insert("witness".into(), serde_json::json!(args.witness));
+        doc.options
+            .insert("interval_ms".into(), serde_json::json!(args.interval));
+        doc.audit = Some(report::audit_value(&audit));
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| Failure::failed(format!("could not encode the audit: {e}")))?;
+        save_atomic(path, &text)
+            .map_err(|e| Failure::failed(format!("could not write {}: {e}", path.display())))?;
+        eprintln!("audit written to {}", path.display());
+    }
+    Ok(audit.exit.code())
+}
+
+fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil date from days since 1970-01-01.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

@@ -1,0 +1,193 @@
+//! The phase source for root: candor-bpf's tracer, which sees every read, write, lseek,
+//! fsync and close of the tree on kernel tracepoints and hands over one record per
+//! open..close. Times are exact and the time inside the I/O calls is known.
+
+use crate::phase::{Observed, Phase, PhaseSource};
+use std::time::Instant;
+
+pub struct BpfSource {
+    tracer: candor_bpf::Tracer,
+    me: u32,
+    t0_ns: u64,
+    cwd: String,
+    raw: Vec<candor_bpf::Phase>,
+    /// Block counters by owner on every tick, for the storage bytes of each phase.
+    snapshots: Vec<candor_bpf::Snapshot>,
+    notes: Vec<String>,
+}
+
+impl BpfSource {
+    /// Loads the tracer, following candor itself until the command's process exists (so
+    /// the command is followed from its first syscall). Err says why it cannot trace.
+    pub fn load(cwd: &str) -> Result<BpfSource, String> {
+        let me = std::process::id();
+        let tracer = candor_bpf::Tracer::load(&candor_bpf::TraceOptions {
+            seed_pids: vec![me],
+        })
+        .map_err(|e| e.to_string())?;
+        let notes = tracer
+            .skipped()
+            .into_iter()
+            .map(|(tp, why)| format!("tracepoint {tp} not attached: {why}"))
+            .collect();
+        Ok(BpfSource {
+            tracer,
+            me,
+            t0_ns: candor_bpf::monotonic_ns(),
+            cwd: cwd.to_string(),
+            raw: Vec::new(),
+            snapshots: Vec::new(),
+            notes,
+        })
+    }
+
+    fn snapshot(&mut self) {
+        match self.tracer.snapshot() {
+            Ok(s) => self.snapshots.push(s),
+            Err(e) => {
+                let e = e.to_string();
+                if !self.notes.contains(&e) {
+                    self.notes.push(e);
+                }
+            }
+        }
+    }
+
+    /// Bytes the tree itself moved on the phase's device during the phase (submitted by
+    /// its processes, or written back for inodes it dirtied), per direction.
+    fn storage(&self, p: &candor_bpf::Phase) -> Option<(u64, u64)> {
+        let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
+        let before = self
+            .snapshots
+            .iter()
+            .rev()
+            .find(|s| s.taken_ns <= p.open_ns)?;
+        let after = self
+            .snapshots
+            .iter()
+            .find(|s| s.taken_ns >= end)
+            .or(self.snapshots.last())?;
+        let d = after.delta(before);
+        let (mut r, mut w) = (0, 0);
+        let mut seen = false;
+        for (k, c) in &d.block {
+            if k.dev != p.dev || k.owner == candor_bpf::snapshot::Owner::Foreign {
+                continue;
+            }
+            seen = true;
+            match k.dir {
+                candor_bpf::Direction::Read => r += c.bytes,
+                candor_bpf::Direction::Write => w += c.bytes,
+                _ => {}
+            }
+        }
+        seen.then_some((r, w)).or(Some((0, 0)))
+    }
+
+    fn drain(&mut self) {
+        match self.tracer.drain_phases() {
+            Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
+            Err(e) => self.notes.push(e.to_string()),
+        }
+    }
+}
+
+/// Converts a tracer phase to the audit's phase (times relative to `t0_ns`).
+pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Phase {
+    let s = |ns: u64| ns.saturating_sub(t0_ns) as f64 / 1e9;
+    let path = match &p.path {
+        Some(x) if x.starts_with('/') => x.clone(),
+        Some(x) => format!("{}/{}", cwd.trim_end_matches('/'), x),
+        None => format!("<inode {} on {}:{}>", p.inode, p.dev.major, p.dev.minor),
+    };
+    let io_s = p.io_ns as f64 / 1e9;
+    let total = (p.read_bytes + p.write_bytes).max(1) as f64;
+    let (rt, wt) = match (p.read_bytes > 0, p.write_bytes > 0) {
+        (true, false) => (Some(io_s), Some(0.0)),
+        (false, true) => (Some(0.0), Some(io_s)),
+        _ => (
+            Some(io_s * p.read_bytes as f64 / total),
+            Some(io_s * p.write_bytes as f64 / total),
+        ),
+    };
+    Phase {
+        pid: p.tgid,
+        fd: p.fd as i32,
+        path,
+        dev: Some(libc::makedev(p.dev.major, p.dev.minor)),
+        inode: Some(p.inode),
+        open_s: s(p.open_ns),
+        close_s: s(p.close_ns.or(p.last_io_ns).unwrap_or(now_ns)),
+        time_uncertainty_s: 0.0,
+        read_bytes: p.read_bytes,
+        write_bytes: p.write_bytes,
+        read_calls: Some(p.read_calls),
+        write_calls: Some(p.write_calls),
+        read_time_s: rt,
+        write_time_s: wt,
+        fsync_count: Some(p.fsyncs),
+        fsync_time_s: Some(p.fsync_ns as f64 / 1e9),
+        lseek_count: Some(p.lseeks),
+        record_sizes: p.record_sizes.to_dump().buckets,
+        offsets: p.offsets.to_dump().buckets,
+        source: "bpf".into(),
+        ..Default::default()
+    }
+}
+
+impl PhaseSource for BpfSource {
+    fn name(&self) -> &'static str {
+        "bpf"
+    }
+
+    fn attach(&mut self, root: u32, t0: Instant) -> Result<(), String> {
+        let elapsed = t0.elapsed().as_nanos() as u64;
+        self.t0_ns = candor_bpf::monotonic_ns().saturating_sub(elapsed);
+        self.tracer.add_pid(root).map_err(|e| e.to_string())?;
+        self.tracer.remove_pid(self.me).map_err(|e| e.to_string())?;
+        self.snapshot();
+        Ok(())
+    }
+
+    fn sample(&mut self) {
+        self.drain();
+        self.snapshot();
+    }
+
+    fn exited(&mut self, _pid: u32) {
+        self.drain();
+    }
+
+    fn finish(&mut self) -> Observed {
+        self.drain();
+        self.snapshot();
+        let now = candor_bpf::monotonic_ns();
+        match self.tracer.open_phases() {
+            Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
+            Err(e) => self.notes.push(e.to_string()),
+        }
+        let mut phases: Vec<Phase> = self
+            .raw
+            .iter()
+            .map(|p| {
+                let mut q = convert(p, self.t0_ns, &self.cwd, now);
+                if let Some((r, w)) = self.storage(p) {
+                    q.storage_read_bytes = Some(r);
+                    q.storage_write_bytes = Some(w);
+                }
+                q
+            })
+            .filter(|p| p.bytes() > 0 || p.fsync_count.unwrap_or(0) > 0)
+            .filter(|p| !p.path.starts_with("/proc/") && !p.path.starts_with("/sys/"))
+            .collect();
+        phases.sort_by(|a, b| a.open_s.total_cmp(&b.open_s));
+        let mut notes = vec!["observed by eBPF on syscall tracepoints: every read, write, lseek, fsync and close of the tree".to_string()];
+        notes.extend(self.notes.iter().cloned());
+        Observed {
+            source: "bpf".into(),
+            phases,
+            processes: Vec::new(),
+            notes,
+        }
+    }
+}

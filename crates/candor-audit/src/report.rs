@@ -1,0 +1,331 @@
+//! The audit's two outputs: the terminal table (test, sizes, claimed, observed, ratio,
+//! verdict, then the reasons) and the JSON value stored under `audit` in the RunDoc.
+
+use crate::reconcile::{human_bytes, Row};
+use crate::runner::Exit;
+use crate::Audit;
+use candor_model::{AppIo, DeviceIo, ProcessIo, Witness};
+use serde_json::{json, Value};
+
+/// A rate in the largest fitting binary unit: "1.56 GiB/s".
+pub fn human_rate(bps: f64) -> String {
+    let units = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+    let mut v = bps;
+    let mut u = 0;
+    while v.abs() >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    let digits = if v.abs() >= 100.0 {
+        0
+    } else if v.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {}", units[u])
+}
+
+fn size(b: Option<u64>) -> String {
+    match b {
+        Some(b) if b >= 1024 && b % 1024 == 0 => {
+            let units = ["KiB", "MiB", "GiB", "TiB"];
+            let mut v = b / 1024;
+            let mut u = 0;
+            while v >= 1024 && v % 1024 == 0 && u + 1 < units.len() {
+                v /= 1024;
+                u += 1;
+            }
+            format!("{v} {}", units[u])
+        }
+        Some(b) => format!("{b} B"),
+        None => "-".into(),
+    }
+}
+
+/// The sentence about how the command ended, when it is not a plain exit 0.
+pub fn exit_sentence(exit: &Exit, program: &str) -> Option<String> {
+    match exit {
+        Exit::Code(0) => None,
+        Exit::Code(c) => Some(format!("{program} exited with code {c}")),
+        Exit::Signal(s) => Some(format!(
+            "{program} was killed by signal {s} ({})",
+            signal_name(*s)
+        )),
+        Exit::NotFound => Some(format!(
+            "{program}: command not found (check the name and PATH)"
+        )),
+        Exit::NotStarted(why) => Some(format!("{program} could not be started: {why}")),
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGBUS => "SIGBUS",
+        _ => "signal",
+    }
+}
+
+/// The terminal table and the lines under it.
+pub fn render_table(a: &Audit) -> String {
+    let mut s = String::new();
+    let program = a.argv.first().map(String::as_str).unwrap_or("the command");
+    s.push_str(&format!(
+        "\ncandor audit: {} (observed by {}, {} file phase{}, {:.2} s)\n",
+        a.argv.join(" "),
+        a.observed.source,
+        a.observed.phases.len(),
+        if a.observed.phases.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        a.wall_s
+    ));
+    if !a.rows.is_empty() {
+        let head = [
+            "test",
+            "file size",
+            "record",
+            "claimed",
+            "observed",
+            "ratio",
+            "verdict",
+        ];
+        let mut table: Vec<[String; 7]> = Vec::new();
+        for r in &a.rows {
+            let observed = r.observed_wall_bps;
+            table.push([
+                r.test.clone(),
+                size(r.file_size),
+                size(r.record_size),
+                human_rate(r.claimed_bps),
+                observed.map(human_rate).unwrap_or_else(|| "-".into()),
+                r.ratio
+                    .map(|x| format!("{x:.2}"))
+                    .unwrap_or_else(|| "-".into()),
+                r.verdict.clone(),
+            ]);
+        }
+        let mut w = head.map(str::len);
+        for row in &table {
+            for (i, c) in row.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: [&str; 7]| {
+            let mut l = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                let pad = w[i].saturating_sub(c.chars().count());
+                if i == 0 || i == 6 {
+                    l.push_str(c);
+                    l.push_str(&" ".repeat(pad));
+                } else {
+                    l.push_str(&" ".repeat(pad));
+                    l.push_str(c);
+                }
+                l.push_str("  ");
+            }
+            l.trim_end().to_string() + "\n"
+        };
+        s.push_str(&line(head));
+        for row in &table {
+            s.push_str(&line([
+                &row[0], &row[1], &row[2], &row[3], &row[4], &row[5], &row[6],
+            ]));
+        }
+        s.push_str("observed: bytes over the wall time from open to close (fsync and close included); ratio = claimed / observed\n");
+        for (i, r) in a.rows.iter().enumerate() {
+            s.push_str(&format!("  {}. {}: {}\n", i + 1, r.test, r.explanation));
+            if let (Some(calls), Some(rs)) = (r.observed_syscall_bps, r.ratio_syscall) {
+                s.push_str(&format!(
+                    "     inside the I/O calls only: {} (ratio {rs:.2})\n",
+                    human_rate(calls)
+                ));
+            }
+        }
+    } else if a.observed.phases.is_empty() {
+        s.push_str(&format!(
+            "{program} touched no regular file: there is nothing to reconcile\n"
+        ));
+    } else {
+        s.push_str(&format!(
+            "no figures recognised in {program}'s output; what it did, file by file:\n"
+        ));
+    }
+    if a.rows.is_empty() && !a.observed.phases.is_empty() {
+        for p in a.observed.phases.iter().take(40) {
+            s.push_str(&format!(
+                "  {:>8.3} s  pid {:<7} {:<5} {:>10}  {:>10}  {}\n",
+                p.open_s,
+                p.pid,
+                p.direction().as_str(),
+                human_bytes(p.bytes() as f64),
+                if p.wall_s() > 0.0 {
+                    human_rate(p.bytes() as f64 / p.wall_s())
+                } else {
+                    "-".into()
+                },
+                p.path
+            ));
+        }
+        if a.observed.phases.len() > 40 {
+            s.push_str(&format!(
+                "  ... and {} more (see -o)\n",
+                a.observed.phases.len() - 40
+            ));
+        }
+    }
+    for n in &a.observed.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    if let Some(e) = exit_sentence(&a.exit, program) {
+        s.push_str(&format!("{e}\n"));
+    }
+    s
+}
+
+/// The run as a whole, in the result model's witness block.
+pub fn witness(a: &Audit) -> Witness {
+    let app_read: u64 = a.observed.phases.iter().map(|p| p.read_bytes).sum();
+    let app_write: u64 = a.observed.phases.iter().map(|p| p.write_bytes).sum();
+    let storage_read: Option<u64> = a.observed.phases.iter().map(|p| p.storage_read_bytes).sum();
+    let mut w = Witness {
+        source: a.observed.source.clone(),
+        app: AppIo {
+            read_bytes: app_read,
+            write_bytes: app_write,
+        },
+        ..Default::default()
+    };
+    if let Some(root) = a.observed.processes.first() {
+        w.process_io = Some(ProcessIo {
+            rchar: root.rchar,
+            wchar: root.wchar,
+            read_bytes: root.read_bytes,
+            write_bytes: root.write_bytes,
+            cancelled_write_bytes: root.cancelled_write_bytes,
+        });
+    }
+    let mut dev = DeviceIo {
+        name: a.devices.join("+"),
+        ..Default::default()
+    };
+    let mut lat_ms = 0u64;
+    for d in &a.devices {
+        if let Some(c) = a.disks.total(d) {
+            dev.read_bytes += c.read_bytes;
+            dev.write_bytes += c.write_bytes;
+            dev.read_ios += c.read_ios;
+            dev.write_ios += c.write_ios;
+            lat_ms += c.read_ms + c.write_ms;
+            if a.wall_s > 0.0 {
+                dev.util = dev.util.max(c.io_ms as f64 / 1000.0 / a.wall_s);
+            }
+        }
+    }
+    let ios = dev.read_ios + dev.write_ios;
+    if ios > 0 {
+        dev.avg_request_bytes = (dev.read_bytes + dev.write_bytes) as f64 / ios as f64;
+        dev.avg_latency_us = lat_ms as f64 * 1000.0 / ios as f64;
+    }
+    if app_read > 0 {
+        if let Some(s) = storage_read {
+            w.cache_hit_ratio = Some(1.0 - s.min(app_read) as f64 / app_read as f64);
+        }
+    }
+    // Where the data came from, as for candor's own tests.
+    let app = (app_read + app_write) as f64;
+    let moved = (dev.read_bytes + dev.write_bytes) as f64;
+    w.verdict = if app == 0.0 {
+        "unverified".into()
+    } else if moved >= 0.9 * app {
+        "device".into()
+    } else if moved <= 0.1 * app {
+        "cache".into()
+    } else {
+        w.device_share = Some(moved / app);
+        "mixed".into()
+    };
+    let worst = a.rows.iter().find(|r| r.verdict != "agrees");
+    w.explanation = match (worst, a.rows.is_empty()) {
+        (_, true) => "no claimed figure to check".into(),
+        (Some(r), _) => format!("{} {}: {}", r.test, r.verdict, r.explanation),
+        (None, _) => "every claimed figure agrees with what the kernel saw, within 5%".into(),
+    };
+    w.contradicts_intent = worst.is_some_and(|r| r.verdict == "overstated");
+    if a.rows.is_empty() {
+        w.unverified_reason = Some("the program printed no figure candor can read".into());
+    }
+    w.foreign_device_bytes = a
+        .rows
+        .iter()
+        .filter_map(|r| r.foreign_device_bytes)
+        .max()
+        .unwrap_or(0);
+    w.disturbed = a
+        .rows
+        .iter()
+        .any(|r| r.explanation.contains("another process moved"));
+    w.device = Some(dev);
+    w
+}
+
+/// The value stored under `audit` in the RunDoc.
+pub fn audit_value(a: &Audit) -> Value {
+    let rows: Vec<&Row> = a.rows.iter().collect();
+    json!({
+        "command": a.argv,
+        "cwd": a.cwd,
+        "exit": match &a.exit {
+            Exit::Code(c) => json!({"code": c}),
+            Exit::Signal(s) => json!({"signal": s, "code": 128 + s}),
+            Exit::NotFound => json!({"not_found": true, "code": 127}),
+            Exit::NotStarted(why) => json!({"not_started": why, "code": 126}),
+        },
+        "exit_message": exit_sentence(&a.exit, a.argv.first().map(String::as_str).unwrap_or("")),
+        "wall_s": a.wall_s,
+        "source": a.observed.source,
+        "notes": a.observed.notes,
+        "devices": a.devices,
+        "processes": a.observed.processes,
+        "phases": a.observed.phases,
+        "claims": a.claims,
+        "reconciliation": rows,
+        "witness": witness(a),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_sizes() {
+        assert_eq!(human_rate(1677721600.0), "1.56 GiB/s");
+        assert_eq!(human_rate(4267.0 * 1048576.0), "4.17 GiB/s");
+        assert_eq!(human_rate(512.0), "512 B/s");
+        assert_eq!(size(Some(64 << 20)), "64 MiB");
+        assert_eq!(size(Some(65536)), "64 KiB");
+        assert_eq!(size(Some(1536)), "1536 B");
+        assert_eq!(size(None), "-");
+    }
+
+    #[test]
+    fn exits_in_words() {
+        assert_eq!(exit_sentence(&Exit::Code(0), "fio"), None);
+        assert_eq!(
+            exit_sentence(&Exit::Signal(9), "fio").as_deref(),
+            Some("fio was killed by signal 9 (SIGKILL)")
+        );
+        assert!(exit_sentence(&Exit::NotFound, "nosuch")
+            .is_some_and(|s| s.contains("command not found")));
+    }
+}

@@ -1,0 +1,264 @@
+//! Runs the audited command: its stdout and stderr pass through unchanged and are also
+//! captured; a phase source and the device counters are sampled while its process tree
+//! runs; its exit (code or signal) is reported as it happened.
+
+use crate::disk::{device_name, DiskTimeline};
+use crate::phase::{Observed, PhaseSource};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How the command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    /// The command could not be started: not found.
+    NotFound,
+    /// The command could not be started for another reason (permission...).
+    NotStarted(String),
+}
+
+impl Exit {
+    /// The exit code candor passes on: the command's own; 128+N for a signal; 127 when
+    /// not found and 126 when it could not be run, as shells do.
+    pub fn code(&self) -> i32 {
+        match self {
+            Exit::Code(c) => *c,
+            Exit::Signal(s) => 128 + s,
+            Exit::NotFound => 127,
+            Exit::NotStarted(_) => 126,
+        }
+    }
+}
+
+/// Everything the run produced.
+pub struct Outcome {
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub exit: Exit,
+    pub stdout: String,
+    pub stderr: String,
+    pub observed: Observed,
+    pub disks: DiskTimeline,
+    /// Seconds from start to the end of the command.
+    pub wall_s: f64,
+    /// Devices under the files the tree touched and under the working directory.
+    pub devices: Vec<String>,
+}
+
+/// Capture of one output stream, passed through to `sink` as it comes.
+fn pump<R: Read + Send + 'static>(
+    mut from: R,
+    mut sink: impl Write + Send + 'static,
+    buf: Arc<Mutex<Vec<u8>>>,
+    count: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let _ = sink.write_all(&chunk[..n]);
+                    let _ = sink.flush();
+                    if let Ok(mut b) = buf.lock() {
+                        b.extend_from_slice(&chunk[..n]);
+                    }
+                    count.fetch_add(n as u64, Ordering::SeqCst);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    })
+}
+
+/// What the kernel says about a child that ended (without reaping it): Some(exit) once
+/// it is a zombie.
+fn peek_exit(pid: u32) -> Option<Exit> {
+    // SAFETY: siginfo_t is plain data; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if r != 0 {
+        return Some(Exit::NotStarted(format!(
+            "waiting for the command failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: the fields are valid after a successful waitid.
+    let (spid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if spid == 0 {
+        return None;
+    }
+    Some(match info.si_code {
+        libc::CLD_EXITED => Exit::Code(status),
+        _ => Exit::Signal(status),
+    })
+}
+
+fn reap(pid: u32) {
+    let mut status = 0;
+    // SAFETY: plain waitpid on our own child.
+    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+}
+
+/// Runs `argv` under `source`, sampling every `interval`. `pass_through` false keeps the
+/// command's output off candor's own stdout/stderr (it is still captured).
+pub fn run(
+    argv: &[String],
+    source: &mut dyn PhaseSource,
+    interval: Duration,
+    pass_through: bool,
+) -> Outcome {
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    let mut disks = DiskTimeline::default();
+    let t0 = Instant::now();
+    let mut out = Outcome {
+        argv: argv.to_vec(),
+        cwd: cwd.clone(),
+        exit: Exit::NotFound,
+        stdout: String::new(),
+        stderr: String::new(),
+        observed: Observed::default(),
+        disks: DiskTimeline::default(),
+        wall_s: 0.0,
+        devices: Vec::new(),
+    };
+    let Some((prog, args)) = argv.split_first() else {
+        out.exit = Exit::NotStarted("no command given".into());
+        return out;
+    };
+    // Orphans of the tree come to candor, so their counters stay readable.
+    // SAFETY: prctl with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if let Err(e) = source.before_spawn() {
+        out.observed.notes.push(e);
+    }
+    disks.sample(0.0);
+    let spawned = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            out.exit = if e.kind() == std::io::ErrorKind::NotFound {
+                Exit::NotFound
+            } else {
+                Exit::NotStarted(e.to_string())
+            };
+            out.observed = source.finish();
+            out.disks = disks;
+            return out;
+        }
+    };
+    let pid = child.id();
+    if let Err(e) = source.attach(pid, t0) {
+        out.observed
+            .notes
+            .push(format!("could not follow the command: {e}"));
+    }
+    let out_buf = Arc::new(Mutex::new(Vec::new()));
+    let err_buf = Arc::new(Mutex::new(Vec::new()));
+    let count = Arc::new(AtomicU64::new(0));
+    let mut pumps = Vec::new();
+    if let Some(o) = child.stdout.take() {
+        let sink: Box<dyn Write + Send> = if pass_through {
+            Box::new(std::io::stdout())
+        } else {
+            Box::new(std::io::sink())
+        };
+        pumps.push(pump(o, sink, out_buf.clone(), count.clone()));
+    }
+    if let Some(e) = child.stderr.take() {
+        let sink: Box<dyn Write + Send> = if pass_through {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::sink())
+        };
+        pumps.push(pump(e, sink, err_buf.clone(), count.clone()));
+    }
+    let exit = loop {
+        source.set_output_bytes(count.load(Ordering::SeqCst));
+        source.sample();
+        disks.sample(t0.elapsed().as_secs_f64());
+        if let Some(exit) = peek_exit(pid) {
+            break exit;
+        }
+        std::thread::sleep(interval);
+    };
+    out.wall_s = t0.elapsed().as_secs_f64();
+    // The output pipes close when the last process holding them ends; a daemon left
+    // behind may keep them open, so wait only a little for the rest of the output.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while pumps.iter().any(|p| !p.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for p in pumps {
+        if p.is_finished() {
+            let _ = p.join();
+        }
+    }
+    source.set_output_bytes(count.load(Ordering::SeqCst));
+    source.exited(pid);
+    disks.sample(t0.elapsed().as_secs_f64());
+    reap(pid);
+    drop(child);
+    out.exit = exit;
+    out.observed = source.finish();
+    out.stdout = out_buf
+        .lock()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    out.stderr = err_buf
+        .lock()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    // Devices: under every file the tree touched, and under the working directory.
+    let mut devs: Vec<String> = Vec::new();
+    let mut add = |d: Option<String>| {
+        if let Some(d) = d {
+            if !devs.contains(&d) {
+                devs.push(d);
+            }
+        }
+    };
+    for p in &out.observed.phases {
+        add(p.dev.and_then(device_name));
+    }
+    {
+        use std::os::unix::fs::MetadataExt;
+        add(std::fs::metadata(&cwd)
+            .ok()
+            .and_then(|m| device_name(m.dev())));
+    }
+    out.devices = devs;
+    // Each phase gets its device's traffic over its window.
+    for p in &mut out.observed.phases {
+        let Some(name) = p.dev.and_then(device_name) else {
+            continue;
+        };
+        if let Some(d) = disks.delta(&name, p.open_s, p.close_s) {
+            p.device_read_bytes = Some(d.read_bytes);
+            p.device_write_bytes = Some(d.write_bytes);
+            p.device_latency_us = d.avg_latency_us();
+            p.device = Some(name);
+        }
+    }
+    out.disks = disks;
+    out
+}
