@@ -399,7 +399,7 @@ mod tests {
     fn targets_on_loop_filesystems() {
         // ext4 has the loop device as st_dev; btrfs gives files an anonymous st_dev, so the
         // mount source has to name the device.
-        for fs in ["ext4", "btrfs"] {
+        for fs in ["ext4", "xfs", "btrfs"] {
             let s = match candor_lab::scratch(fs, 256 << 20) {
                 Ok(s) => s,
                 Err(candor_lab::LabError::Unsupported(why)) => {

@@ -899,4 +899,33 @@ mod tests {
         assert_eq!(pct(0.996), "99%");
         assert_eq!(three_ram(RAM), "72 GiB");
     }
+
+    #[test]
+    fn a_mix_of_reads_and_writes_is_judged_on_all_its_bytes() {
+        // randmix: 8 MiB read from the device, 8 MiB written and absorbed by the cache.
+        let mut f = read_facts(8 * MIB, 8 * MIB, 8 * MIB, "device");
+        f.test = "randmix".into();
+        f.is_write = true;
+        f.app_write = 8 * MIB;
+        f.device_total.write_bytes = 8 * MIB;
+        if let Some(o) = f.own_total.as_mut() {
+            o.write_bytes = 8 * MIB;
+        }
+        let j = judge(&f);
+        assert_eq!(j.verdict, "mixed");
+        assert_eq!(j.device_share, Some(0.5));
+        assert_eq!(j.cache_hit_ratio, Some(0.0));
+        assert_eq!(j.flushed_in_window, Some(0.0));
+        assert!(
+            j.explanation
+                .starts_with("50% of the bytes read and written"),
+            "{}",
+            j.explanation
+        );
+        assert!(
+            j.explanation.ends_with("or use --direct."),
+            "{}",
+            j.explanation
+        );
+    }
 }
