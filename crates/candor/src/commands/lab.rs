@@ -151,6 +151,12 @@ fn list(dir: Option<PathBuf>, paths: bool) -> CmdResult {
         }
         return Ok(OK);
     };
+    if !paths {
+        println!(
+            "{:<5} {:>8}  {:<11} {:<20} MOUNT POINT",
+            "FS", "SIZE", "LOOP", "STATE"
+        );
+    }
     for v in &members {
         if paths {
             if matches!(v.status, candor_lab::MemberStatus::Mounted { .. }) {
