@@ -1,0 +1,220 @@
+//! The runner's `Coordinator` over MPI: a barrier before every timed region, and after
+//! every point the ranks' results gathered to rank 0 and merged there (`merge`).
+
+use crate::clock::Offset;
+use crate::merge::{merge, RankPart};
+use crate::World;
+use candor_engine::runner::Coordinator;
+use candor_model::{MpiInfo, TestResult};
+use serde::{Deserialize, Serialize};
+
+/// Where every rank runs and how its clock relates to rank 0's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Topology {
+    pub node_names: Vec<String>,
+    /// Per rank: index into `node_names`.
+    pub rank_nodes: Vec<u32>,
+    pub offsets: Vec<Offset>,
+    pub library: String,
+}
+
+/// Node names in order of first appearance, and each rank's node.
+pub fn nodes_from_names(names: &[String]) -> (Vec<String>, Vec<u32>) {
+    let mut nodes: Vec<String> = Vec::new();
+    let mut of_rank = Vec::with_capacity(names.len());
+    for n in names {
+        let i = match nodes.iter().position(|m| m == n) {
+            Some(i) => i,
+            None => {
+                nodes.push(n.clone());
+                nodes.len() - 1
+            }
+        };
+        of_rank.push(i as u32);
+    }
+    (nodes, of_rank)
+}
+
+/// Exchanges kept per rank to estimate its clock offset (the shortest round trip wins).
+const CLOCK_ROUNDS: usize = 32;
+
+impl Topology {
+    /// Learns the topology; collective: every rank calls it.
+    pub fn learn(world: &World, now: fn() -> u64) -> Topology {
+        let names: Vec<String> = world
+            .all_gather_bytes(world.processor_name().as_bytes())
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect();
+        let (node_names, rank_nodes) = nodes_from_names(&names);
+        let mut offsets = world.clock_offsets(now, CLOCK_ROUNDS);
+        // Ranks on rank 0's node read the very same monotonic clock: their offset is zero
+        // exactly, not the estimate's few microseconds of noise.
+        let home = rank_nodes.first().copied();
+        for (o, n) in offsets.iter_mut().zip(&rank_nodes) {
+            if Some(*n) == home {
+                *o = Offset::default();
+            }
+        }
+        Topology {
+            node_names,
+            rank_nodes,
+            offsets,
+            library: world.library(),
+        }
+    }
+
+    /// The run's MPI record.
+    pub fn info(&self, shared_file: bool, reorder: bool) -> MpiInfo {
+        let mut per_node = vec![0u32; self.node_names.len()];
+        for &n in &self.rank_nodes {
+            if let Some(c) = per_node.get_mut(n as usize) {
+                *c += 1;
+            }
+        }
+        MpiInfo {
+            ranks: self.rank_nodes.len() as u32,
+            nodes: self.node_names.len() as u32,
+            ranks_per_node: per_node,
+            node_names: self.node_names.clone(),
+            shared_file,
+            reorder,
+            library: self.library.clone(),
+            rank_nodes: self.rank_nodes.clone(),
+            clock_offsets_ns: self.offsets.iter().map(|o| o.offset_ns).collect(),
+            clock_uncertainty_ns: self.offsets.iter().map(|o| o.uncertainty_ns).collect(),
+        }
+    }
+}
+
+/// What a rank sends rank 0 after each point.
+#[derive(Serialize, Deserialize, Default)]
+#[serde(default)]
+struct Payload {
+    t0_ns: u64,
+    results: Vec<TestResult>,
+}
+
+pub struct MpiCoordinator<'w> {
+    world: &'w World,
+    topo: &'w Topology,
+    t0_ns: u64,
+}
+
+impl<'w> MpiCoordinator<'w> {
+    pub fn new(world: &'w World, topo: &'w Topology) -> Self {
+        MpiCoordinator {
+            world,
+            topo,
+            t0_ns: 0,
+        }
+    }
+}
+
+/// Rank 0's merge of the gathered payloads: one merged result per target.
+fn merge_payloads(topo: &Topology, mine: &[TestResult], raw: &[Vec<u8>]) -> Vec<TestResult> {
+    let payloads: Vec<Result<Payload, String>> = raw
+        .iter()
+        .map(|b| serde_json::from_slice::<Payload>(b).map_err(|e| e.to_string()))
+        .collect();
+    (0..mine.len())
+        .map(|ti| {
+            let mut parts = Vec::with_capacity(payloads.len());
+            for (rank, p) in payloads.iter().enumerate() {
+                let result = match p {
+                    Ok(p) => p.results.get(ti).cloned().unwrap_or_else(|| TestResult {
+                        status: "failed".into(),
+                        error: Some("this rank sent no result for the test".into()),
+                        ..mine[ti].clone()
+                    }),
+                    Err(e) => TestResult {
+                        status: "failed".into(),
+                        error: Some(format!("this rank's result could not be read: {e}")),
+                        ..mine[ti].clone()
+                    },
+                };
+                parts.push(RankPart {
+                    rank: rank as u32,
+                    node: topo.rank_nodes.get(rank).copied().unwrap_or(0),
+                    t0_ns: p.as_ref().map(|p| p.t0_ns).unwrap_or(0),
+                    offset_ns: topo.offsets.get(rank).map(|o| o.offset_ns).unwrap_or(0),
+                    result,
+                });
+            }
+            merge(&parts, &topo.node_names)
+        })
+        .collect()
+}
+
+impl Coordinator for MpiCoordinator<'_> {
+    fn started(&mut self, run_t0_ns: u64) {
+        self.t0_ns = run_t0_ns;
+    }
+
+    fn before_timed(&mut self) {
+        self.world.barrier();
+    }
+
+    fn point_done(&mut self, results: Vec<TestResult>) -> Option<Vec<TestResult>> {
+        let payload = Payload {
+            t0_ns: self.t0_ns,
+            results,
+        };
+        let bytes = serde_json::to_vec(&payload).unwrap_or_default();
+        let raw = self.world.gather_bytes(&bytes)?;
+        Some(merge_payloads(self.topo, &payload.results, &raw))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_numbered_in_order_of_first_appearance() {
+        let names: Vec<String> = ["b", "a", "b", "c", "a"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (nodes, of_rank) = nodes_from_names(&names);
+        assert_eq!(nodes, ["b", "a", "c"]);
+        assert_eq!(of_rank, [0, 1, 0, 2, 1]);
+        let topo = Topology {
+            node_names: nodes,
+            rank_nodes: of_rank,
+            offsets: vec![Offset::default(); 5],
+            library: String::new(),
+        };
+        let info = topo.info(false, true);
+        assert_eq!((info.ranks, info.nodes), (5, 3));
+        assert_eq!(info.ranks_per_node, [2, 2, 1]);
+    }
+
+    #[test]
+    fn an_unreadable_rank_payload_fails_the_test_with_its_reason() {
+        let topo = Topology {
+            node_names: vec!["n".into()],
+            rank_nodes: vec![0, 0],
+            offsets: vec![Offset::default(); 2],
+            library: String::new(),
+        };
+        let mine = vec![TestResult {
+            test: "write".into(),
+            status: "ok".into(),
+            ..Default::default()
+        }];
+        let good = serde_json::to_vec(&Payload {
+            t0_ns: 1,
+            results: mine.clone(),
+        })
+        .unwrap();
+        let merged = merge_payloads(&topo, &mine, &[good, b"{not json".to_vec()]);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].status, "failed");
+        assert!(merged[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("rank 1 on n: this rank's result could not be read"));
+    }
+}

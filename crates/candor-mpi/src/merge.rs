@@ -1,0 +1,573 @@
+//! One test's results from every rank, merged into one result as IOR counts them: the
+//! aggregate bandwidth of a repetition is all ranks' bytes over the span from the earliest
+//! start to the latest end (on rank 0's clock). Latency histograms merge by summing bucket
+//! counts, which makes the merged percentiles exactly those of one histogram of every rank's
+//! samples; means and variances combine exactly (Chan et al.). What each rank did is kept
+//! beside the merged figures (`TestResult::ranks`), with the spread between ranks.
+
+use crate::clock::to_rank0;
+use candor_model::{Cpu, HistogramDump, Latency, Repetition, Summary, TestResult};
+use candor_stats::{summarize, Welford};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A rank lags when its throughput is below this share of the median rank's.
+pub const LAG_SHARE: f64 = 0.9;
+
+/// One rank's result of one test, with what is needed to put its times on rank 0's clock.
+#[derive(Clone, Debug)]
+pub struct RankPart {
+    pub rank: u32,
+    /// Index into the node names.
+    pub node: u32,
+    /// The rank's runner clock at the start of its run (`Repetition::started_s` counts from it).
+    pub t0_ns: u64,
+    /// The rank's clock minus rank 0's.
+    pub offset_ns: i64,
+    pub result: TestResult,
+}
+
+/// What one rank did in one test (saved under `ranks.per_rank`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct RankFigures {
+    pub rank: u32,
+    pub node: String,
+    pub status: String,
+    pub error: Option<String>,
+    /// Over all repetitions.
+    pub bytes: u64,
+    pub ops: u64,
+    /// Per repetition: the rank's bytes over its own span, bytes/s.
+    pub throughput: Summary,
+    /// Per repetition, seconds from rank 0's run start, on rank 0's clock.
+    pub started_s: Vec<f64>,
+    pub ended_s: Vec<f64>,
+    pub latency_ns: Latency,
+    pub latency_histogram: HistogramDump,
+    pub truncated: bool,
+    pub stonewalled: bool,
+    pub verdict: Option<String>,
+    pub cache_hit_ratio: Option<f64>,
+    pub write_amplification: Option<f64>,
+    pub device_read_bytes: Option<u64>,
+    pub device_write_bytes: Option<u64>,
+}
+
+/// One node's witness of one test: the combination of its ranks' witnesses.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct NodeFigures {
+    pub node: String,
+    pub ranks: Vec<u32>,
+    pub verdict: Option<String>,
+    pub cache_hit_ratio: Option<f64>,
+    /// A read test meant for the device that this node's page cache served (mostly) anyway.
+    pub served_by_cache: bool,
+}
+
+/// Mean, standard deviation and count, as combined from the ranks' Welford states.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Moments {
+    pub mean: f64,
+    pub stddev: f64,
+    pub n: u64,
+}
+
+/// The spread between ranks (saved as `TestResult::ranks`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Spread {
+    pub ranks: u32,
+    pub nodes: u32,
+    /// Per repetition: all bytes over (latest end - earliest start), bytes/s.
+    pub aggregate_bps: Vec<f64>,
+    /// Per repetition: the sum of the ranks' own rates (what the ranks saw), bytes/s.
+    pub sum_of_rank_bps: Vec<f64>,
+    /// Per repetition: latest start - earliest start, seconds (how well the barrier aligned).
+    pub start_skew_s: Vec<f64>,
+    /// Every rank's repetitions, combined: mean and spread of a rank's throughput.
+    pub rank_throughput: Moments,
+    pub slowest_rank: Option<u32>,
+    pub fastest_rank: Option<u32>,
+    /// Ranks whose mean throughput is below `LAG_SHARE` of the median rank's.
+    pub lagging_ranks: Vec<u32>,
+    pub per_rank: Vec<RankFigures>,
+    pub per_node: Vec<NodeFigures>,
+    /// Plain sentences about this test's figures.
+    pub notes: Vec<String>,
+}
+
+fn rate(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// Width of the histogram bucket whose lower bound is `lo` (candor-stats' log-linear layout:
+/// exact below 128, then 64 buckets per power of two).
+fn bucket_width(lo: u64) -> u64 {
+    if lo < 128 {
+        1
+    } else {
+        1u64 << (63 - lo.leading_zeros() - 6)
+    }
+}
+
+/// Merges latency figures and histograms of several ranks. Bucket counts add, so the
+/// merged percentiles are those of one histogram holding every rank's samples: the bucket
+/// midpoint, clamped to the true minimum and maximum (which each rank kept exactly).
+pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, HistogramDump) {
+    let mut buckets: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut relative_error = 0.0f64;
+    let mut sum = 0.0f64;
+    let mut min = u64::MAX;
+    let mut max = 0u64;
+    for (lat, dump) in parts {
+        for &[lo, n] in &dump.buckets {
+            *buckets.entry(lo).or_default() += n;
+        }
+        relative_error = relative_error.max(dump.relative_error);
+        if lat.count > 0 {
+            sum += lat.mean * lat.count as f64;
+            min = min.min(lat.min);
+            max = max.max(lat.max);
+        }
+    }
+    let total: u64 = buckets.values().sum();
+    let quantile = |q: f64| -> u64 {
+        if total == 0 {
+            return 0;
+        }
+        let want = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        for (&lo, &n) in &buckets {
+            seen += n;
+            if seen >= want {
+                return (lo + bucket_width(lo) / 2).clamp(min.min(max), max);
+            }
+        }
+        max
+    };
+    let lat = Latency {
+        min: if total == 0 { 0 } else { min },
+        mean: if total == 0 { 0.0 } else { sum / total as f64 },
+        p50: quantile(0.50),
+        p90: quantile(0.90),
+        p99: quantile(0.99),
+        p999: quantile(0.999),
+        max,
+        count: total,
+    };
+    let dump = HistogramDump {
+        relative_error,
+        buckets: buckets.into_iter().map(|(lo, n)| [lo, n]).collect(),
+    };
+    (lat, dump)
+}
+
+/// Welford state of a set of samples.
+fn welford(samples: &[f64]) -> Welford {
+    let mut w = Welford::default();
+    for &x in samples {
+        w.push(x);
+    }
+    w
+}
+
+/// Merges one test's results from every rank (`parts`, in rank order; the first is rank 0).
+pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
+    let Some(first) = parts.first() else {
+        return TestResult {
+            status: "failed".into(),
+            error: Some("no rank reported this test".into()),
+            ..Default::default()
+        };
+    };
+    let node_name = |i: u32| node_names.get(i as usize).cloned().unwrap_or_default();
+    let mut out = first.result.clone();
+    let t0_root = to_rank0(first.t0_ns, first.offset_ns);
+    // Seconds from rank 0's run start, on rank 0's clock.
+    let on_root = |p: &RankPart, s: f64| -> f64 {
+        (to_rank0(p.t0_ns, p.offset_ns) - t0_root) as f64 / 1e9 + s
+    };
+    let is_write = first.result.throughput_with_flush.is_some();
+
+    if let Some(bad) = parts.iter().find(|p| p.result.status != "ok") {
+        out.status = "failed".into();
+        out.error = Some(format!(
+            "rank {} on {}: {}",
+            bad.rank,
+            node_name(bad.node),
+            bad.result.error.clone().unwrap_or_else(|| "failed".into())
+        ));
+    }
+
+    // ---- repetitions: the aggregate over the ranks' spans ----
+    let n_reps = parts.iter().map(|p| p.result.reps.len()).min().unwrap_or(0);
+    let mut reps = Vec::with_capacity(n_reps);
+    let mut aggregate = Vec::with_capacity(n_reps);
+    let mut sum_of_rates = Vec::with_capacity(n_reps);
+    let mut skew = Vec::with_capacity(n_reps);
+    for k in 0..n_reps {
+        let mut start = f64::INFINITY;
+        let mut last_start = f64::NEG_INFINITY;
+        let (mut end, mut io_end, mut flush_end) = (0.0f64, 0.0f64, 0.0f64);
+        let mut rep = Repetition::default();
+        let mut rates = 0.0;
+        for p in parts {
+            let r = &p.result.reps[k];
+            let s = on_root(p, r.started_s);
+            start = start.min(s);
+            last_start = last_start.max(s);
+            end = end.max(s + r.seconds);
+            io_end = io_end.max(s + r.io_seconds);
+            flush_end = flush_end.max(s + r.io_seconds + r.flush_seconds);
+            rep.bytes += r.bytes;
+            rep.ops += r.ops;
+            rep.close_seconds = rep.close_seconds.max(r.close_seconds);
+            rep.truncated |= r.truncated;
+            rates += rate(r.bytes, r.seconds);
+        }
+        rep.started_s = start;
+        rep.seconds = end - start;
+        rep.io_seconds = io_end - start;
+        rep.flush_seconds = (flush_end - io_end).max(0.0);
+        aggregate.push(rate(rep.bytes, rep.seconds));
+        sum_of_rates.push(rates);
+        skew.push(last_start - start);
+        reps.push(rep);
+    }
+    out.repetitions = reps.len() as u32;
+    out.throughput = summarize(&aggregate);
+    out.iops = summarize(
+        &reps
+            .iter()
+            .map(|r| rate(r.ops, r.seconds))
+            .collect::<Vec<_>>(),
+    );
+    if is_write {
+        let without: Vec<f64> = reps.iter().map(|r| rate(r.bytes, r.io_seconds)).collect();
+        let with: Vec<f64> = reps
+            .iter()
+            .map(|r| rate(r.bytes, r.io_seconds + r.flush_seconds))
+            .collect();
+        out.throughput_without_flush = Some(summarize(&without));
+        out.throughput_with_flush = Some(summarize(&with));
+    }
+    out.reps = reps;
+
+    // ---- latency: buckets summed ----
+    let lat_parts: Vec<(&Latency, &HistogramDump)> = parts
+        .iter()
+        .map(|p| (&p.result.latency_ns, &p.result.latency_histogram))
+        .collect();
+    let (lat, dump) = merge_latency(&lat_parts);
+    out.latency_ns = lat;
+    out.latency_histogram = dump;
+
+    // ---- CPU: every rank's time, over the longest wall time ----
+    let mut cpu = Cpu::default();
+    for p in parts {
+        cpu.user_s += p.result.cpu.user_s;
+        cpu.sys_s += p.result.cpu.sys_s;
+        cpu.wall_s = cpu.wall_s.max(p.result.cpu.wall_s);
+    }
+    cpu.cpu_pct = if cpu.wall_s > 0.0 {
+        100.0 * (cpu.user_s + cpu.sys_s) / cpu.wall_s
+    } else {
+        0.0
+    };
+    out.cpu = cpu;
+    // Thread figures are per rank; the rank spread below replaces them.
+    out.thread_aggregate = None;
+
+    // ---- the witness: every rank's facts combined, and per node ----
+    out.witness = candor_witness::combine(
+        parts
+            .iter()
+            .filter_map(|p| p.result.witness.clone())
+            .collect(),
+    );
+
+    // ---- per rank ----
+    let mut per_rank = Vec::with_capacity(parts.len());
+    let mut moments = Welford::default();
+    for p in parts {
+        let r = &p.result;
+        let rates: Vec<f64> = r
+            .reps
+            .iter()
+            .take(n_reps)
+            .map(|x| rate(x.bytes, x.seconds))
+            .collect();
+        moments.merge(&welford(&rates));
+        let w = r.witness.as_ref();
+        per_rank.push(RankFigures {
+            rank: p.rank,
+            node: node_name(p.node),
+            status: r.status.clone(),
+            error: r.error.clone(),
+            bytes: r.reps.iter().map(|x| x.bytes).sum(),
+            ops: r.reps.iter().map(|x| x.ops).sum(),
+            throughput: summarize(&rates),
+            started_s: r.reps.iter().map(|x| on_root(p, x.started_s)).collect(),
+            ended_s: r
+                .reps
+                .iter()
+                .map(|x| on_root(p, x.started_s + x.seconds))
+                .collect(),
+            latency_ns: r.latency_ns.clone(),
+            latency_histogram: r.latency_histogram.clone(),
+            truncated: r.reps.iter().any(|x| x.truncated),
+            stonewalled: r.thread_aggregate.as_ref().is_some_and(|t| t.stonewalled),
+            verdict: w.map(|w| w.verdict.clone()),
+            cache_hit_ratio: w.and_then(|w| w.cache_hit_ratio),
+            write_amplification: w.and_then(|w| w.write_amplification),
+            device_read_bytes: w.and_then(|w| w.device.as_ref()).map(|d| d.read_bytes),
+            device_write_bytes: w.and_then(|w| w.device.as_ref()).map(|d| d.write_bytes),
+        });
+    }
+    let by_rate = |a: &&RankFigures, b: &&RankFigures| {
+        a.throughput
+            .mean
+            .partial_cmp(&b.throughput.mean)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    };
+    let slowest = per_rank.iter().min_by(by_rate).map(|f| f.rank);
+    let fastest = per_rank.iter().max_by(by_rate).map(|f| f.rank);
+    let mut means: Vec<f64> = per_rank.iter().map(|f| f.throughput.mean).collect();
+    means.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let median = if means.is_empty() {
+        0.0
+    } else if means.len() % 2 == 1 {
+        means[means.len() / 2]
+    } else {
+        (means[means.len() / 2 - 1] + means[means.len() / 2]) / 2.0
+    };
+    let lagging: Vec<u32> = per_rank
+        .iter()
+        .filter(|f| f.throughput.mean < LAG_SHARE * median)
+        .map(|f| f.rank)
+        .collect();
+
+    // ---- per node ----
+    let mut notes = Vec::new();
+    let mut per_node = Vec::new();
+    let mut node_ids: Vec<u32> = parts.iter().map(|p| p.node).collect();
+    node_ids.sort_unstable();
+    node_ids.dedup();
+    let reads = first
+        .result
+        .witness
+        .as_ref()
+        .is_some_and(|w| w.app.read_bytes > 0)
+        || first.result.test.contains("read");
+    let meant_device = first.result.intent == "device";
+    for &n in &node_ids {
+        let on_node: Vec<&RankPart> = parts.iter().filter(|p| p.node == n).collect();
+        let w = candor_witness::combine(
+            on_node
+                .iter()
+                .filter_map(|p| p.result.witness.clone())
+                .collect(),
+        );
+        let hit = w.as_ref().and_then(|w| w.cache_hit_ratio);
+        let served = reads && meant_device && hit.is_some_and(|h| h > 0.5);
+        if served {
+            notes.push(format!(
+                "on {} the reads were served by the page cache ({:.0}% hits), not the filesystem's storage: that node read data it held in memory; with one node per rank and --reorder a node reads what another wrote",
+                node_name(n),
+                hit.unwrap_or(0.0) * 100.0
+            ));
+        }
+        if on_node.len() > 1 {
+            notes.push(format!(
+                "{} ranks shared {}: each rank's device counters include its neighbours' traffic, so the node's device figures are counted once per rank in the combined witness; read the per-rank figures for the application bytes",
+                on_node.len(),
+                node_name(n)
+            ));
+        }
+        per_node.push(NodeFigures {
+            node: node_name(n),
+            ranks: on_node.iter().map(|p| p.rank).collect(),
+            verdict: w.as_ref().map(|w| w.verdict.clone()),
+            cache_hit_ratio: hit,
+            served_by_cache: served,
+        });
+    }
+
+    let spread = Spread {
+        ranks: parts.len() as u32,
+        nodes: node_ids.len() as u32,
+        aggregate_bps: aggregate,
+        sum_of_rank_bps: sum_of_rates,
+        start_skew_s: skew,
+        rank_throughput: Moments {
+            mean: moments.mean(),
+            stddev: moments.stddev(),
+            n: moments.n,
+        },
+        slowest_rank: slowest,
+        fastest_rank: fastest,
+        lagging_ranks: lagging,
+        per_rank,
+        per_node,
+        notes,
+    };
+    out.ranks = serde_json::to_value(&spread).ok();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_stats::Histogram;
+
+    /// A small deterministic generator (xorshift), so the test needs no crate.
+    fn samples(seed: u64, n: usize) -> Vec<u64> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Latencies from 50 ns to ~10 ms, skewed like real ones.
+                50 + (x % 1000) * (x % 10_000) / 1000 * (1 + (x >> 60))
+            })
+            .collect()
+    }
+
+    fn hist(v: &[u64]) -> Histogram {
+        let mut h = Histogram::new();
+        for &x in v {
+            h.record(x);
+        }
+        h
+    }
+
+    #[test]
+    fn merged_percentiles_are_those_of_the_concatenated_samples() {
+        let ranks: Vec<Vec<u64>> = (0..4)
+            .map(|r| samples(r + 7, 5_000 + r as usize * 997))
+            .collect();
+        let all: Vec<u64> = ranks.iter().flatten().copied().collect();
+        let whole = hist(&all);
+        let hs: Vec<Histogram> = ranks.iter().map(|v| hist(v)).collect();
+        let lats: Vec<Latency> = hs.iter().map(|h| h.latency()).collect();
+        let dumps: Vec<HistogramDump> = hs.iter().map(|h| h.dump()).collect();
+        let parts: Vec<(&Latency, &HistogramDump)> = lats.iter().zip(&dumps).collect();
+        let (merged, dump) = merge_latency(&parts);
+        // Bit for bit what one histogram of every sample says.
+        assert_eq!(merged.p50, whole.quantile(0.50));
+        assert_eq!(merged.p90, whole.quantile(0.90));
+        assert_eq!(merged.p99, whole.quantile(0.99));
+        assert_eq!(merged.p999, whole.quantile(0.999));
+        assert_eq!(
+            (merged.min, merged.max, merged.count),
+            (whole.min(), whole.max(), whole.count())
+        );
+        assert!((merged.mean - whole.mean()).abs() <= whole.mean() * 1e-12);
+        assert_eq!(dump, whole.dump());
+        // And within the histogram's bound of the exact sample percentiles.
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        for (q, got) in [(0.5, merged.p50), (0.9, merged.p90), (0.99, merged.p99)] {
+            let exact = sorted[((q * sorted.len() as f64).ceil() as usize).max(1) - 1] as f64;
+            let err = (got as f64 - exact).abs() / exact;
+            assert!(err <= dump.relative_error * 2.0, "q{q}: {got} vs {exact}");
+        }
+    }
+
+    fn part(rank: u32, node: u32, t0: u64, offset: i64, reps: &[(f64, f64, u64)]) -> RankPart {
+        let lat = hist(&samples(rank as u64 + 1, 100));
+        RankPart {
+            rank,
+            node,
+            t0_ns: t0,
+            offset_ns: offset,
+            result: TestResult {
+                test: "write".into(),
+                status: "ok".into(),
+                intent: "device".into(),
+                throughput_with_flush: Some(Summary::default()),
+                reps: reps
+                    .iter()
+                    .map(|&(started_s, seconds, bytes)| Repetition {
+                        bytes,
+                        ops: bytes / 4096,
+                        seconds,
+                        io_seconds: seconds,
+                        started_s,
+                        ..Default::default()
+                    })
+                    .collect(),
+                latency_ns: lat.latency(),
+                latency_histogram: lat.dump(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_aggregate_is_all_bytes_over_the_earliest_start_to_the_latest_end() {
+        // Rank 1 is on another node whose clock runs 5 s ahead of rank 0's, and started its
+        // run 2 s (its clock) later. Its repetition starts 0.1 s after rank 0's, on rank 0's
+        // clock, and ends last.
+        let g = 1_000_000_000u64;
+        let parts = vec![
+            part(0, 0, 10 * g, 0, &[(1.0, 1.0, 100 << 20)]),
+            part(1, 1, 17 * g, 5_000_000_000, &[(-0.9, 1.5, 60 << 20)]),
+        ];
+        let names = vec!["a".to_string(), "b".to_string()];
+        let r = merge(&parts, &names);
+        let rep = &r.reps[0];
+        assert_eq!(rep.bytes, 160 << 20);
+        assert!((rep.started_s - 1.0).abs() < 1e-9);
+        assert!((rep.seconds - 1.6).abs() < 1e-9, "{}", rep.seconds);
+        let want = (160u64 << 20) as f64 / 1.6;
+        assert!((r.throughput.mean - want).abs() < 1e-3);
+        let s: Spread = serde_json::from_value(r.ranks.clone().unwrap()).unwrap();
+        assert_eq!((s.ranks, s.nodes), (2, 2));
+        assert!((s.start_skew_s[0] - 0.1).abs() < 1e-9);
+        assert_eq!(s.slowest_rank, Some(1));
+        assert_eq!(s.fastest_rank, Some(0));
+        assert_eq!(s.lagging_ranks, vec![1]);
+        assert!((s.per_rank[1].ended_s[0] - 2.6).abs() < 1e-9);
+        let expect_sum = (100u64 << 20) as f64 + (60u64 << 20) as f64 / 1.5;
+        assert!((s.sum_of_rank_bps[0] - expect_sum).abs() < 1e-3);
+        // The ranks' rates combine exactly: two samples.
+        assert_eq!(s.rank_throughput.n, 2);
+        assert!((s.rank_throughput.mean - expect_sum / 2.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_failed_rank_fails_the_merged_test_and_says_which() {
+        let mut parts = vec![
+            part(0, 0, 0, 0, &[(0.0, 1.0, 1 << 20)]),
+            part(1, 0, 0, 0, &[]),
+        ];
+        parts[1].result.status = "failed".into();
+        parts[1].result.error = Some("write x: No space left on device".into());
+        let r = merge(&parts, &["n0".to_string()]);
+        assert_eq!(r.status, "failed");
+        assert_eq!(
+            r.error.as_deref(),
+            Some("rank 1 on n0: write x: No space left on device")
+        );
+        assert!(r.reps.is_empty(), "no repetition is complete on every rank");
+    }
+
+    #[test]
+    fn bucket_widths_follow_the_histogram() {
+        // Every value lands in the bucket whose [lo, lo + width) holds it.
+        for v in [0u64, 5, 127, 128, 129, 1000, 65_535, 1 << 40, u64::MAX / 3] {
+            let h = hist(&[v]);
+            let lo = h.dump().buckets[0][0];
+            assert!(lo <= v && v < lo + bucket_width(lo), "{v}: lo {lo}");
+        }
+    }
+}
