@@ -22,7 +22,7 @@ const MAX_TIMELINES: usize = 12;
 const CSS: &str = r#"
 :root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa}
 *{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0;padding:24px 32px;max-width:1320px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0;padding:24px 32px;max-width:1440px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 h3{font-size:15px;margin:20px 0 6px}
 .sub{color:var(--muted);margin:0 0 12px}
@@ -35,7 +35,7 @@ table.res th,table.res td{padding:4px 8px;border-bottom:1px solid var(--line);te
 table.res th{background:var(--soft);font-weight:600;white-space:nowrap}
 table.res td.l,table.res th.l{text-align:left}
 table.res tr.flag td{background:#fff4e5}
-td.expl{color:var(--muted);max-width:420px;text-align:left;font-size:12px}
+table.res td.expl{color:var(--muted);min-width:300px;max-width:460px;text-align:left;font-size:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
 .b-device{background:#0072B2}.b-cache{background:#E69F00;color:#1b1f24}.b-mixed{background:#56B4E9;color:#1b1f24}
 .b-memory{background:#CC79A7}.b-unverified,.b-none{background:#8c959f}.b-failed{background:#D55E00}
@@ -72,14 +72,33 @@ fn fig(svg: String, caption: &str) -> String {
 }
 
 fn mbps(x: f64) -> String {
-    units::decimals(x)
+    tick(x)
+}
+
+/// A tick label without trailing zeros: 0, 0.5, 10, 250.
+fn tick(x: f64) -> String {
+    let a = x.abs();
+    let s = if a > 0.0 && a < 1.0 {
+        // Enough decimals for two significant digits.
+        let d = (-a.log10()).ceil() as usize + 1;
+        format!("{x:.d$}")
+    } else {
+        units::decimals(x)
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 fn lat_us(x: f64) -> String {
-    if x >= 1000.0 {
-        format!("{}k", units::decimals(x / 1000.0))
+    if x >= 1e6 {
+        format!("{}M", tick(x / 1e6))
+    } else if x >= 1000.0 {
+        format!("{}k", tick(x / 1000.0))
     } else {
-        units::decimals(x)
+        tick(x)
     }
 }
 
@@ -92,7 +111,7 @@ fn plain(x: f64) -> String {
 }
 
 fn secs(x: f64) -> String {
-    units::decimals(x)
+    tick(x)
 }
 
 /// `1 - 10^-v` as a percentile label: 0 -> 0%, 1 -> 90%, 2 -> 99%, 3 -> 99.9%.
@@ -109,6 +128,7 @@ pub fn render(doc: &RunDoc) -> String {
     summary(doc, &mut b);
     surfaces(doc, &mut b);
     scaling(doc, &mut b);
+    ranks(doc, &mut b);
     latency(doc, &mut b);
     timelines(doc, &mut b);
     repetitions(doc, &mut b);
@@ -539,47 +559,137 @@ fn scaling(doc: &RunDoc, b: &mut String) {
     }
 }
 
-/// Up to `MAX_CURVES` results of a set to draw together: all when few, else the largest file
-/// size's records (evenly picked).
+/// MPI runs: each rank's throughput per test, with the spread and the ranks that lagged.
+fn ranks(doc: &RunDoc, b: &mut String) {
+    let with: Vec<(&TestResult, Vec<view::RankRate>)> = doc
+        .results
+        .iter()
+        .filter_map(|r| view::rank_rates(r).map(|v| (r, v)))
+        .filter(|(_, v)| v.len() >= 2)
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    b.push_str("<h2 id=\"ranks\">Ranks</h2><p class=\"sub\">Each MPI rank's own throughput (its bytes over its own time), \
+        mean and 95% CI over the repetitions. The headline figure is the aggregate: all ranks' bytes over the span from the \
+        earliest start to the latest end.</p><div class=\"charts\">");
+    for (i, (r, ranks)) in with.iter().enumerate().take(MAX_TIMELINES) {
+        let lagging: Vec<u64> = r
+            .ranks
+            .as_ref()
+            .and_then(|v| v.get("lagging_ranks"))
+            .and_then(|l| l.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+            .unwrap_or_default();
+        let rows: Vec<IntervalRow> = ranks
+            .iter()
+            .map(|k| IntervalRow {
+                label: if k.node.is_empty() {
+                    format!("rank {}", k.rank)
+                } else {
+                    format!("rank {} ({})", k.rank, k.node)
+                },
+                mean: k.mean / 1e6,
+                lo: k.ci95[0] / 1e6,
+                hi: k.ci95[1] / 1e6,
+                samples: k.samples.iter().map(|x| x / 1e6).collect(),
+                flagged: lagging.contains(&k.rank),
+            })
+            .collect();
+        let c = svg::interval_chart(
+            &format!("ranks-{i}"),
+            &format!("{}: per rank", view::label(r)),
+            "throughput of the rank, MB/s",
+            &rows,
+            mbps,
+            620.0,
+        );
+        let caption = view::rank_spread(r).unwrap_or_default();
+        b.push_str(&fig(
+            c,
+            &format!(
+                "Aggregate {} MB/s. {caption} Orange-red: lagging ranks.",
+                units::mb_s(r.throughput.mean)
+            ),
+        ));
+    }
+    b.push_str("</div>");
+}
+
+/// Up to `MAX_CURVES` results of a set to draw together: all when few, else evenly picked
+/// across sizes, threads and depths.
 fn pick_curves<'a>(rs: &[&'a TestResult]) -> Vec<&'a TestResult> {
-    let with: Vec<&TestResult> = rs
+    let mut with: Vec<&TestResult> = rs
         .iter()
         .copied()
         .filter(|r| !r.latency_histogram.buckets.is_empty())
         .collect();
+    with.sort_by_key(|r| (r.file_size, r.record_size, r.threads, r.iodepth));
     if with.len() <= MAX_CURVES {
         return with;
     }
-    let maxf = with.iter().map(|r| r.file_size).max().unwrap_or(0);
-    let mut big: Vec<&TestResult> = with.into_iter().filter(|r| r.file_size == maxf).collect();
-    big.sort_by_key(|r| r.record_size);
-    if big.len() <= MAX_CURVES {
-        return big;
-    }
-    let step = big.len() as f64 / MAX_CURVES as f64;
-    (0..MAX_CURVES)
-        .map(|i| big[((i as f64 * step) as usize).min(big.len() - 1)])
-        .collect()
+    let step = (with.len() - 1) as f64 / (MAX_CURVES - 1) as f64;
+    let mut picked: Vec<&TestResult> = (0..MAX_CURVES)
+        .map(|i| with[((i as f64 * step).round() as usize).min(with.len() - 1)])
+        .collect();
+    picked.dedup_by(|a, b| std::ptr::eq(*a, *b));
+    picked
 }
 
+/// A curve's name: what varies among the curves drawn together.
 fn curve_name(r: &TestResult, rs: &[&TestResult]) -> String {
-    let files = rs.iter().any(|o| o.file_size != r.file_size);
-    if files {
-        format!(
+    let varies = |f: fn(&TestResult) -> u64| rs.iter().any(|o| f(o) != f(r));
+    let mut parts = Vec::new();
+    if varies(|o| o.file_size) || varies(|o| o.record_size) {
+        parts.push(format!(
             "{} / {}",
             units::size(r.file_size),
             units::size(r.record_size)
-        )
+        ));
+    }
+    if varies(|o| o.threads as u64) {
+        parts.push(Axis::Threads.point(r.threads.max(1)));
+    }
+    if varies(|o| o.iodepth as u64) {
+        parts.push(Axis::Depth.point(r.iodepth.max(1)));
+    }
+    if parts.is_empty() {
+        view::label(r)
     } else {
-        format!("record {}", units::size(r.record_size))
+        parts.join(", ")
     }
 }
 
+/// Results grouped for latency charts: by test, engine, O_DIRECT and target, across sizes,
+/// threads and depths.
+fn latency_sets(doc: &RunDoc) -> Vec<(String, Vec<&TestResult>)> {
+    let several = view::groups(doc).len() > 1;
+    let mut sets: Vec<(String, Vec<&TestResult>)> = Vec::new();
+    for r in doc
+        .results
+        .iter()
+        .filter(|r| !view::failed(r) && !r.latency_histogram.buckets.is_empty())
+    {
+        let mut name = r.test.clone();
+        if !r.engine.is_empty() {
+            name.push_str(&format!(", {}", r.engine));
+        }
+        if r.direct {
+            name.push_str(", O_DIRECT");
+        }
+        if several {
+            name.push_str(&format!(" on {}", r.target));
+        }
+        match sets.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(r),
+            None => sets.push((name, vec![r])),
+        }
+    }
+    sets
+}
+
 fn latency(doc: &RunDoc, b: &mut String) {
-    let sets: Vec<_> = size_sets(doc)
-        .into_iter()
-        .filter(|(_, v)| v.iter().any(|r| !r.latency_histogram.buckets.is_empty()))
-        .collect();
+    let sets = latency_sets(doc);
     if sets.is_empty() {
         return;
     }
@@ -603,6 +713,13 @@ fn latency(doc: &RunDoc, b: &mut String) {
                 }
             }
             bins.sort();
+            // Empty bins between and around the used ones are zero, so each curve starts and
+            // ends on the axis.
+            if let (Some(&(lo, _)), Some(&(hi, _))) = (bins.first(), bins.last()) {
+                bins = (lo - 1..=hi + 1)
+                    .map(|k| (k, bins.iter().find(|(kk, _)| *kk == k).map_or(0, |b| b.1)))
+                    .collect();
+            }
             let pts: Vec<(f64, f64)> = bins
                 .iter()
                 .map(|(k, n)| {
@@ -639,7 +756,7 @@ fn latency(doc: &RunDoc, b: &mut String) {
             x_kind: AxisKind::Log10,
             y_kind: AxisKind::Linear,
             x_fmt: lat_us,
-            y_fmt: units::decimals,
+            y_fmt: tick,
             series: hist,
             width: 620.0,
             height: 320.0,
@@ -660,11 +777,7 @@ fn latency(doc: &RunDoc, b: &mut String) {
             markers: false,
         });
         let more = if rs.len() > picked.len() {
-            format!(
-                " Showing {} of {} size combinations (the largest file size).",
-                picked.len(),
-                rs.len()
-            )
+            format!(" Showing {} of {} results, evenly picked; the summary has every result's percentiles.", picked.len(), rs.len())
         } else {
             String::new()
         };
@@ -706,21 +819,23 @@ fn timelines(doc: &RunDoc, b: &mut String) {
         let tl = &w.timeline;
         let mut series = Vec::new();
         let mut add =
-            |name: &str, f: fn(&candor_model::TimelinePoint) -> f64, c: usize, dashed: bool| {
+            |name: &str, f: fn(&candor_model::TimelinePoint) -> f64, c: usize, wide: bool| {
                 if tl.iter().any(|p| f(p) > 0.0) {
                     series.push(Series {
                         name: name.into(),
                         points: tl.iter().map(|p| (p.t, f(p) / 1e6)).collect(),
                         colour: Some(c),
-                        dashed,
+                        wide,
                         ..Default::default()
                     });
                 }
             };
-        add("application write", |p| p.app_write_bps, 1, false);
-        add("device write", |p| p.device_write_bps, 0, false);
+        // Application lines wide and pale underneath, device lines thin on top: where they
+        // coincide, both stay visible.
+        add("application write", |p| p.app_write_bps, 1, true);
         add("application read", |p| p.app_read_bps, 2, true);
-        add("device read", |p| p.device_read_bps, 5, true);
+        add("device write", |p| p.device_write_bps, 0, false);
+        add("device read", |p| p.device_read_bps, 3, false);
         let c1 = svg::line_chart(&LineChart {
             id: format!("tl-io-{i}"),
             title: format!("{}: application vs device", view::label(r)),
@@ -763,7 +878,10 @@ fn timelines(doc: &RunDoc, b: &mut String) {
             esc(&view::label(r)),
             badge(r),
             esc(&w.explanation),
-            fig(c1, "Solid: writes; dashed: reads."),
+            fig(
+                c1,
+                "Wide pale lines: what candor asked for; thin lines: what the device did."
+            ),
             fig(
                 c2,
                 "Dirty: written by applications, not yet on the device (/proc/meminfo Dirty)."
@@ -781,23 +899,54 @@ fn timelines(doc: &RunDoc, b: &mut String) {
 
 fn repetitions(doc: &RunDoc, b: &mut String) {
     let groups = view::groups(doc);
+    let several = groups.len() > 1;
     let mut any = false;
     for (gi, g) in groups.iter().enumerate() {
-        let rows: Vec<IntervalRow> = g
-            .results
-            .iter()
-            .filter(|r| r.throughput.n >= 2 && !view::failed(r))
-            .map(|r| IntervalRow {
-                label: view::label(r),
-                mean: r.throughput.mean / 1e6,
-                lo: r.throughput.ci95[0] / 1e6,
-                hi: r.throughput.ci95[1] / 1e6,
-                samples: r.throughput.samples.iter().map(|s| s / 1e6).collect(),
-                flagged: r.throughput.cv > view::NOISY_CV
-                    || r.witness.as_ref().is_some_and(|w| w.contradicts_intent),
-            })
-            .collect();
-        if rows.is_empty() {
+        // One chart per test, each with its own scale: a cached reread at 5 GB/s would flatten
+        // a random write at 30 MB/s beside it.
+        let mut tests: Vec<&str> = Vec::new();
+        for r in &g.results {
+            if !tests.contains(&r.test.as_str()) {
+                tests.push(&r.test);
+            }
+        }
+        let mut charts = String::new();
+        for (ti, test) in tests.iter().enumerate() {
+            let rows: Vec<IntervalRow> = g
+                .results
+                .iter()
+                .filter(|r| r.test == *test && r.throughput.n >= 2 && !view::failed(r))
+                .map(|r| IntervalRow {
+                    label: view::label(r),
+                    mean: r.throughput.mean / 1e6,
+                    lo: r.throughput.ci95[0] / 1e6,
+                    hi: r.throughput.ci95[1] / 1e6,
+                    samples: r.throughput.samples.iter().map(|s| s / 1e6).collect(),
+                    flagged: r.throughput.cv > view::NOISY_CV
+                        || r.witness.as_ref().is_some_and(|w| w.contradicts_intent),
+                })
+                .collect();
+            for (ci, chunk) in rows.chunks(30).enumerate() {
+                let title = if several {
+                    format!("{test} on {}", g.path)
+                } else {
+                    test.to_string()
+                };
+                let c = svg::interval_chart(
+                    &format!("reps-{gi}-{ti}-{ci}"),
+                    &format!("{title}: mean and 95% CI"),
+                    "throughput, MB/s",
+                    chunk,
+                    mbps,
+                    620.0,
+                );
+                charts.push_str(&fig(
+                    c,
+                    "Each dot is one repetition (in the JSON: throughput.samples).",
+                ));
+            }
+        }
+        if charts.is_empty() {
             continue;
         }
         if !any {
@@ -805,23 +954,7 @@ fn repetitions(doc: &RunDoc, b: &mut String) {
                 dots: each repetition. Orange-red bars are flagged (noisy, or not measuring what the test meant).</p>");
             any = true;
         }
-        for (ci, chunk) in rows.chunks(40).enumerate() {
-            let c = svg::interval_chart(
-                &format!("reps-{gi}-{ci}"),
-                &format!("{}: mean and 95% CI", g.path),
-                "throughput, MB/s",
-                chunk,
-                mbps,
-            );
-            let _ = write!(
-                b,
-                "<div class=\"charts\">{}</div>",
-                fig(
-                    c,
-                    "Repetitions in the order they ran are in the JSON (throughput.samples)."
-                )
-            );
-        }
+        let _ = write!(b, "<div class=\"charts\">{charts}</div>");
     }
 }
 
@@ -937,6 +1070,7 @@ pub fn compare_page(c: &Comparison) -> String {
                 "throughput, MB/s",
                 chunk,
                 mbps,
+                900.0,
             );
             let _ = write!(
                 b,

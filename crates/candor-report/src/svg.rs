@@ -88,7 +88,7 @@ impl Scale {
 
 /// 1-2-5 ticks covering [lo, hi].
 pub fn linear_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return vec![lo];
     }
     let raw = (hi - lo) / n as f64;
@@ -127,6 +127,8 @@ pub struct Series {
     pub dashed: bool,
     /// Palette index; None = the series' position.
     pub colour: Option<usize>,
+    /// Drawn wide and translucent, under the others, so a line on top of it stays visible.
+    pub wide: bool,
 }
 
 /// A line chart.
@@ -147,17 +149,17 @@ pub struct LineChart {
 }
 
 const ML: f64 = 72.0;
-const MR: f64 = 18.0;
+const MR: f64 = 30.0;
 const MT: f64 = 34.0;
 const MB: f64 = 48.0;
 
-fn legend(series: &[(String, &str, bool)], x0: f64, y0: f64, width: f64) -> (String, f64) {
+fn legend(series: &[(String, &str, bool, bool)], x0: f64, y0: f64, width: f64) -> (String, f64) {
     if series.len() < 2 {
         return (String::new(), 0.0);
     }
     let mut s = String::new();
     let (mut x, mut y) = (x0, y0);
-    for (name, col, dashed) in series {
+    for (name, col, dashed, wide) in series {
         let w = 34.0 + name.chars().count() as f64 * 6.6;
         if x + w > x0 + width && x > x0 {
             x = x0;
@@ -168,9 +170,14 @@ fn legend(series: &[(String, &str, bool)], x0: f64, y0: f64, width: f64) -> (Str
         } else {
             ""
         };
+        let stroke = if *wide {
+            "stroke-width=\"5\" stroke-opacity=\"0.45\""
+        } else {
+            "stroke-width=\"2.5\""
+        };
         let _ = write!(
             s,
-            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\" stroke-width=\"2.5\"{dash}/>\
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\" {stroke}{dash}/>\
              <text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{}</text>",
             x,
             y - 4.0,
@@ -268,11 +275,18 @@ fn range(vals: impl Iterator<Item = f64>, kind: AxisKind) -> (f64, f64) {
 }
 
 pub fn line_chart(c: &LineChart) -> String {
-    let names: Vec<(String, &str, bool)> = c
+    let names: Vec<(String, &str, bool, bool)> = c
         .series
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.name.clone(), colour(s.colour.unwrap_or(i)), s.dashed))
+        .map(|(i, s)| {
+            (
+                s.name.clone(),
+                colour(s.colour.unwrap_or(i)),
+                s.dashed,
+                s.wide,
+            )
+        })
         .collect();
     let plot_w = c.width - ML - MR;
     let (leg, leg_h) = legend(&names, ML, c.height + 4.0, plot_w);
@@ -526,9 +540,14 @@ pub fn interval_chart(
     x_label: &str,
     rows: &[IntervalRow],
     fmt: fn(f64) -> String,
+    w: f64,
 ) -> String {
-    let left = 190.0;
-    let w = 860.0;
+    let label_chars = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(10);
+    let left = (label_chars as f64 * 6.4 + 16.0).clamp(80.0, 260.0);
     let rh = 22.0;
     let top = 34.0;
     let h = top + rh * rows.len() as f64 + 48.0;

@@ -79,7 +79,7 @@ pub fn size(bytes: u64) -> String {
     ];
     for (unit, suffix) in UNITS {
         if bytes >= unit {
-            if bytes % unit == 0 {
+            if bytes.is_multiple_of(unit) {
                 return format!("{}{}", bytes / unit, suffix);
             }
             let v = bytes as f64 / unit as f64;

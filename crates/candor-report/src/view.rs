@@ -195,44 +195,113 @@ pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<St
     (notes, refs)
 }
 
-/// The per-rank spread of an MPI result, when `ranks` holds per-rank throughput: an array of
-/// objects with "rank" and "throughput" (a number or a summary with "mean"), or "bytes" and
-/// "seconds".
+/// One rank's figures, as reports show them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankRate {
+    pub rank: u64,
+    pub node: String,
+    /// Mean throughput over the repetitions, bytes/s.
+    pub mean: f64,
+    pub ci95: [f64; 2],
+    pub samples: Vec<f64>,
+}
+
+/// The per-rank entries of `TestResult::ranks`: the `per_rank` list of an MPI result (or a
+/// bare list), each with "rank", "node" and "throughput" (a summary or a number), or "bytes"
+/// and "seconds".
+pub fn rank_rates(r: &TestResult) -> Option<Vec<RankRate>> {
+    let v = r.ranks.as_ref()?;
+    let arr = v
+        .get("per_rank")
+        .and_then(|p| p.as_array())
+        .or_else(|| v.as_array())?;
+    let mut out = Vec::new();
+    for (i, e) in arr.iter().enumerate() {
+        let rank = e.get("rank").and_then(|x| x.as_u64()).unwrap_or(i as u64);
+        let node = e
+            .get("node")
+            .and_then(|x| x.as_str())
+            .unwrap_or_default()
+            .to_string();
+        let t = e.get("throughput");
+        let mean = t
+            .and_then(|t| {
+                t.as_f64()
+                    .or_else(|| t.get("mean").and_then(|m| m.as_f64()))
+            })
+            .or_else(|| {
+                let b = e.get("bytes")?.as_f64()?;
+                let s = e.get("seconds")?.as_f64()?;
+                (s > 0.0).then(|| b / s)
+            })?;
+        let ci = t
+            .and_then(|t| t.get("ci95"))
+            .and_then(|c| Some([c.get(0)?.as_f64()?, c.get(1)?.as_f64()?]))
+            .unwrap_or([mean, mean]);
+        let samples = t
+            .and_then(|t| t.get("samples"))
+            .and_then(|s| s.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
+        out.push(RankRate {
+            rank,
+            node,
+            mean,
+            ci95: ci,
+            samples,
+        });
+    }
+    Some(out)
+}
+
+/// The per-rank spread of an MPI result in one sentence, with the ranks that lagged and the
+/// notes the run recorded.
 pub fn rank_spread(r: &TestResult) -> Option<String> {
     let ranks = rank_rates(r)?;
     if ranks.len() < 2 {
         return None;
     }
-    let (slow_rank, slow) = ranks.iter().cloned().min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let (fast_rank, fast) = ranks.iter().cloned().max_by(|a, b| a.1.total_cmp(&b.1))?;
-    Some(format!(
-        "{} ranks: slowest rank {} at {} MB/s, fastest rank {} at {} MB/s.",
+    let slow = ranks.iter().min_by(|a, b| a.mean.total_cmp(&b.mean))?;
+    let fast = ranks.iter().max_by(|a, b| a.mean.total_cmp(&b.mean))?;
+    let at = |x: &RankRate| {
+        if x.node.is_empty() {
+            format!("rank {}", x.rank)
+        } else {
+            format!("rank {} ({})", x.rank, x.node)
+        }
+    };
+    let mut s = format!(
+        "{} ranks: slowest {} at {} MB/s, fastest {} at {} MB/s",
         ranks.len(),
-        slow_rank,
-        units::mb_s(slow),
-        fast_rank,
-        units::mb_s(fast)
-    ))
-}
-
-/// (rank, bytes/s) per rank, read tolerantly from `TestResult::ranks`.
-pub fn rank_rates(r: &TestResult) -> Option<Vec<(u64, f64)>> {
-    let arr = r.ranks.as_ref()?.as_array()?;
-    let mut out = Vec::new();
-    for (i, v) in arr.iter().enumerate() {
-        let rank = v.get("rank").and_then(|x| x.as_u64()).unwrap_or(i as u64);
-        let tp = v.get("throughput").and_then(|t| {
-            t.as_f64()
-                .or_else(|| t.get("mean").and_then(|m| m.as_f64()))
-        });
-        let tp = tp.or_else(|| {
-            let b = v.get("bytes")?.as_f64()?;
-            let s = v.get("seconds")?.as_f64()?;
-            (s > 0.0).then(|| b / s)
-        });
-        out.push((rank, tp?));
+        at(slow),
+        units::mb_s(slow.mean),
+        at(fast),
+        units::mb_s(fast.mean)
+    );
+    let v = r.ranks.as_ref();
+    let lagging: Vec<String> = v
+        .and_then(|v| v.get("lagging_ranks"))
+        .and_then(|l| l.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_u64())
+                .map(|x| x.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !lagging.is_empty() {
+        s.push_str(&format!(
+            "; lagging (below 90% of the median rank): {}",
+            lagging.join(", ")
+        ));
     }
-    Some(out)
+    s.push('.');
+    if let Some(notes) = v.and_then(|v| v.get("notes")).and_then(|n| n.as_array()) {
+        for n in notes.iter().filter_map(|n| n.as_str()) {
+            s.push_str(&format!(" {}{}.", n[..1].to_uppercase(), &n[1..]));
+        }
+    }
+    Some(s)
 }
 
 /// Results of one target, with what the run recorded about it.
@@ -492,8 +561,32 @@ mod tests {
             ])),
             ..Default::default()
         };
-        assert_eq!(rank_rates(&r), Some(vec![(0, 2e8), (1, 1e8)]));
+        let means: Vec<(u64, f64)> = rank_rates(&r)
+            .unwrap_or_default()
+            .iter()
+            .map(|x| (x.rank, x.mean))
+            .collect();
+        assert_eq!(means, vec![(0, 2e8), (1, 1e8)]);
         let s = rank_spread(&r).unwrap_or_default();
         assert!(s.contains("slowest rank 1 at 100 MB/s"), "{s}");
+        // The shape an MPI run saves: an object with per_rank, lagging ranks and notes.
+        let r = TestResult {
+            ranks: Some(serde_json::json!({
+                "ranks": 2,
+                "per_rank": [
+                    {"rank": 0, "node": "n1", "throughput": {"mean": 3e8, "ci95": [2.9e8, 3.1e8], "samples": [2.9e8, 3.1e8]}},
+                    {"rank": 1, "node": "n2", "throughput": {"mean": 2e8}},
+                ],
+                "lagging_ranks": [1],
+                "notes": ["on n2 the reads were served by the page cache"],
+            })),
+            ..Default::default()
+        };
+        let s = rank_spread(&r).unwrap_or_default();
+        assert_eq!(
+            s,
+            "2 ranks: slowest rank 1 (n2) at 200 MB/s, fastest rank 0 (n1) at 300 MB/s; \
+             lagging (below 90% of the median rank): 1. On n2 the reads were served by the page cache."
+        );
     }
 }

@@ -91,3 +91,18 @@ fn json_is_the_document() {
     assert_eq!(back.results.len(), doc.results.len());
     assert_eq!(back.targets, doc.targets);
 }
+
+/// The saved documents the binary's tests render (`crates/candor/tests/report_html.rs`).
+#[test]
+fn saved_result_files() {
+    common::expect("sample.json", &render(&common::sample_doc(), Format::Json));
+    common::expect(
+        "study-ext4.json",
+        &render(&common::study_doc("ext4", "sdb", 1.0), Format::Json),
+    );
+    common::expect(
+        "study-xfs.json",
+        &render(&common::study_doc("xfs", "sdb", 1.08), Format::Json),
+    );
+    common::expect("mpi.json", &render(&common::mpi_doc(), Format::Json));
+}

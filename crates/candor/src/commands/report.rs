@@ -1,10 +1,69 @@
-//! `candor report` (being built).
+//! `candor report`: re-renders a saved result — the HTML report with `-o FILE`, or any text
+//! format (`--format table|json|csv|markdown|iozone|excel`) to stdout or to `-o FILE`.
+//! Everything comes from the JSON; nothing is measured again.
 
-use crate::exit::{CmdResult, Failure};
+use crate::exit::{CmdResult, Failure, OK};
+use candor_report::Format;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// A result file written by `candor run -o FILE.json`.
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+    /// Write the report to FILE: the HTML report, or the --format given.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// table, json, csv, markdown, iozone or excel (default: table on stdout, HTML with -o).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(Failure::usage("candor report is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    let format = match args.format.as_deref() {
+        None => None,
+        Some(name) => Some(Format::parse(name).ok_or_else(|| {
+            Failure::usage(format!(
+                "unknown format {name:?}: use one of {}",
+                Format::names()
+            ))
+        })?),
+    };
+    let doc = candor_model::load_result(&args.result).map_err(|e| Failure::usage(e.to_string()))?;
+    match (&args.output, format) {
+        (Some(path), None) => write_file(path, &candor_report::render_html(&doc))?,
+        (Some(path), Some(f)) => write_file(path, &candor_report::render(&doc, f))?,
+        (None, f) => to_stdout(&candor_report::render(&doc, f.unwrap_or(Format::Table)))?,
+    }
+    Ok(OK)
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
+/// reader never sees half a report.
+pub fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "report".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Failure::failed(format!(
+            "cannot write {}: {e}; choose a writable path with -o",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Prints to stdout; a closed pipe (`| head`) is not an error.
+pub fn to_stdout(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::failed(format!("cannot write to stdout: {e}"))),
+    }
 }
