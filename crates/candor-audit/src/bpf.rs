@@ -172,8 +172,9 @@ impl PhaseSource for BpfSource {
             .map(|p| {
                 let mut q = convert(p, self.t0_ns, &self.cwd, now);
                 if let Some((r, w)) = self.storage(p) {
-                    q.storage_read_bytes = Some(r);
-                    q.storage_write_bytes = Some(w);
+                    // A window's block traffic only speaks for the direction the file moved.
+                    q.storage_read_bytes = Some(if q.read_bytes > 0 { r } else { 0 });
+                    q.storage_write_bytes = Some(if q.write_bytes > 0 { w } else { 0 });
                 }
                 q
             })

@@ -1,0 +1,87 @@
+//! Every parser takes any text: random bytes, truncated captures, captures with lines
+//! shuffled or cut. None may panic, and none may claim a negative or non-finite rate.
+
+use candor_audit::claims::{self, dd, fio, iozone};
+use proptest::prelude::*;
+
+fn fixtures() -> Vec<String> {
+    let base = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    let mut out = Vec::new();
+    for dir in ["iozone", "fio", "dd"] {
+        let Ok(rd) = std::fs::read_dir(format!("{base}/{dir}")) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if let Ok(t) = std::fs::read_to_string(e.path()) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+fn check(text: &str) {
+    let argv: Vec<String> = ["dd", "if=/dev/zero", "of=/tmp/x", "bs=1M"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for c in iozone::parse(text)
+        .into_iter()
+        .chain(fio::parse(text))
+        .chain(dd::parse(text))
+        .chain(claims::parse(&argv, text, text))
+    {
+        assert!(c.claimed_bps.is_finite() && c.claimed_bps >= 0.0, "{c:?}");
+    }
+}
+
+#[test]
+fn fixtures_cut_at_every_line() {
+    for f in fixtures() {
+        let lines: Vec<&str> = f.lines().collect();
+        for n in 0..=lines.len() {
+            check(&lines[..n].join("\n"));
+            check(&lines[n..].join("\n"));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_text(s in "\\PC{0,400}") {
+        check(&s);
+    }
+
+    #[test]
+    fn fixtures_cut_anywhere(which in 0usize..64, at in 0usize..200_000, len in 0usize..4000) {
+        let f = fixtures();
+        if f.is_empty() {
+            return Ok(());
+        }
+        let text = &f[which % f.len()];
+        let bytes = text.as_bytes();
+        let start = at % (bytes.len() + 1);
+        let end = (start + len).min(bytes.len());
+        check(&String::from_utf8_lossy(&bytes[start..end]));
+        check(&String::from_utf8_lossy(&bytes[..start]));
+    }
+
+    #[test]
+    fn fixtures_with_noise(which in 0usize..64, noise in "[ \\t0-9a-zA-Z=:,.()%/\\[\\]|\"{}-]{0,60}", line in 0usize..300) {
+        let f = fixtures();
+        if f.is_empty() {
+            return Ok(());
+        }
+        let text = &f[which % f.len()];
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let at = line % (lines.len() + 1);
+        lines.insert(at, noise.clone());
+        check(&lines.join("\n"));
+        if let Some(l) = lines.get_mut(at.saturating_sub(1)) {
+            l.push_str(&noise);
+        }
+        check(&lines.join("\n"));
+    }
+}

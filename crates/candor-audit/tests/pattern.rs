@@ -1,0 +1,114 @@
+//! `candor audit`'s machinery on a program whose every call is known (candor-pattern:
+//! COUNT writes of SIZE bytes, one fsync, close; then COUNT reads of SIZE bytes).
+
+use candor_audit::{audit, Direction, Exit, Options, SourceChoice};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// One audit at a time: the procfs source counts every child of this process as part of
+/// the audited tree (orphans are re-parented to it), so parallel tests would see each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run(source: SourceChoice, size: u64, count: u64) -> Option<candor_audit::Audit> {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!(
+        "candor-pattern-{}-{:?}",
+        std::process::id(),
+        source
+    ));
+    std::fs::create_dir_all(&dir).ok()?;
+    let file = dir.join("pattern.dat");
+    let argv = vec![
+        env!("CARGO_BIN_EXE_candor-pattern").to_string(),
+        file.display().to_string(),
+        size.to_string(),
+        count.to_string(),
+    ];
+    let opts = Options {
+        source,
+        pass_through: false,
+        ..Options::default()
+    };
+    let a = audit(&argv, &opts);
+    let _ = std::fs::remove_dir_all(&dir);
+    match a {
+        Ok(a) => Some(a),
+        Err(e) => {
+            eprintln!("skipped: {}", e.0);
+            None
+        }
+    }
+}
+
+#[test]
+fn every_call_of_a_known_pattern_with_ebpf() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let (size, count) = (65536u64, 256u64);
+    let Some(a) = run(SourceChoice::Bpf, size, count) else {
+        return;
+    };
+    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    assert!(a.stdout.contains("pattern verified"));
+    let on_file: Vec<_> = a
+        .observed
+        .phases
+        .iter()
+        .filter(|p| p.path.ends_with("/pattern.dat"))
+        .collect();
+    assert_eq!(on_file.len(), 2, "{on_file:#?}");
+    let (w, r) = (on_file[0], on_file[1]);
+    assert_eq!(w.direction(), Direction::Write);
+    assert_eq!(w.write_bytes, size * count);
+    assert_eq!(w.write_calls, Some(count));
+    assert_eq!(w.fsync_count, Some(1));
+    assert_eq!(w.record_sizes, vec![[size, count]]);
+    assert_eq!(r.direction(), Direction::Read);
+    assert_eq!(r.read_bytes, size * count);
+    assert_eq!(r.read_calls, Some(count));
+    assert!(
+        w.close_s <= r.open_s,
+        "the read phase follows the write phase"
+    );
+    assert!(w.fsync_time_s.unwrap_or(0.0) > 0.0);
+    // An unknown program: no claims, the phases are the report.
+    assert!(a.claims.is_empty());
+    assert!(a.rows.is_empty());
+}
+
+#[test]
+fn bytes_of_a_known_pattern_with_procfs() {
+    // Large enough that the file stays open for many sampling periods.
+    let (size, count) = (1u64 << 20, 192u64);
+    let Some(a) = run(SourceChoice::Procfs, size, count) else {
+        return;
+    };
+    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    let on_file: Vec<_> = a
+        .observed
+        .phases
+        .iter()
+        .filter(|p| p.path.ends_with("/pattern.dat"))
+        .collect();
+    if on_file.len() < 2 {
+        eprintln!(
+            "skipped: a phase was shorter than one sampling period on this machine: {on_file:#?}"
+        );
+        return;
+    }
+    let written: u64 = on_file.iter().map(|p| p.write_bytes).sum();
+    let read: u64 = on_file.iter().map(|p| p.read_bytes).sum();
+    assert_eq!(
+        written,
+        size * count,
+        "stdout bytes are left out of the file's bytes"
+    );
+    assert_eq!(read, size * count);
+    assert_eq!(on_file[0].direction(), Direction::Write);
+    assert_eq!(on_file.last().map(|p| p.direction()), Some(Direction::Read));
+}

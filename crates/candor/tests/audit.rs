@@ -1,0 +1,314 @@
+//! `candor audit` driven as a person would: the built binary, real fio and dd runs on real
+//! files, and the JSON it writes read back.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn candor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A scratch directory on a filesystem that takes O_DIRECT (ext4 under /var/tmp here).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("candor-audit-test")
+        .tempdir_in("/var/tmp")
+        .or_else(|_| tempfile::tempdir())
+        .expect("a temporary directory")
+}
+
+fn audit(dir: &Path, witness: &str, cmd: &[&str]) -> (Output, Value) {
+    let json = dir.join(format!("audit-{witness}.json"));
+    let out = candor()
+        .current_dir(dir)
+        .args(["audit", "--witness", witness, "-o"])
+        .arg(&json)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("candor runs");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no {}: {e}\nstderr: {}",
+            json.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let v: Value = serde_json::from_str(&text).expect("valid JSON");
+    (out, v)
+}
+
+fn witness_modes() -> Vec<&'static str> {
+    if is_root() {
+        vec!["bpf", "procfs"]
+    } else {
+        eprintln!("note: not root: only the procfs witness is tested");
+        vec!["procfs"]
+    }
+}
+
+fn row(v: &Value) -> &Value {
+    &v["audit"]["reconciliation"][0]
+}
+
+#[test]
+fn fio_direct_read_is_reconciled() {
+    if !have("fio") {
+        eprintln!("skipped: fio is not installed");
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("dread.dat");
+    // Lay the file out first, so the audited run is the read alone.
+    let st = Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M", "count=256", "status=none"])
+        .arg(format!("of={}", file.display()))
+        .status()
+        .expect("dd runs");
+    assert!(st.success());
+    for w in witness_modes() {
+        let (out, v) = audit(
+            dir.path(),
+            w,
+            &[
+                "fio",
+                "--name=dread",
+                &format!("--filename={}", file.display()),
+                "--rw=read",
+                "--bs=128k",
+                "--size=256m",
+                "--direct=1",
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // fio's JSON passed through unchanged on stdout.
+        let fio_json: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON on stdout");
+        let io_bytes = fio_json["jobs"][0]["read"]["io_bytes"].as_u64();
+        assert_eq!(io_bytes, Some(256 << 20));
+        assert_eq!(v["kind"], "audit");
+        let a = &v["audit"];
+        assert_eq!(a["claims"].as_array().map(Vec::len), Some(1));
+        let r = row(&v);
+        assert_eq!(r["test"], "dread");
+        assert_eq!(r["record_size"], 128 << 10);
+        assert_eq!(r["claimed_Bps"], fio_json["jobs"][0]["read"]["bw_bytes"]);
+        let ratio = r["ratio"].as_f64().expect("a ratio");
+        let source = a["source"].as_str().unwrap_or("");
+        if source == "bpf" {
+            assert_eq!(r["observed_bytes"], 256 << 20, "{r:#}");
+            assert!((ratio - 1.0).abs() <= 0.03, "direct read within 3%: {r:#}");
+            assert!(r["observed_syscall_Bps"].as_f64().is_some());
+        } else {
+            // Sampling gives the ends of the phase to a few milliseconds.
+            let b = r["observed_bytes"].as_f64().unwrap_or(0.0);
+            assert!((b / (256u64 << 20) as f64 - 1.0).abs() < 0.02, "{r:#}");
+            assert!((ratio - 1.0).abs() <= 0.15, "{r:#}");
+        }
+        let table = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            table.contains("claimed") && table.contains("dread"),
+            "{table}"
+        );
+    }
+}
+
+#[test]
+fn fio_buffered_write_explains_the_page_cache() {
+    if !have("fio") {
+        eprintln!("skipped: fio is not installed");
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("bwrite.dat");
+    for w in witness_modes() {
+        for end_fsync in ["0", "1"] {
+            let (out, v) = audit(
+                dir.path(),
+                w,
+                &[
+                    "fio",
+                    "--name=bwrite",
+                    &format!("--filename={}", file.display()),
+                    "--rw=write",
+                    "--bs=64k",
+                    "--size=128m",
+                    &format!("--end_fsync={end_fsync}"),
+                ],
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let r = row(&v);
+            assert_eq!(r["test"], "bwrite", "{v:#}");
+            assert_eq!(r["direction"], "write");
+            let claimed = r["claimed_Bps"].as_f64().unwrap_or(0.0);
+            assert!(claimed > 0.0);
+            let observed = r["observed_bytes"].as_f64().unwrap_or(0.0);
+            assert!(
+                (observed / (128u64 << 20) as f64 - 1.0).abs() < 0.02,
+                "{r:#}"
+            );
+            let why = r["explanation"].as_str().unwrap_or("");
+            if end_fsync == "1" {
+                let flags = v["audit"]["claims"][0]["flags"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                assert!(flags.iter().any(|x| x == "fsync_in_timing"), "{flags:?}");
+            }
+            if let Some(share) = r["flushed_share"].as_f64() {
+                if share < 0.5 {
+                    assert!(why.contains("page cache"), "{why}");
+                    assert!(
+                        r["verdict"] == "cache speed" || r["verdict"] != "agrees",
+                        "{r:#}"
+                    );
+                }
+            }
+            eprintln!("{w} end_fsync={end_fsync}: {} — {why}", r["verdict"]);
+        }
+    }
+}
+
+#[test]
+fn dd_direct_write_bytes_are_exact() {
+    let dir = scratch();
+    for w in witness_modes() {
+        let of = dir.path().join(format!("dd-{w}.dat"));
+        let (out, v) = audit(
+            dir.path(),
+            w,
+            &[
+                "dd",
+                "if=/dev/zero",
+                &format!("of={}", of.display()),
+                "bs=1M",
+                "count=64",
+                "oflag=direct",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        // dd's own summary still reaches stderr.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("67108864 bytes"), "{err}");
+        let r = row(&v);
+        assert_eq!(r["test"], "write");
+        assert_eq!(r["claimed_bytes"], 64 << 20);
+        assert_eq!(r["observed_bytes"], 64 << 20, "{w}: {r:#}");
+        assert_eq!(r["record_size"], 1 << 20);
+        let phases = v["audit"]["phases"].as_array().cloned().unwrap_or_default();
+        let on_file: Vec<&Value> = phases
+            .iter()
+            .filter(|p| p["path"] == of.display().to_string())
+            .collect();
+        assert!(!on_file.is_empty(), "{phases:#?}");
+        let storage: u64 = on_file
+            .iter()
+            .map(|p| p["storage_write_bytes"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(
+            storage >= 64 << 20,
+            "O_DIRECT bytes went to storage: {on_file:#?}"
+        );
+    }
+}
+
+#[test]
+fn output_and_exit_code_pass_through() {
+    let dir = scratch();
+    let out = candor()
+        .current_dir(dir.path())
+        .args([
+            "audit",
+            "--",
+            "sh",
+            "-c",
+            "printf 'hello\\n'; printf 'oops\\n' >&2; exit 3",
+        ])
+        .output()
+        .expect("candor runs");
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.stdout, b"hello\n", "stdout is the command's alone");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("oops\n"), "{err}");
+    assert!(err.contains("touched no regular file"), "{err}");
+    assert!(err.contains("exited with code 3"), "{err}");
+}
+
+#[test]
+fn command_not_found_is_said_plainly() {
+    let dir = scratch();
+    let json = dir.path().join("nf.json");
+    let out = candor()
+        .current_dir(dir.path())
+        .args(["audit", "-o"])
+        .arg(&json)
+        .args(["--", "candor-no-such-program-xyz"])
+        .output()
+        .expect("candor runs");
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("command not found"), "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+        .expect("valid JSON");
+    assert_eq!(v["audit"]["exit"]["not_found"], true);
+    assert_eq!(v["complete"], false);
+}
+
+#[test]
+fn killed_by_a_signal_still_reports() {
+    let dir = scratch();
+    let out = candor()
+        .current_dir(dir.path())
+        .args([
+            "audit",
+            "--",
+            "sh",
+            "-c",
+            "dd if=/dev/zero of=x bs=64k count=64 status=none; kill -9 $$",
+        ])
+        .output()
+        .expect("candor runs");
+    assert_eq!(out.status.code(), Some(128 + 9));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("killed by signal 9 (SIGKILL)"), "{err}");
+}
+
+#[test]
+fn bad_usage_is_exit_2() {
+    let out = candor()
+        .args(["audit", "--witness", "sometimes", "--", "true"])
+        .output()
+        .expect("candor runs");
+    assert_eq!(out.status.code(), Some(2));
+    let out = candor().args(["audit"]).output().expect("candor runs");
+    assert_eq!(out.status.code(), Some(2), "a command is required");
+    let out = candor()
+        .args(["audit", "-o", "/nonexistent-dir/x.json", "--", "true"])
+        .output()
+        .expect("candor runs");
+    assert_eq!(out.status.code(), Some(2));
+}
