@@ -95,9 +95,11 @@ impl World {
         self.comm.all_gather_into(&len_i32(mine), &mut counts[..]);
         let displs = displacements(&counts);
         let total: usize = counts.iter().map(|&c| c.max(0) as usize).sum();
-        let mut buf = vec![0u8; total];
+        // One spare byte: an empty receive buffer and an empty send buffer would both be
+        // Rust's dangling pointer, and MPI refuses a send buffer equal to the receive one.
+        let mut buf = vec![0u8; total + 1];
         {
-            let mut part = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+            let mut part = PartitionMut::new(&mut buf[..total], &counts[..], &displs[..]);
             self.comm.all_gather_varcount_into(mine, &mut part);
         }
         split(&buf, &counts)
@@ -112,9 +114,9 @@ impl World {
             root.gather_into_root(&len, &mut counts[..]);
             let displs = displacements(&counts);
             let total: usize = counts.iter().map(|&c| c.max(0) as usize).sum();
-            let mut buf = vec![0u8; total];
+            let mut buf = vec![0u8; total + 1];
             {
-                let mut part = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+                let mut part = PartitionMut::new(&mut buf[..total], &counts[..], &displs[..]);
                 root.gather_varcount_into_root(mine, &mut part);
             }
             Some(split(&buf, &counts))

@@ -19,6 +19,8 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod mpi;
+
 #[derive(clap::Args, Debug, Default)]
 pub struct Args {
     /// Directories to benchmark (default: the current directory). Several run the same plan
@@ -146,6 +148,11 @@ pub struct Args {
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Run as one rank of an MPI job (`mpirun -n N candor run --mpi ...`): all ranks pass
+    /// a barrier before each test, rank 0 merges and reports (see docs/mpi.md).
+    #[arg(long)]
+    pub mpi: bool,
 
     /// The device's ceiling, to report every result's efficiency against it:
     /// e.g. seq=510MB/s,iops=95000 (also seq-read, seq-write, iops-read, iops-write), or
@@ -789,6 +796,13 @@ fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
 }
 
 pub fn run(a: Args) -> CmdResult {
+    if a.mpi {
+        return mpi::run(a);
+    }
+    run_with(a, None)
+}
+
+fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let started_at = rfc3339_now();
     let command_line: Vec<String> = std::env::args().collect();
     let format = Format::parse(&a.format).ok_or_else(|| {
@@ -837,13 +851,16 @@ pub fn run(a: Args) -> CmdResult {
     } else {
         a.targets.clone()
     };
-    for t in &targets {
-        check_target(t, a.allow_device_writes)?;
-    }
+    mpi::agree(
+        mpi,
+        targets
+            .iter()
+            .try_for_each(|t| check_target(t, a.allow_device_writes)),
+    )?;
     signals::install();
 
     // Stale run directories of killed runs go first (only candor's, by their marker).
-    for t in &targets {
+    for t in targets.iter().filter(|_| mpi::is_root(mpi)) {
         if let Ok(rep) = clean_stale(t) {
             for p in rep.removed {
                 eprintln!(
@@ -854,21 +871,25 @@ pub fn run(a: Args) -> CmdResult {
         }
     }
 
-    let id = new_run_id();
-    let mut dirs = Vec::new();
-    for t in &targets {
-        dirs.push(make_run_dir(t, &id)?);
-    }
+    let id = mpi::run_id(mpi, new_run_id());
+    let dirs = mpi::agree(
+        mpi,
+        targets
+            .iter()
+            .map(|t| make_run_dir(t, &id))
+            .collect::<Result<Vec<RunDir>, Failure>>(),
+    )?;
     let infos: Vec<TargetInfo> = targets
         .iter()
         .map(|t| candor_witness::describe_target(t))
         .collect();
-    let planned = plan(&a, &infos, &dirs)?;
+    let planned = mpi::agree(mpi, plan(&a, &infos, &dirs))?;
 
     let mut doc = RunDoc::new("run", command_line, started_at);
     doc.host = candor_witness::describe_host();
     doc.targets = infos;
     doc.options = options_map(&a, &planned, &a.format);
+    doc.mpi = mpi.map(|m| m.info());
     doc.warnings.extend(planned.notes.iter().cloned());
     for n in &planned.notes {
         eprintln!("candor: {n}");
@@ -901,7 +922,7 @@ pub fn run(a: Args) -> CmdResult {
 
     let total =
         planned.points.len() as u64 * planned.settings.repeat as u64 * run_targets.len() as u64;
-    let bar = if !a.quiet && std::io::stderr().is_terminal() {
+    let bar = if !a.quiet && std::io::stderr().is_terminal() && mpi::is_root(mpi) {
         let b = indicatif::ProgressBar::new(total);
         b.set_style(
             indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
@@ -931,7 +952,10 @@ pub fn run(a: Args) -> CmdResult {
                 }
             }
             for r in &rs {
-                for w in result_warnings(r, default_run) {
+                for w in result_warnings(r, default_run)
+                    .into_iter()
+                    .chain(mpi::warnings(r))
+                {
                     if !doc_ref.warnings.contains(&w) {
                         doc_ref.warnings.push(w);
                     }
@@ -950,13 +974,23 @@ pub fn run(a: Args) -> CmdResult {
                 }
             }
         };
-        runner::run(
-            &mut run_targets,
-            &planned.points,
-            &planned.settings,
-            &mut progress,
-            &mut sink,
-        )
+        match mpi {
+            None => runner::run(
+                &mut run_targets,
+                &planned.points,
+                &planned.settings,
+                &mut progress,
+                &mut sink,
+            ),
+            Some(m) => runner::run_coordinated(
+                &mut run_targets,
+                &planned.points,
+                &planned.settings,
+                &mut progress,
+                &mut sink,
+                &mut m.coordinator(),
+            ),
+        }
     };
     if let Some(b) = &progress.bar {
         b.finish_and_clear();
@@ -995,6 +1029,13 @@ pub fn run(a: Args) -> CmdResult {
             FAILED
         }
     };
+    if !mpi::is_root(mpi) {
+        // Rank 0 reports for every rank.
+        if stop.is_some() {
+            mpi::stop_all(mpi, code);
+        }
+        return Ok(code);
+    }
     if let Some(out) = &output {
         if let Err(e) = save_atomic(out, &serde_json::to_string_pretty(&doc).unwrap_or_default()) {
             save_error = Some(format!("cannot save {}: {e}", out.display()));
@@ -1041,6 +1082,9 @@ pub fn run(a: Args) -> CmdResult {
                 );
             }
         }
+    }
+    if stop.is_some() {
+        mpi::stop_all(mpi, code);
     }
     Ok(code)
 }

@@ -1,0 +1,145 @@
+//! `candor run --mpi`: one candor per MPI rank. Every rank parses the same options and
+//! derives the same plan; the ranks agree before anything runs (a rank that cannot run
+//! stops them all, with its reason, rank and node, exit 2); rank 0's run id names every
+//! rank's run directory; the runner keeps the ranks in step through `MpiCoordinator`
+//! (a barrier before each timed region, the results gathered to rank 0 and merged after
+//! each test); only rank 0 saves and prints. Without the `mpi` feature, or outside a
+//! launcher, `Session::start` says so in one sentence.
+
+use crate::exit::{CmdResult, Failure};
+use candor_model::{MpiInfo, TestResult};
+use candor_mpi::{Topology, World};
+
+pub struct Session {
+    pub world: World,
+    pub topo: Topology,
+}
+
+impl Session {
+    fn start() -> Result<Session, Failure> {
+        let world = World::init().map_err(|e| Failure::usage(e.to_string()))?;
+        let topo = Topology::learn(&world, candor_engine::clock::now_ns);
+        Ok(Session { world, topo })
+    }
+
+    pub fn coordinator(&self) -> candor_mpi::MpiCoordinator<'_> {
+        candor_mpi::MpiCoordinator::new(&self.world, &self.topo)
+    }
+
+    pub fn info(&self) -> MpiInfo {
+        self.topo.info(false, false)
+    }
+
+    fn node_of(&self, rank: usize) -> String {
+        self.topo
+            .rank_nodes
+            .get(rank)
+            .and_then(|&n| self.topo.node_names.get(n as usize))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Runs `candor run` as one rank of an MPI job.
+pub fn run(a: super::Args) -> CmdResult {
+    let session = Session::start()?;
+    let root = session.world.rank() == 0;
+    let out = super::run_with(a, Some(&session));
+    // MPI_Finalize, on every rank, before the process exits.
+    drop(session);
+    match out {
+        // Rank 0 says why; the other ranks exit with the same code and say nothing more.
+        Err(f) if !root => Ok(f.code),
+        other => other,
+    }
+}
+
+/// Whether this process reports (rank 0, or the only process).
+pub fn is_root(s: Option<&Session>) -> bool {
+    s.map_or(true, |s| s.world.rank() == 0)
+}
+
+/// The run id: rank 0's, on every rank, with the rank appended so that each rank has its
+/// own run directory even when the ranks share the target.
+pub fn run_id(s: Option<&Session>, id: String) -> String {
+    match s {
+        None => id,
+        Some(s) => {
+            let root_id =
+                String::from_utf8_lossy(&s.world.broadcast_bytes(id.into_bytes())).into_owned();
+            format!("{root_id}-r{}", s.world.rank())
+        }
+    }
+}
+
+/// Every rank learns whether every rank got this far. Called at the same places on every
+/// rank whatever happened locally, so no rank waits at a barrier for a rank that stopped.
+pub fn agree<T>(s: Option<&Session>, mine: Result<T, Failure>) -> Result<T, Failure> {
+    let Some(s) = s else { return mine };
+    let word = match &mine {
+        Ok(_) => String::new(),
+        Err(f) => format!("{}\t{}", f.code, f.message),
+    };
+    let all = s.world.all_gather_bytes(word.as_bytes());
+    for (rank, w) in all.iter().enumerate() {
+        if w.is_empty() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(w);
+        let (code, message) = text.split_once('\t').unwrap_or(("2", &text));
+        let message = if rank == 0 {
+            message.to_string()
+        } else {
+            format!("rank {rank} on {}: {message}", s.node_of(rank))
+        };
+        return Err(Failure {
+            code: code.parse().unwrap_or(crate::exit::USAGE),
+            message,
+        });
+    }
+    mine
+}
+
+/// The merged result's sentences about the ranks (lagging ranks, node caches), for the
+/// run's warnings.
+pub fn warnings(r: &TestResult) -> Vec<String> {
+    let Some(v) = r.ranks.as_ref() else {
+        return Vec::new();
+    };
+    let label = format!(
+        "{} ({} ranks)",
+        r.test,
+        v.get("ranks").and_then(|x| x.as_u64()).unwrap_or(0)
+    );
+    let mut out: Vec<String> = v
+        .get("notes")
+        .and_then(|n| n.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str())
+                .map(|x| format!("{label}: {x}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(l) = v.get("lagging_ranks").and_then(|l| l.as_array()) {
+        if !l.is_empty() {
+            let ranks: Vec<String> = l.iter().map(|x| x.to_string()).collect();
+            out.push(format!(
+                "{label}: rank(s) {} lagged (below {:.0}% of the median rank's throughput): look at their nodes' load and links",
+                ranks.join(", "),
+                candor_mpi::merge::LAG_SHARE * 100.0
+            ));
+        }
+    }
+    out
+}
+
+/// A rank that stops early (signal, no space) ends the whole job: the others would wait
+/// for it at the next barrier forever.
+pub fn stop_all(s: Option<&Session>, code: i32) {
+    if let Some(s) = s {
+        if s.world.size() > 1 {
+            s.world.abort(code);
+        }
+    }
+}
