@@ -1,0 +1,153 @@
+//! `candor report` and `candor compare` driven as a user would: formats to stdout, files
+//! written, and every bad input answered with one sentence and exit code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const CANDOR: &str = env!("CARGO_BIN_EXE_candor");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../candor-report/tests/expected")
+        .join(name)
+}
+
+fn candor(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(CANDOR)
+        .args(args)
+        .output()
+        .expect("candor runs")
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+#[test]
+fn every_format_renders_the_saved_result_as_the_library_does() {
+    let json = fixture("sample.json");
+    for (format, expected) in [
+        ("table", "sample.table.txt"),
+        ("csv", "sample.csv"),
+        ("markdown", "sample.md"),
+        ("iozone", "sample.iozone.txt"),
+        ("excel", "sample.excel.txt"),
+        ("json", "sample.json"),
+    ] {
+        let o = candor(&[os("report"), json.as_os_str(), os("--format"), os(format)]);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", stderr(&o));
+        let want = std::fs::read_to_string(fixture(expected)).expect("expected file");
+        assert_eq!(stdout(&o), want, "candor report --format {format}");
+    }
+    // The default is the table.
+    let o = candor(&[os("report"), json.as_os_str()]);
+    assert!(stdout(&o).contains("MB/s (95% CI)"));
+}
+
+#[test]
+fn output_files_are_written_whole() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("r.csv");
+    let o = candor(&[
+        os("report"),
+        fixture("sample.json").as_os_str(),
+        os("--format"),
+        os("csv"),
+        os("-o"),
+        out.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+    let text = std::fs::read_to_string(&out).expect("written");
+    assert!(text.starts_with("target,fs_type,device,test"));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file left behind: {left:?}");
+}
+
+#[test]
+fn bad_inputs_get_one_sentence_and_exit_code_2() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let foreign = dir.path().join("foreign.json");
+    std::fs::write(&foreign, r#"{"jobs": []}"#).expect("write");
+    let newer = dir.path().join("newer.json");
+    std::fs::write(&newer, r#"{"tool": "candor", "schema_version": 999}"#).expect("write");
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "not json at all").expect("write");
+    let missing = dir.path().join("missing.json");
+    let sample = fixture("sample.json");
+    let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
+        (
+            vec![os("report"), foreign.as_os_str()],
+            "not a candor result",
+        ),
+        (
+            vec![os("report"), newer.as_os_str()],
+            "newer than this candor",
+        ),
+        (vec![os("report"), garbage.as_os_str()], "is not JSON"),
+        (vec![os("report"), missing.as_os_str()], "cannot read"),
+        (
+            vec![os("report"), sample.as_os_str(), os("--format"), os("pdf")],
+            "unknown format",
+        ),
+        (
+            vec![os("compare"), sample.as_os_str()],
+            "nothing to compare",
+        ),
+        (
+            vec![os("compare"), sample.as_os_str(), foreign.as_os_str()],
+            "not a candor result",
+        ),
+    ];
+    for (args, words) in cases {
+        let o = candor(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one sentence: {err}");
+        assert!(!err.contains("panicked"));
+    }
+}
+
+#[test]
+fn compare_matches_tests_and_names_what_it_cannot_match() {
+    let o = candor(&[
+        os("compare"),
+        fixture("study-ext4.json").as_os_str(),
+        fixture("study-xfs.json").as_os_str(),
+        fixture("sample.json").as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("B/A") && out.contains("C/A"), "{out}");
+    assert!(out.contains("1.08x"), "xfs was made 8% faster: {out}");
+    assert!(out.contains("Not compared"), "{out}");
+    assert!(
+        out.contains("has no counterpart in A (study-ext4.json)"),
+        "sample's tests are named: {out}"
+    );
+    assert!(out.contains("Per device and filesystem"));
+    assert!(out.contains("Read Sequential"));
+    let o = candor(&[
+        os("compare"),
+        fixture("study-ext4.json").as_os_str(),
+        fixture("study-xfs.json").as_os_str(),
+        os("--format"),
+        os("json"),
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).expect("compare --format json is JSON");
+    assert_eq!(v["rows"].as_array().map(|r| r.len()), Some(12));
+}
