@@ -11,4 +11,5 @@ pub mod rundir;
 pub mod runner;
 pub mod signals;
 pub mod size;
+pub mod special;
 pub mod workload;

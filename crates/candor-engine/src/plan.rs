@@ -59,9 +59,50 @@ pub struct Sweep<'a> {
     pub engine: EngineKind,
     /// iozone -a's rule for large files.
     pub auto: bool,
+    /// Buffer sizes for the copy test (UnixBench's 256, 1024, 4096 by default).
+    pub copy_record_sizes: &'a [u64],
 }
 
 pub fn build(s: &Sweep) -> Vec<Point> {
+    let mut out = build_records(s);
+    // Copy: one point per file size, buffer size and thread count.
+    if let Some(&copy) = s
+        .tests
+        .iter()
+        .find(|t| t.special == crate::workload::Special::Copy)
+    {
+        for &fs in s.file_sizes {
+            for &rs in s.copy_record_sizes.iter().filter(|&&r| r <= fs) {
+                for &th in s.threads {
+                    out.push(Point {
+                        spec: copy,
+                        file_size: fs,
+                        record_size: rs,
+                        threads: th,
+                        iodepth: 1,
+                        engine: EngineKind::Sync,
+                    });
+                }
+            }
+        }
+    }
+    // Metadata: once per thread count, in catalog order; sizes do not apply.
+    for &th in s.threads {
+        for &spec in s.tests.iter().filter(|t| t.is_meta()) {
+            out.push(Point {
+                spec,
+                file_size: 0,
+                record_size: 0,
+                threads: th,
+                iodepth: 1,
+                engine: EngineKind::Sync,
+            });
+        }
+    }
+    out
+}
+
+fn build_records(s: &Sweep) -> Vec<Point> {
     let mut out = Vec::new();
     for &fs in s.file_sizes {
         for &rs in s.record_sizes {
@@ -73,7 +114,11 @@ pub fn build(s: &Sweep) -> Vec<Point> {
             }
             for &th in s.threads {
                 for &qd in s.iodepths {
-                    for &spec in s.tests {
+                    for &spec in s
+                        .tests
+                        .iter()
+                        .filter(|t| t.special == crate::workload::Special::None)
+                    {
                         let engine = engine_for(spec, s.engine);
                         // A depth sweep only means something to a queueing engine: other
                         // engines run once, at depth 1.
@@ -131,6 +176,7 @@ mod tests {
             iodepths: &[1],
             engine: EngineKind::Psync,
             auto: true,
+            copy_record_sizes: &[],
         });
         assert!(p.iter().all(|x| x.record_size <= x.file_size));
         assert!(!p
@@ -144,6 +190,42 @@ mod tests {
     }
 
     #[test]
+    fn copy_and_metadata_points() {
+        let tests = parse_tests("write,copy,create,stat").unwrap();
+        let p = build(&Sweep {
+            tests: &tests,
+            file_sizes: &[1 << 20],
+            record_sizes: &[65536],
+            threads: &[1, 2],
+            iodepths: &[1],
+            engine: EngineKind::Psync,
+            auto: false,
+            copy_record_sizes: &[256, 1024, 4096],
+        });
+        let names: Vec<(&str, u64, u32)> = p
+            .iter()
+            .map(|x| (x.spec.name, x.record_size, x.threads))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("write", 65536, 1),
+                ("write", 65536, 2),
+                ("copy", 256, 1),
+                ("copy", 256, 2),
+                ("copy", 1024, 1),
+                ("copy", 1024, 2),
+                ("copy", 4096, 1),
+                ("copy", 4096, 2),
+                ("create", 0, 1),
+                ("stat", 0, 1),
+                ("create", 0, 2),
+                ("stat", 0, 2)
+            ]
+        );
+    }
+
+    #[test]
     fn interfaces_force_their_engine_and_depth_is_for_queues_only() {
         let tests = parse_tests("fwrite,write").unwrap();
         let p = build(&Sweep {
@@ -154,6 +236,7 @@ mod tests {
             iodepths: &[1, 8],
             engine: EngineKind::IoUring,
             auto: false,
+            copy_record_sizes: &[],
         });
         let names: Vec<(&str, &str, u32)> = p
             .iter()

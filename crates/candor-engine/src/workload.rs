@@ -2,6 +2,7 @@
 //! forces, and what it is meant to measure. One table; the runner and the planner read it.
 
 use crate::pattern::Pattern;
+pub use crate::special::{MetaOp, Special};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -40,6 +41,8 @@ pub struct TestSpec {
     pub file: FileState,
     /// A "re" test: reads what the previous test just read, so it is meant to hit the cache.
     pub cached: bool,
+    /// Copy and metadata workloads, which are not records on one file.
+    pub special: Special,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,9 +77,25 @@ macro_rules! spec {
             interface: Interface::$if,
             file: FileState::$file,
             cached: $cached,
+            special: Special::None,
+        }
+    };
+    ($name:literal, $dir:ident, $special:expr) => {
+        TestSpec {
+            name: $name,
+            iozone_group: NO_GROUP,
+            direction: Direction::$dir,
+            pattern: PatternKind::Sequential,
+            interface: Interface::Any,
+            file: FileState::Existing,
+            cached: false,
+            special: $special,
         }
     };
 }
+
+/// The group of tests that iozone's -i numbers do not name.
+pub const NO_GROUP: u8 = 255;
 
 /// Every test, in iozone's order (which is also the order they run in).
 pub const TESTS: &[TestSpec] = &[
@@ -104,7 +123,21 @@ pub const TESTS: &[TestSpec] = &[
     spec!("repreadv", 12, Read, Sequential, Vector, Existing, true),
     spec!("mmapwrite", 13, Write, Sequential, Mmap, Fresh, false),
     spec!("mmapread", 13, Read, Sequential, Mmap, Existing, false),
+    spec!("copy", Write, Special::Copy),
+    spec!("create", Write, Special::Meta(MetaOp::Create)),
+    spec!("stat", Read, Special::Meta(MetaOp::Stat)),
+    spec!("open", Read, Special::Meta(MetaOp::Open)),
+    spec!("readdir", Read, Special::Meta(MetaOp::Readdir)),
+    spec!("unlink", Write, Special::Meta(MetaOp::Unlink)),
+    spec!("mkdir", Write, Special::Meta(MetaOp::Mkdir)),
+    spec!("rmdir", Write, Special::Meta(MetaOp::Rmdir)),
 ];
+
+impl TestSpec {
+    pub fn is_meta(&self) -> bool {
+        matches!(self.special, Special::Meta(_))
+    }
+}
 
 pub fn find(name: &str) -> Option<&'static TestSpec> {
     TESTS.iter().find(|t| t.name == name)
@@ -162,6 +195,7 @@ mod tests {
         assert_eq!(names("2"), ["randread", "randwrite"]);
         assert_eq!(names("8"), ["randmix"]);
         assert_eq!(names("12"), ["preadv", "repreadv"]);
+        assert_eq!(names("unlink,create,copy"), ["copy", "create", "unlink"]);
         assert_eq!(names("read,write,read"), ["write", "read"]);
     }
 

@@ -11,11 +11,20 @@ fn candor() -> Command {
 }
 
 fn run_in(dir: &Path, args: &[&str]) -> Output {
-    candor().arg("run").arg(dir).args(args).arg("--quiet").output().expect("candor runs")
+    candor()
+        .arg("run")
+        .arg(dir)
+        .args(args)
+        .arg("--quiet")
+        .output()
+        .expect("candor runs")
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect()
 }
 
 fn load(path: &Path) -> candor_model::RunDoc {
@@ -29,23 +38,56 @@ fn is_root() -> bool {
 /// Figures a real measurement of `bytes` must satisfy.
 fn assert_plausible(r: &candor_model::TestResult) {
     assert_eq!(r.status, "ok", "{} failed: {:?}", r.test, r.error);
-    assert!(r.throughput.mean > 0.0, "{}: throughput {}", r.test, r.throughput.mean);
+    assert!(
+        r.throughput.mean > 0.0,
+        "{}: throughput {}",
+        r.test,
+        r.throughput.mean
+    );
     // Nothing real moves faster than 200 GB/s here, or slower than 100 kB/s.
-    assert!(r.throughput.mean < 200e9 && r.throughput.mean > 1e5, "{}: {} B/s", r.test, r.throughput.mean);
+    assert!(
+        r.throughput.mean < 200e9 && r.throughput.mean > 1e5,
+        "{}: {} B/s",
+        r.test,
+        r.throughput.mean
+    );
     assert!(r.iops.mean > 0.0);
     let ops = r.file_size / r.record_size * r.threads as u64;
     for rep in &r.reps {
-        assert_eq!(rep.ops, ops, "{}: one pass touches every record once", r.test);
+        assert_eq!(
+            rep.ops, ops,
+            "{}: one pass touches every record once",
+            r.test
+        );
         assert_eq!(rep.bytes, ops * r.record_size);
         assert!(rep.seconds > 0.0);
     }
-    assert_eq!(r.latency_ns.count, ops * r.repetitions as u64, "{}: every operation timed", r.test);
-    assert!(r.latency_ns.p50 > 0 && r.latency_ns.p50 <= r.latency_ns.p99 && r.latency_ns.p99 <= r.latency_ns.max);
+    assert_eq!(
+        r.latency_ns.count,
+        ops * r.repetitions as u64,
+        "{}: every operation timed",
+        r.test
+    );
+    assert!(
+        r.latency_ns.p50 > 0
+            && r.latency_ns.p50 <= r.latency_ns.p99
+            && r.latency_ns.p99 <= r.latency_ns.max
+    );
     assert!(r.cpu.wall_s > 0.0);
     if r.is_write() {
-        let with = r.throughput_with_flush.as_ref().expect("write tests report both figures");
-        let without = r.throughput_without_flush.as_ref().expect("write tests report both figures");
-        assert!(without.mean >= with.mean * 0.999, "{}: leaving the flush out cannot be slower", r.test);
+        let with = r
+            .throughput_with_flush
+            .as_ref()
+            .expect("write tests report both figures");
+        let without = r
+            .throughput_without_flush
+            .as_ref()
+            .expect("write tests report both figures");
+        assert!(
+            without.mean >= with.mean * 0.999,
+            "{}: leaving the flush out cannot be slower",
+            r.test
+        );
     } else {
         assert!(r.throughput_without_flush.is_none());
     }
@@ -57,7 +99,19 @@ fn every_test_name_runs_and_the_json_loads() {
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
     let all = "write,rewrite,read,reread,randread,randwrite,bkwdread,recrewrite,strideread,fwrite,frewrite,fread,freread,randmix,pwrite,repwrite,pread,repread,pwritev,repwritev,preadv,repreadv,mmapwrite,mmapread";
-    let o = run_in(dir.path(), &["--tests", all, "--file-size", "2m", "--record-size", "64k", "-o", json.to_str().unwrap()]);
+    let o = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            all,
+            "--file-size",
+            "2m",
+            "--record-size",
+            "64k",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc = load(&json);
     assert!(doc.complete);
@@ -67,7 +121,14 @@ fn every_test_name_runs_and_the_json_loads() {
     for r in &doc.results {
         assert_plausible(r);
     }
-    let engine = |t: &str| doc.results.iter().find(|r| r.test == t).unwrap().engine.clone();
+    let engine = |t: &str| {
+        doc.results
+            .iter()
+            .find(|r| r.test == t)
+            .unwrap()
+            .engine
+            .clone()
+    };
     assert_eq!(engine("fwrite"), "stdio");
     assert_eq!(engine("pread"), "psync");
     assert_eq!(engine("preadv"), "vector");
@@ -75,13 +136,29 @@ fn every_test_name_runs_and_the_json_loads() {
     // Host and target are described.
     assert!(doc.host.cores > 0 && doc.host.ram_bytes > 0);
     assert!(!doc.targets[0].fs_type.is_empty());
-    assert_eq!(entries(dir.path()), Vec::<PathBuf>::new(), "candor's files are gone");
+    assert_eq!(
+        entries(dir.path()),
+        Vec::<PathBuf>::new(),
+        "candor's files are gone"
+    );
 }
 
 #[test]
 fn iozone_numbers_select_groups() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run_in(dir.path(), &["--tests", "3,4,5", "--file-size", "1m", "--record-size", "16k", "--format", "json"]);
+    let o = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "3,4,5",
+            "--file-size",
+            "1m",
+            "--record-size",
+            "16k",
+            "--format",
+            "json",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
     let names: Vec<&str> = doc.results.iter().map(|r| r.test.as_str()).collect();
@@ -90,10 +167,30 @@ fn iozone_numbers_select_groups() {
 
 #[test]
 fn every_engine_runs() {
-    for engine in ["sync", "psync", "vector", "stdio", "mmap", "io_uring", "null"] {
+    for engine in [
+        "sync", "psync", "vector", "stdio", "mmap", "io_uring", "null",
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = run_in(dir.path(), &["--engine", engine, "--tests", "write,read,randread", "--file-size", "4m", "--record-size", "16k", "--format", "json"]);
-        assert!(o.status.success(), "{engine}: {}", String::from_utf8_lossy(&o.stderr));
+        let o = run_in(
+            dir.path(),
+            &[
+                "--engine",
+                engine,
+                "--tests",
+                "write,read,randread",
+                "--file-size",
+                "4m",
+                "--record-size",
+                "16k",
+                "--format",
+                "json",
+            ],
+        );
+        assert!(
+            o.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(doc.results.len(), 3);
         for r in &doc.results {
@@ -107,7 +204,27 @@ fn every_engine_runs() {
 #[test]
 fn io_uring_depth_threads_repetitions_and_statistics() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run_in(dir.path(), &["--engine", "io_uring", "--iodepth", "1,8", "--threads", "1,2", "--tests", "randread", "--file-size", "4m", "--record-size", "4k", "--repeat", "3", "--format", "json"]);
+    let o = run_in(
+        dir.path(),
+        &[
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "1,8",
+            "--threads",
+            "1,2",
+            "--tests",
+            "randread",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
     let points: Vec<(u32, u32)> = doc.results.iter().map(|r| (r.threads, r.iodepth)).collect();
@@ -120,7 +237,10 @@ fn io_uring_depth_threads_repetitions_and_statistics() {
         assert!(s.min <= s.mean && s.mean <= s.max);
         assert!(s.ci95[0] <= s.mean && s.mean <= s.ci95[1]);
         if r.threads == 2 {
-            let agg = r.thread_aggregate.as_ref().expect("multi-thread aggregates");
+            let agg = r
+                .thread_aggregate
+                .as_ref()
+                .expect("multi-thread aggregates");
             assert_eq!(agg.per_thread_bytes, vec![4 << 20, 4 << 20]);
             // The sum of per-thread rates is at least the total over the slowest's time.
             assert!(agg.children_see >= agg.parent_sees * 0.999);
@@ -132,7 +252,22 @@ fn io_uring_depth_threads_repetitions_and_statistics() {
 #[test]
 fn stonewall_stops_the_others_and_counts_what_each_moved() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run_in(dir.path(), &["--threads", "2", "--stonewall", "--tests", "write", "--file-size", "8m", "--record-size", "4k", "--format", "json"]);
+    let o = run_in(
+        dir.path(),
+        &[
+            "--threads",
+            "2",
+            "--stonewall",
+            "--tests",
+            "write",
+            "--file-size",
+            "8m",
+            "--record-size",
+            "4k",
+            "--format",
+            "json",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
     let r = &doc.results[0];
@@ -141,14 +276,26 @@ fn stonewall_stops_the_others_and_counts_what_each_moved() {
     assert_eq!(agg.per_thread_bytes.len(), 2);
     let total: u64 = agg.per_thread_bytes.iter().sum();
     assert_eq!(total, r.reps[0].bytes);
-    assert!(agg.per_thread_bytes.iter().any(|&b| b == 8 << 20), "the first finisher wrote its whole file");
+    assert!(
+        agg.per_thread_bytes.iter().any(|&b| b == 8 << 20),
+        "the first finisher wrote its whole file"
+    );
 }
 
 #[test]
 fn flush_is_timed_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     for extra in [&[][..], &["--no-fsync-in-timing"][..]] {
-        let mut args = vec!["--tests", "write", "--file-size", "32m", "--record-size", "1m", "--format", "json"];
+        let mut args = vec![
+            "--tests",
+            "write",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "1m",
+            "--format",
+            "json",
+        ];
         args.extend_from_slice(extra);
         let o = run_in(dir.path(), &args);
         assert!(o.status.success());
@@ -160,10 +307,16 @@ fn flush_is_timed_both_ways() {
         let without = r.throughput_without_flush.as_ref().unwrap().mean;
         if extra.is_empty() {
             assert!(r.fsync_in_timing);
-            assert!((r.throughput.mean - with).abs() / with < 1e-9, "headline includes the flush");
+            assert!(
+                (r.throughput.mean - with).abs() / with < 1e-9,
+                "headline includes the flush"
+            );
         } else {
             assert!(!r.fsync_in_timing);
-            assert!((r.throughput.mean - without).abs() / without < 1e-9, "headline leaves the flush out");
+            assert!(
+                (r.throughput.mean - without).abs() / without < 1e-9,
+                "headline leaves the flush out"
+            );
         }
     }
 }
@@ -171,7 +324,10 @@ fn flush_is_timed_both_ways() {
 fn expect_usage(o: &Output, needle: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "expected exit 2, stderr: {err}");
-    assert!(err.contains(needle), "stderr should contain {needle:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "stderr should contain {needle:?}: {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one plain sentence: {err}");
 }
@@ -183,24 +339,36 @@ fn bad_input_gets_exit_2_one_sentence_and_leaves_nothing() {
         (&["--file-size", "0"], "zero"),
         (&["--file-size", "12q"], "is not a size"),
         (&["--record-size", "abc"], "is not a size"),
-        (&["--file-size", "64k", "--record-size", "1m"], "larger than the file size"),
+        (
+            &["--file-size", "64k", "--record-size", "1m"],
+            "larger than the file size",
+        ),
         (&["--tests", "wirte"], "'wirte' is not a test"),
         (&["--tests", "14"], "0 to 12"),
         (&["--engine", "aio"], "not an engine"),
-        (&["--iodepth", "8", "--engine", "psync"], "needs a queueing engine"),
+        (
+            &["--iodepth", "8", "--engine", "psync"],
+            "needs a queueing engine",
+        ),
         (&["--threads", "0"], "out of range"),
         (&["--repeat", "0"], "--repeat 0"),
         (&["--format", "xml"], "not a format"),
         (&["--witness", "strace"], "not a witness source"),
         (&["--runtime", "soon"], "not a duration"),
         (&["--mix-read-pct", "150"], "percentage"),
-        (&["--direct", "--record-size", "100", "--file-size", "1m"], "multiple of the device's logical block size"),
+        (
+            &["--direct", "--record-size", "100", "--file-size", "1m"],
+            "multiple of the device's logical block size",
+        ),
         (&["--file-size", "1t", "--threads", "64"], "free"),
     ];
     for (args, needle) in cases {
         let o = run_in(dir.path(), args);
         expect_usage(&o, needle);
-        assert!(entries(dir.path()).is_empty(), "{args:?} left something behind");
+        assert!(
+            entries(dir.path()).is_empty(),
+            "{args:?} left something behind"
+        );
     }
 }
 
@@ -208,15 +376,31 @@ fn bad_input_gets_exit_2_one_sentence_and_leaves_nothing() {
 fn bad_targets_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");
-    expect_usage(&candor().args(["run", missing.to_str().unwrap()]).output().unwrap(), "does not exist");
+    expect_usage(
+        &candor()
+            .args(["run", missing.to_str().unwrap()])
+            .output()
+            .unwrap(),
+        "does not exist",
+    );
     let file = dir.path().join("f");
     std::fs::write(&file, b"x").unwrap();
-    expect_usage(&candor().args(["run", file.to_str().unwrap()]).output().unwrap(), "not a directory");
+    expect_usage(
+        &candor()
+            .args(["run", file.to_str().unwrap()])
+            .output()
+            .unwrap(),
+        "not a directory",
+    );
     // A block device is refused before anything is opened for writing.
-    let dev = ["/dev/vda", "/dev/sda", "/dev/loop0", "/dev/nvme0n1"].into_iter().find(|p| {
-        use std::os::unix::fs::FileTypeExt;
-        std::fs::metadata(p).map(|m| m.file_type().is_block_device()).unwrap_or(false)
-    });
+    let dev = ["/dev/vda", "/dev/sda", "/dev/loop0", "/dev/nvme0n1"]
+        .into_iter()
+        .find(|p| {
+            use std::os::unix::fs::FileTypeExt;
+            std::fs::metadata(p)
+                .map(|m| m.file_type().is_block_device())
+                .unwrap_or(false)
+        });
     match dev {
         Some(d) => expect_usage(&candor().args(["run", d]).output().unwrap(), "block device"),
         None => eprintln!("skipped: no block device node to try"),
@@ -227,13 +411,21 @@ fn bad_targets_are_refused() {
 #[test]
 fn o_direct_refused_by_tmpfs_is_named() {
     let shm = Path::new("/dev/shm");
-    let fs_is_tmpfs = std::fs::read_to_string("/proc/mounts").map(|m| m.lines().any(|l| l.split(' ').nth(1) == Some("/dev/shm") && l.contains("tmpfs"))).unwrap_or(false);
+    let fs_is_tmpfs = std::fs::read_to_string("/proc/mounts")
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split(' ').nth(1) == Some("/dev/shm") && l.contains("tmpfs"))
+        })
+        .unwrap_or(false);
     if !fs_is_tmpfs {
         eprintln!("skipped: /dev/shm is not tmpfs here");
         return;
     }
     let dir = tempfile::tempdir_in(shm).unwrap();
-    let o = run_in(dir.path(), &["--direct", "--tests", "write", "--file-size", "1m"]);
+    let o = run_in(
+        dir.path(),
+        &["--direct", "--tests", "write", "--file-size", "1m"],
+    );
     // tmpfs has accepted O_DIRECT since Linux 6.6; either way the outcome must be honest.
     if o.status.success() {
         eprintln!("note: this kernel's tmpfs accepts O_DIRECT");
@@ -252,7 +444,17 @@ fn read_only_and_forbidden_targets() {
     let dir = tempfile::tempdir().unwrap();
     let ro = dir.path().join("ro");
     std::fs::create_dir(&ro).unwrap();
-    let m = Command::new("mount").args(["-t", "tmpfs", "-o", "ro,size=8m", "none", ro.to_str().unwrap()]).status().unwrap();
+    let m = Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "ro,size=8m",
+            "none",
+            ro.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
     assert!(m.success());
     let o = run_in(&ro, &["--tests", "write", "--file-size", "1m"]);
     let _ = Command::new("umount").arg(&ro).status();
@@ -265,7 +467,19 @@ fn read_only_and_forbidden_targets() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_candor"), "run", locked.to_str().unwrap(), "--quiet", "--tests", "write", "--file-size", "1m"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_candor"),
+            "run",
+            locked.to_str().unwrap(),
+            "--quiet",
+            "--tests",
+            "write",
+            "--file-size",
+            "1m",
+        ])
         .output();
     match o {
         Ok(o) => expect_usage(&o, "permission denied"),
@@ -280,7 +494,21 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
     let mut child = candor()
-        .args(["run", dir.path().to_str().unwrap(), "--quiet", "--tests", "write,randread", "--file-size", "64m", "--record-size", "4k", "--repeat", "50", "-o", json.to_str().unwrap()])
+        .args([
+            "run",
+            dir.path().to_str().unwrap(),
+            "--quiet",
+            "--tests",
+            "write,randread",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "50",
+            "-o",
+            json.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -288,7 +516,9 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
     // Wait until the run is inside its tests (the run directory holds a data file).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let busy = entries(dir.path()).iter().any(|d| d.is_dir() && std::fs::read_dir(d).map(|r| r.count() > 1).unwrap_or(false));
+        let busy = entries(dir.path())
+            .iter()
+            .any(|d| d.is_dir() && std::fs::read_dir(d).map(|r| r.count() > 1).unwrap_or(false));
         if busy || std::time::Instant::now() > deadline {
             break;
         }
@@ -300,7 +530,11 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted by SIGINT"), "{err}");
-    assert!(entries(dir.path()).is_empty(), "files left: {:?}", entries(dir.path()));
+    assert!(
+        entries(dir.path()).is_empty(),
+        "files left: {:?}",
+        entries(dir.path())
+    );
     let doc = load(&json);
     assert!(!doc.complete);
     assert_eq!(doc.stop_reason.as_deref(), Some("interrupted by SIGINT"));
@@ -315,19 +549,30 @@ fn clean_removes_only_candors_stale_run_directories() {
     let stale = dir.path().join(".candor-deadbeef-1");
     std::fs::create_dir(&stale).unwrap();
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    std::fs::write(stale.join("CANDOR-RUN"), format!("{{\"pid\":4194998,\"boot_id\":\"{}\"}}", boot.trim())).unwrap();
+    std::fs::write(
+        stale.join("CANDOR-RUN"),
+        format!("{{\"pid\":4194998,\"boot_id\":\"{}\"}}", boot.trim()),
+    )
+    .unwrap();
     std::fs::write(stale.join("t0.dat"), vec![7u8; 4096]).unwrap();
     let foreign = dir.path().join(".candor-mine");
     std::fs::create_dir(&foreign).unwrap();
     std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
-    let o = candor().args(["clean", dir.path().to_str().unwrap()]).output().unwrap();
+    let o = candor()
+        .args(["clean", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("removed"));
     assert!(!stale.exists());
     assert_eq!(std::fs::read(foreign.join("notes.txt")).unwrap(), b"mine");
     // A run also cleans what a killed run left.
     std::fs::create_dir(&stale).unwrap();
-    std::fs::write(stale.join("CANDOR-RUN"), format!("{{\"pid\":4194998,\"boot_id\":\"{}\"}}", boot.trim())).unwrap();
+    std::fs::write(
+        stale.join("CANDOR-RUN"),
+        format!("{{\"pid\":4194998,\"boot_id\":\"{}\"}}", boot.trim()),
+    )
+    .unwrap();
     let o = run_in(dir.path(), &["--tests", "write", "--file-size", "1m"]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("left behind by an earlier run"));
@@ -338,7 +583,21 @@ fn clean_removes_only_candors_stale_run_directories() {
 #[test]
 fn efficiency_is_computed_against_a_given_spec() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run_in(dir.path(), &["--tests", "read,randread", "--file-size", "4m", "--record-size", "4k", "--device-spec", "seq=2GB/s,iops=100k", "--format", "json"]);
+    let o = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "read,randread",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "4k",
+            "--device-spec",
+            "seq=2GB/s,iops=100k",
+            "--format",
+            "json",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
     let read = &doc.results[0];
@@ -349,5 +608,51 @@ fn efficiency_is_computed_against_a_given_spec() {
     let e = rr.efficiency.as_ref().unwrap();
     assert_eq!(e.basis, "iops");
     assert!((e.share - rr.iops.mean / 1e5).abs() < 1e-9);
-    expect_usage(&run_in(dir.path(), &["--device-spec", "speed=3"]), "not a --device-spec key");
+    expect_usage(
+        &run_in(dir.path(), &["--device-spec", "speed=3"]),
+        "not a --device-spec key",
+    );
+}
+
+#[test]
+fn copy_and_metadata_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "copy,create,stat,open,readdir,unlink,mkdir,rmdir",
+            "--file-size",
+            "1m",
+            "--files",
+            "300",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    let copies: Vec<&candor_model::TestResult> =
+        doc.results.iter().filter(|r| r.test == "copy").collect();
+    assert_eq!(
+        copies.iter().map(|r| r.record_size).collect::<Vec<_>>(),
+        [256, 1024, 4096],
+        "UnixBench's buffer sizes"
+    );
+    for r in &copies {
+        assert_eq!(r.status, "ok");
+        assert_eq!(r.reps[0].bytes, 1 << 20, "the whole file is copied");
+        assert_eq!(r.reps[0].ops, (1 << 20) / r.record_size);
+        assert!(r.throughput.mean > 1e5);
+    }
+    for name in ["create", "stat", "open", "unlink", "mkdir", "rmdir"] {
+        let r = doc.results.iter().find(|r| r.test == name).unwrap();
+        assert_eq!(r.status, "ok", "{name}: {:?}", r.error);
+        assert_eq!(r.reps[0].ops, 300, "{name} touches every entry once");
+        assert!(r.iops.mean > 10.0, "{name}: {} ops/s", r.iops.mean);
+        assert_eq!(r.latency_ns.count, 300);
+    }
+    let rd = doc.results.iter().find(|r| r.test == "readdir").unwrap();
+    assert_eq!(rd.reps[0].ops, 302, "300 entries plus . and ..");
+    assert!(entries(dir.path()).is_empty());
 }

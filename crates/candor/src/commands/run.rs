@@ -117,6 +117,16 @@ pub struct Args {
     #[arg(long, value_name = "DURATION")]
     pub runtime: Option<String>,
 
+    /// With --runtime: keep going over the file, pass after pass, until the runtime ends
+    /// (fio's time_based), instead of stopping after one pass.
+    #[arg(long)]
+    pub time_based: bool,
+
+    /// Pin the I/O threads to these CPUs, e.g. 0,1 or 0-3: thread i runs on the i-th CPU
+    /// of the list (wrapping around).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
     /// Witness source: auto, procfs, bpf or off.
     #[arg(long, value_name = "SOURCE", default_value = "auto")]
     pub witness: String,
@@ -153,6 +163,11 @@ pub struct Args {
     /// a barrier before each test, rank 0 merges and reports (see docs/mpi.md).
     #[arg(long)]
     pub mpi: bool,
+
+    /// Entries per thread for the metadata tests (create, stat, open, readdir, unlink,
+    /// mkdir, rmdir).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub files: u64,
 
     /// The device's ceiling, to report every result's efficiency against it:
     /// e.g. seq=510MB/s,iops=95000 (also seq-read, seq-write, iops-read, iops-write), or
@@ -422,6 +437,44 @@ fn is_default_run(a: &Args) -> bool {
         && a.engine.is_none()
 }
 
+/// `--cpus 0,2-3`: the listed CPUs, each one this process may run on.
+fn parse_cpus(list: Option<&str>) -> Result<Vec<usize>, Failure> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    let allowed = candor_engine::engines::allowed_cpus();
+    let bad = |p: &str| {
+        usage(format!(
+            "--cpus {list}: '{p}' is not a CPU number or range: use e.g. 0,1 or 0-3 (this process may use CPUs {allowed:?})"
+        ))
+    };
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<usize>(), b.trim().parse::<usize>()),
+            None => (part.parse::<usize>(), part.parse::<usize>()),
+        };
+        let (Ok(lo), Ok(hi)) = (lo, hi) else {
+            return Err(bad(part));
+        };
+        if lo > hi {
+            return Err(bad(part));
+        }
+        for c in lo..=hi {
+            if !allowed.contains(&c) {
+                return Err(usage(format!(
+                    "--cpus {list}: CPU {c} is not available to this process: choose from {allowed:?}"
+                )));
+            }
+            cpus.push(c);
+        }
+    }
+    if cpus.is_empty() {
+        return Err(bad(list));
+    }
+    Ok(cpus)
+}
+
 fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Failure> {
     let mut notes = Vec::new();
     let repeat_default;
@@ -443,10 +496,21 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
         .map(|t| parse_u32_list(t, "iodepth", 4096))
         .transpose()?
         .unwrap_or_else(|| vec![1]);
+    if a.time_based && a.runtime.is_none() {
+        return Err(usage(
+            "--time-based needs --runtime to say when to stop: add e.g. --runtime 10s",
+        ));
+    }
     if a.mix_read_pct > 100 {
         return Err(usage(format!(
             "--mix-read-pct {} is not a percentage: use 0 to 100",
             a.mix_read_pct
+        )));
+    }
+    if a.files == 0 || a.files > 10_000_000 {
+        return Err(usage(format!(
+            "--files {} is out of range: use 1 to 10000000",
+            a.files
         )));
     }
     if a.stride == 0 {
@@ -599,6 +663,12 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
                 "record sizes above 1G are not supported: use a smaller --record-size",
             ));
         }
+        // UnixBench's file copy buffers unless record sizes were given.
+        let copy_records: Vec<u64> = if a.record_size.is_some() {
+            records.clone()
+        } else {
+            vec![256, 1024, 4096]
+        };
         points = plan::build(&Sweep {
             tests: &tests,
             file_sizes: &files,
@@ -607,6 +677,7 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
             iodepths: &iodepths,
             engine,
             auto,
+            copy_record_sizes: &copy_records,
         });
         if points.is_empty() {
             return Err(usage(
@@ -635,10 +706,11 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
                 .map(|b| b.logical_block_size as u64)
                 .filter(|&b| b > 0)
                 .unwrap_or(512);
-            if let Some(p) = points
-                .iter()
-                .find(|p| entry(p.engine).direct && p.record_size % lbs != 0)
-            {
+            if let Some(p) = points.iter().find(|p| {
+                entry(p.engine).direct
+                    && p.spec.special == candor_engine::special::Special::None
+                    && p.record_size % lbs != 0
+            }) {
                 return Err(usage(format!(
                     "with --direct, the record size must be a multiple of the device's logical block size ({lbs} bytes on {}), and {} is not: choose e.g. --record-size 4k",
                     info.path,
@@ -681,7 +753,10 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
         mix_read_pct: a.mix_read_pct,
         stonewall: a.stonewall,
         runtime_ns,
+        time_based: a.time_based,
+        cpus: parse_cpus(a.cpus.as_deref())?,
         seed: a.seed,
+        meta_files: a.files,
     };
     Ok(Planned {
         points,
@@ -717,8 +792,14 @@ fn options_map(a: &Args, p: &Planned, format: &str) -> BTreeMap<String, serde_js
 
 /// `--device-spec auto`: measures the first target's ceilings with O_DIRECT before the plan
 /// (large sequential reads and writes at depth 16, 4 KiB random at depth 64, 3 s each).
-fn measure_ceiling(targets: &mut [Target], planned: &Planned, doc: &mut RunDoc) -> Result<crate::efficiency::DeviceSpec, Failure> {
-    let Some(first) = targets.first() else { return Err(usage("no target to measure")) };
+fn measure_ceiling(
+    targets: &mut [Target],
+    planned: &Planned,
+    doc: &mut RunDoc,
+) -> Result<crate::efficiency::DeviceSpec, Failure> {
+    let Some(first) = targets.first() else {
+        return Err(usage("no target to measure"));
+    };
     let first_path = first.path.clone();
     if let Err(e) = direct_supported(&first.dir) {
         return Err(usage(format!(
@@ -731,18 +812,53 @@ fn measure_ceiling(targets: &mut [Target], planned: &Planned, doc: &mut RunDoc) 
     while size > 16 << 20 && size.saturating_mul(4) > free {
         size /= 2;
     }
-    let find = |n: &str| workload::find(n).ok_or_else(|| Failure::failed(format!("internal: test {n} missing")));
-    let mk = |spec: &'static TestSpec, rs: u64, qd: u32| Point { spec, file_size: size, record_size: rs, threads: 1, iodepth: qd, engine: EngineKind::IoUring };
-    let points = vec![mk(find("write")?, 1 << 20, 16), mk(find("read")?, 1 << 20, 16), mk(find("randread")?, 4 << 10, 64), mk(find("randwrite")?, 4 << 10, 64)];
-    let settings = RunSettings { direct: true, repeat: 1, runtime_ns: Some(3_000_000_000), keep_cache: false, ..planned.settings.clone() };
-    eprintln!("candor: measuring the device's ceiling on {} (about 15 s)", first_path.display());
+    let find = |n: &str| {
+        workload::find(n).ok_or_else(|| Failure::failed(format!("internal: test {n} missing")))
+    };
+    let mk = |spec: &'static TestSpec, rs: u64, qd: u32| Point {
+        spec,
+        file_size: size,
+        record_size: rs,
+        threads: 1,
+        iodepth: qd,
+        engine: EngineKind::IoUring,
+    };
+    let points = vec![
+        mk(find("write")?, 1 << 20, 16),
+        mk(find("read")?, 1 << 20, 16),
+        mk(find("randread")?, 4 << 10, 64),
+        mk(find("randwrite")?, 4 << 10, 64),
+    ];
+    let settings = RunSettings {
+        direct: true,
+        repeat: 1,
+        runtime_ns: Some(3_000_000_000),
+        keep_cache: false,
+        ..planned.settings.clone()
+    };
+    eprintln!(
+        "candor: measuring the device's ceiling on {} (about 15 s)",
+        first_path.display()
+    );
     let mut got: Vec<TestResult> = Vec::new();
     let mut sink = |rs: Vec<TestResult>| got.extend(rs);
     let mut quiet = runner::NoProgress;
-    if let Some(StopReason::Interrupted(sig)) = runner::run(&mut targets[..1], &points, &settings, &mut quiet, &mut sink) {
-        return Err(Failure { code: 128 + sig, message: format!("interrupted by {} while measuring the device's ceiling", signals::signal_name(sig)) });
+    if let Some(StopReason::Interrupted(sig)) =
+        runner::run(&mut targets[..1], &points, &settings, &mut quiet, &mut sink)
+    {
+        return Err(Failure {
+            code: 128 + sig,
+            message: format!(
+                "interrupted by {} while measuring the device's ceiling",
+                signals::signal_name(sig)
+            ),
+        });
     }
-    let pick = |t: &str, iops: bool| got.iter().find(|r| r.test == t && r.status == "ok").map(|r| if iops { r.iops.mean } else { r.throughput.mean });
+    let pick = |t: &str, iops: bool| {
+        got.iter()
+            .find(|r| r.test == t && r.status == "ok")
+            .map(|r| if iops { r.iops.mean } else { r.throughput.mean })
+    };
     let spec = crate::efficiency::DeviceSpec {
         seq_write: pick("write", false),
         seq_read: pick("read", false),
@@ -750,7 +866,12 @@ fn measure_ceiling(targets: &mut [Target], planned: &Planned, doc: &mut RunDoc) 
         iops_write: pick("randwrite", true),
         source: "measured".into(),
     };
-    if spec == (crate::efficiency::DeviceSpec { source: "measured".into(), ..Default::default() }) {
+    if spec
+        == (crate::efficiency::DeviceSpec {
+            source: "measured".into(),
+            ..Default::default()
+        })
+    {
         return Err(Failure::failed("the device's ceiling could not be measured: every measuring test failed; give --device-spec seq=...,iops=... instead"));
     }
     doc.warnings.push(format!(
