@@ -81,9 +81,10 @@ impl World {
         mpi::environment::library_version()
             .ok()
             .and_then(|v| {
-                v.lines()
-                    .next()
-                    .map(|l| l.trim().trim_end_matches(',').to_string())
+                v.lines().next().map(|l| {
+                    l.trim_matches(|c: char| c == '\0' || c == ',' || c.is_whitespace())
+                        .to_string()
+                })
             })
             .unwrap_or_default()
     }
