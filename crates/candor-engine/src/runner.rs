@@ -36,7 +36,13 @@ pub struct RunSettings {
     pub stonewall: bool,
     /// Cap on one repetition's I/O time.
     pub runtime_ns: Option<u64>,
+    /// Loop over the file until `runtime_ns` ends (fio's time_based) instead of one pass.
+    pub time_based: bool,
+    /// CPUs the I/O threads are pinned to: thread i on cpus[i % len] (empty: not pinned).
+    pub cpus: Vec<usize>,
     pub seed: u64,
+    /// Entries per thread for the metadata tests.
+    pub meta_files: u64,
 }
 
 /// Why a run stopped before the end of its plan.
@@ -70,6 +76,35 @@ impl Target {
             witness,
             files: None,
         }
+    }
+
+    /// The current data files, one per thread.
+    pub(crate) fn file_paths(&self) -> Vec<PathBuf> {
+        self.paths()
+    }
+
+    /// Makes sure one complete file of `file_size` per thread exists (untimed).
+    pub(crate) fn ensure_complete_files(
+        &mut self,
+        file_size: u64,
+        threads: u32,
+        seed: u64,
+    ) -> Result<(), EngineError> {
+        self.use_files(file_size, threads);
+        let paths = self.paths();
+        if let Some(fsset) = self.files.as_mut() {
+            for (i, p) in paths.iter().enumerate() {
+                let ok = fsset.complete[i]
+                    && std::fs::symlink_metadata(p)
+                        .map(|m| m.len() == file_size)
+                        .unwrap_or(false);
+                if !ok {
+                    fill_file(p, file_size, seed ^ i as u64)?;
+                    fsset.complete[i] = true;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn paths(&self) -> Vec<PathBuf> {
@@ -139,13 +174,13 @@ impl Progress for NoProgress {
 }
 
 /// Per repetition, as measured.
-struct RepMeasure {
-    rep: Repetition,
-    threads: Vec<(u64, f64)>,
-    stats: ThreadStats,
-    cpu: (f64, f64, f64),
-    witness: Option<candor_model::Witness>,
-    stonewalled: bool,
+pub(crate) struct RepMeasure {
+    pub(crate) rep: Repetition,
+    pub(crate) threads: Vec<(u64, f64)>,
+    pub(crate) stats: ThreadStats,
+    pub(crate) cpu: (f64, f64, f64),
+    pub(crate) witness: Option<candor_model::Witness>,
+    pub(crate) stonewalled: bool,
 }
 
 /// What the test meant to measure.
@@ -373,17 +408,22 @@ fn run_repetition(
             let pattern_kind = spec.pattern;
             let direction = spec.direction;
             let record_size = point.record_size as usize;
+            let pin = (!s.cpus.is_empty()).then(|| s.cpus[i % s.cpus.len()]);
+            let time_based = s.time_based;
             handles.push(scope.spawn(move || {
                 let mut out = WorkerOut::default();
                 let mut engine = (entry(kind).make)();
-                if let Err(e) = engine.open(&open) {
+                let pinned = pin.map_or(Ok(()), crate::engines::pin_to_cpu).map_err(|e| {
+                    EngineError::new("pin the thread to a CPU (--cpus)", &open.path, None, e)
+                });
+                if let Err(e) = pinned.and_then(|_| engine.open(&open)) {
                     out.error = Some(e);
                     abort.store(true, Ordering::SeqCst);
                 }
                 start.wait();
                 let failed = out.error.is_some() || abort.load(Ordering::SeqCst);
                 if !failed {
-                    let job = Job {
+                    let mut job = Job {
                         pattern: pattern_kind.build(records, stride, job_seed),
                         record_size,
                         direction,
@@ -393,9 +433,21 @@ fn run_repetition(
                         deadline_ns: deadline_holder.get().copied(),
                     };
                     out.t_start = now_ns();
-                    let r = engine.run(&job, &mut out.stats);
+                    let mut r = engine.run(&job, &mut out.stats);
+                    // Time-based: pass after pass (a new random order each) until the deadline.
+                    let mut pass = 0u64;
+                    while time_based
+                        && r.is_ok()
+                        && job.deadline_ns.is_some()
+                        && !job.should_stop(now_ns())
+                    {
+                        pass += 1;
+                        job.pattern =
+                            pattern_kind.build(records, stride, job_seed.wrapping_add(pass << 40));
+                        r = engine.run(&job, &mut out.stats);
+                    }
                     out.t_io_end = now_ns();
-                    out.ran_all = out.stats.ops == records;
+                    out.ran_all = out.stats.ops >= records;
                     if let Err(e) = r {
                         out.error = Some(e);
                         stop.store(true, Ordering::SeqCst);
@@ -568,7 +620,9 @@ fn base_result(target: &Target, point: &Point, s: &RunSettings) -> TestResult {
         record_size: point.record_size,
         threads: point.threads,
         iodepth: point.iodepth,
-        direct: s.direct && entry(point.engine).direct,
+        direct: s.direct
+            && entry(point.engine).direct
+            && point.spec.special == crate::special::Special::None,
         osync: s.osync,
         fsync_in_timing: s.fsync_in_timing,
         close_in_timing: s.close_in_timing,
@@ -684,7 +738,12 @@ pub fn run_coordinated(
                 if let Some(sig) = signals::stop_requested() {
                     return Some(StopReason::Interrupted(sig));
                 }
-                match run_repetition(target, point, s, rep, run_t0, coord) {
+                let measured = if point.spec.special == crate::special::Special::None {
+                    run_repetition(target, point, s, rep, run_t0, coord)
+                } else {
+                    crate::special::run_repetition(target, point, s, run_t0, coord)
+                };
+                match measured {
                     Ok(m) => per_target[ti].0.push(m),
                     Err(e) => {
                         if let Some(sig) = signals::stop_requested() {
