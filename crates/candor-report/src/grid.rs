@@ -82,6 +82,45 @@ impl Grid {
         out
     }
 
+    /// An HTML table (class "res"); a row with only its first cell is a group heading.
+    pub fn to_html(&self) -> String {
+        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let class = |i: usize| match self.aligns.get(i) {
+            Some(Align::Left) | None => " class=\"l\"",
+            Some(Align::Right) => "",
+        };
+        let mut out = String::from("<table class=\"res\"><tr>");
+        for (i, h) in self.headers.iter().enumerate() {
+            out.push_str(&format!("<th{}>{}</th>", class(i), esc(h)));
+        }
+        out.push_str("</tr>");
+        for r in &self.rows {
+            if r.len() == 1 {
+                out.push_str(&format!(
+                    "<tr><th class=\"l\" colspan=\"{}\">{}</th></tr>",
+                    self.headers.len(),
+                    esc(r[0].trim())
+                ));
+                continue;
+            }
+            out.push_str("<tr>");
+            for i in 0..self.headers.len() {
+                let c = self.cell(r, i);
+                // Leading spaces indent text cells; keep them visible.
+                let indent = c.len() - c.trim_start().len();
+                out.push_str(&format!(
+                    "<td{}>{}{}</td>",
+                    class(i),
+                    "&nbsp;".repeat(indent),
+                    esc(c.trim_start())
+                ));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+        out
+    }
+
     /// A GitHub-flavoured Markdown table (pipes in cells escaped).
     pub fn to_markdown(&self) -> String {
         let esc = |s: &str| s.replace('|', "\\|");

@@ -594,6 +594,7 @@ fn ranks(doc: &RunDoc, b: &mut String) {
                 hi: k.ci95[1] / 1e6,
                 samples: k.samples.iter().map(|x| x / 1e6).collect(),
                 flagged: lagging.contains(&k.rank),
+                colour: None,
             })
             .collect();
         let c = svg::interval_chart(
@@ -924,6 +925,7 @@ fn repetitions(doc: &RunDoc, b: &mut String) {
                     samples: r.throughput.samples.iter().map(|s| s / 1e6).collect(),
                     flagged: r.throughput.cv > view::NOISY_CV
                         || r.witness.as_ref().is_some_and(|w| w.contradicts_intent),
+                    colour: None,
                 })
                 .collect();
             for (ci, chunk) in rows.chunks(30).enumerate() {
@@ -1035,30 +1037,22 @@ pub fn compare_page(c: &Comparison) -> String {
     if !c.rows.is_empty() {
         let mut rows = Vec::new();
         for row in &c.rows {
-            for (cell, s) in row.cells.iter().zip(&c.sides) {
+            for (si, (cell, s)) in row.cells.iter().zip(&c.sides).enumerate() {
                 if let Some(cell) = cell {
                     let t = &cell.result.throughput;
                     rows.push(IntervalRow {
-                        label: format!("{} · {}", s.letter, row.key.label()),
-                        mean: t.mean / 1e6,
-                        lo: if t.n >= 2 {
-                            t.ci95[0] / 1e6
-                        } else {
-                            t.mean / 1e6
-                        },
-                        hi: if t.n >= 2 {
-                            t.ci95[1] / 1e6
-                        } else {
-                            t.mean / 1e6
-                        },
-                        samples: t.samples.iter().map(|x| x / 1e6).collect(),
-                        flagged: matches!(
-                            cell.significance,
-                            Significance::Welch {
-                                significant: true,
-                                ..
-                            } | Significance::Intervals { overlap: false }
+                        label: format!(
+                            "{} · {}{}",
+                            s.letter,
+                            row.key.label(),
+                            if cell.significance.is_significant() { " *" } else { "" }
                         ),
+                        mean: t.mean / 1e6,
+                        lo: if t.n >= 2 { t.ci95[0] / 1e6 } else { t.mean / 1e6 },
+                        hi: if t.n >= 2 { t.ci95[1] / 1e6 } else { t.mean / 1e6 },
+                        samples: t.samples.iter().map(|x| x / 1e6).collect(),
+                        flagged: false,
+                        colour: Some(si),
                     });
                 }
             }
@@ -1075,7 +1069,7 @@ pub fn compare_page(c: &Comparison) -> String {
             let _ = write!(
                 b,
                 "<div class=\"charts\">{}</div>",
-                fig(ch, "Orange-red: significantly different from side A.")
+                fig(ch, "One colour per side; * marks a difference from side A that is statistically significant.")
             );
         }
     }
@@ -1086,11 +1080,10 @@ pub fn compare_page(c: &Comparison) -> String {
         }
         b.push_str("</ul>");
     }
-    let study = crate::compare::study_grid(c).to_text();
     let _ = write!(
         b,
-        "<h2>Per device and filesystem</h2><pre class=\"mono\">{}</pre>",
-        esc(&study)
+        "<h2>Per device and filesystem</h2>{}",
+        crate::compare::study_grid(c).to_html()
     );
     page("candor compare", &b)
 }

@@ -531,6 +531,8 @@ pub struct IntervalRow {
     pub hi: f64,
     pub samples: Vec<f64>,
     pub flagged: bool,
+    /// Palette index of the bar; None = blue, or vermillion when flagged.
+    pub colour: Option<usize>,
 }
 
 /// Horizontal bars (mean) with 95% interval whiskers and the individual repetitions as dots.
@@ -576,7 +578,11 @@ pub fn interval_chart(
     }
     for (i, r) in rows.iter().enumerate() {
         let y = top + rh * i as f64;
-        let col = if r.flagged { colour(3) } else { colour(0) };
+        let col = match r.colour {
+            Some(c) => colour(c),
+            None if r.flagged => colour(3),
+            None => colour(0),
+        };
         let _ = write!(
             b,
             "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"end\">{}</text>\
