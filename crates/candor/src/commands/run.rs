@@ -896,12 +896,7 @@ fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
         r.threads,
         r.iodepth
     );
-    if r.throughput.n >= 2 && r.throughput.cv > 0.10 {
-        out.push(format!(
-            "{label}: the repetitions vary by {:.0}% (coefficient of variation above 10%), so the mean is unsteady: use more --repeat, a longer --runtime or a quieter machine",
-            r.throughput.cv * 100.0
-        ));
-    }
+    // Unsteady repetitions (CV > 10%) are flagged by the reporters from the data itself.
     let truncated: Vec<&candor_model::Repetition> = r.reps.iter().filter(|x| x.truncated).collect();
     if !truncated.is_empty() && !default_run {
         let want = (r.file_size / r.record_size.max(1)) * r.threads as u64;
