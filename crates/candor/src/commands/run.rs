@@ -139,9 +139,10 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// What to print on stdout: table, json, csv, markdown, iozone, excel.
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
+    /// What to print on stdout: table, json, csv, markdown, iozone, excel
+    /// (default: table; iozone with --preset iozone).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
 
     /// Also write the HTML report.
     #[arg(long, value_name = "FILE")]
@@ -600,7 +601,7 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
         let auto = a.auto || preset_iozone;
         let tests = match (&a.tests, preset_iozone) {
             (Some(t), _) => parse_tests(t).map_err(usage)?,
-            (None, true) => parse_tests("0,1,2,3,4,5,6,7,8,9,10,11,12").map_err(usage)?,
+            (None, true) => parse_tests("0,1,2,3,4,5,6,7,9,10,11,12").map_err(usage)?,
             (None, false) => parse_tests("0,1,2").map_err(usage)?,
         };
         let engine = match &a.engine {
@@ -651,6 +652,12 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
             return Err(usage("the size range is empty: widen --min/--max sizes"));
         }
         let largest_file = files.iter().copied().max().unwrap_or(0);
+        // A sweep keeps only the records that fit its files, as iozone -a does.
+        let records: Vec<u64> = if auto && a.record_size.is_none() {
+            records.into_iter().filter(|&r| r <= largest_file).collect()
+        } else {
+            records
+        };
         if let Some(&r) = records.iter().find(|&&r| r > largest_file) {
             return Err(usage(format!(
                 "record size {} is larger than the file size {}: a record must fit in the file; use a smaller --record-size or a larger --file-size",
@@ -921,11 +928,19 @@ pub fn run(a: Args) -> CmdResult {
 fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let started_at = rfc3339_now();
     let command_line: Vec<String> = std::env::args().collect();
-    let format = Format::parse(&a.format).ok_or_else(|| {
+    let format_name = a.format.clone().unwrap_or_else(|| {
+        if a.preset.as_deref() == Some("iozone") {
+            "iozone"
+        } else {
+            "table"
+        }
+        .to_string()
+    });
+    let format = Format::parse(&format_name).ok_or_else(|| {
         let names: Vec<&str> = Format::ALL.iter().map(|(n, _)| *n).collect();
         usage(format!(
             "'{}' is not a format: choose from {}",
-            a.format,
+            format_name,
             names.join(", ")
         ))
     })?;
@@ -1004,7 +1019,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let mut doc = RunDoc::new("run", command_line, started_at);
     doc.host = candor_witness::describe_host();
     doc.targets = infos;
-    doc.options = options_map(&a, &planned, &a.format);
+    doc.options = options_map(&a, &planned, &format_name);
     doc.mpi = mpi.map(|m| m.info());
     doc.warnings.extend(planned.notes.iter().cloned());
     for n in &planned.notes {
