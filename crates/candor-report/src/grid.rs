@@ -84,7 +84,11 @@ impl Grid {
 
     /// An HTML table (class "res"); a row with only its first cell is a group heading.
     pub fn to_html(&self) -> String {
-        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let esc = |s: &str| {
+            s.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+        };
         let class = |i: usize| match self.aligns.get(i) {
             Some(Align::Left) | None => " class=\"l\"",
             Some(Align::Right) => "",

@@ -335,9 +335,10 @@ fn summary(doc: &RunDoc, b: &mut String) {
         }
         let _ = NoteKind::Failed;
     }
-    if !doc.warnings.is_empty() {
+    let warnings = view::warnings(doc);
+    if !warnings.is_empty() {
         b.push_str("<div class=\"warn\"><b>Warnings</b><ul>");
-        for w in &doc.warnings {
+        for w in &warnings {
             let _ = write!(b, "<li>{}</li>", esc(w));
         }
         b.push_str("</ul></div>");
@@ -1045,11 +1046,23 @@ pub fn compare_page(c: &Comparison) -> String {
                             "{} · {}{}",
                             s.letter,
                             row.key.label(),
-                            if cell.significance.is_significant() { " *" } else { "" }
+                            if cell.significance.is_significant() {
+                                " *"
+                            } else {
+                                ""
+                            }
                         ),
                         mean: t.mean / 1e6,
-                        lo: if t.n >= 2 { t.ci95[0] / 1e6 } else { t.mean / 1e6 },
-                        hi: if t.n >= 2 { t.ci95[1] / 1e6 } else { t.mean / 1e6 },
+                        lo: if t.n >= 2 {
+                            t.ci95[0] / 1e6
+                        } else {
+                            t.mean / 1e6
+                        },
+                        hi: if t.n >= 2 {
+                            t.ci95[1] / 1e6
+                        } else {
+                            t.mean / 1e6
+                        },
                         samples: t.samples.iter().map(|x| x / 1e6).collect(),
                         flagged: false,
                         colour: Some(si),

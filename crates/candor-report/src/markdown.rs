@@ -41,9 +41,10 @@ pub fn render(doc: &RunDoc) -> String {
             }
         }
     }
-    if !doc.warnings.is_empty() {
+    let warnings = view::warnings(doc);
+    if !warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");
-        for w in &doc.warnings {
+        for w in &warnings {
             out.push_str(&format!("- {w}\n"));
         }
     }

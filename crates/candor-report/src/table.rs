@@ -35,9 +35,10 @@ pub fn render(doc: &RunDoc) -> String {
         }
         out.push_str(&scaling_text(&g.results));
     }
-    if !doc.warnings.is_empty() {
+    let warnings = view::warnings(doc);
+    if !warnings.is_empty() {
         out.push_str("\nWarnings:\n");
-        for w in &doc.warnings {
+        for w in &warnings {
             out.push_str(&format!("  - {w}\n"));
         }
     }

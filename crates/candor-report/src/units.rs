@@ -12,6 +12,9 @@ pub fn decimals(x: f64) -> String {
     if !x.is_finite() {
         return "-".to_string();
     }
+    if x == 0.0 {
+        return "0".to_string();
+    }
     let a = x.abs();
     if a >= 100.0 {
         format!("{x:.0}")
@@ -149,6 +152,7 @@ mod tests {
         assert_eq!(mb_s(123_456_789.0), "123");
         assert_eq!(mb_s(12_345_678.0), "12.3");
         assert_eq!(mb_s(1_234_567.0), "1.23");
+        assert_eq!(mb_s(0.0), "0");
         assert_eq!(mb_s_ci(500e6, [490e6, 510e6], 3), "500 ± 10");
         assert_eq!(mb_s_ci(50e6, [49e6, 51e6], 3), "50.0 ± 1.0");
         assert_eq!(mb_s_ci(50e6, [50e6, 50e6], 1), "50.0");

@@ -12,6 +12,25 @@ pub const NOISY_CV: f64 = 0.10;
 /// A step of a sweep must gain at least this share to count as still scaling.
 pub const SCALING_GAIN: f64 = 0.10;
 
+/// The run's warnings as a report lists them: those about one result's noisy repetitions are
+/// already a numbered note beside that result, so they become one summary line (recognised by
+/// the words every such warning carries, "coefficient of variation").
+pub fn warnings(doc: &RunDoc) -> Vec<String> {
+    let noisy = |w: &String| w.contains("coefficient of variation");
+    let n = doc.warnings.iter().filter(|w| noisy(w)).count();
+    let mut out: Vec<String> = doc.warnings.iter().filter(|w| !noisy(w)).cloned().collect();
+    match n {
+        0 => {}
+        1 => out.extend(doc.warnings.iter().filter(|w| noisy(w)).cloned()),
+        n => out.push(format!(
+            "{n} results vary by more than {} between repetitions (see their notes): use more --repeat, \
+             a longer --runtime or a quieter machine.",
+            units::pct(NOISY_CV)
+        )),
+    }
+    out
+}
+
 /// Which way a test moves data (for choosing the device counter that matches it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -62,6 +81,9 @@ pub fn verdict_cell(r: &TestResult) -> String {
         v.push_str(" [!]");
     } else if r.intent == "cache" && w.verdict == "cache" {
         v.push_str(" (meant)");
+    }
+    if w.disturbed {
+        v.push_str(", disturbed");
     }
     v
 }
