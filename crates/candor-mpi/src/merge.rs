@@ -38,6 +38,8 @@ pub struct RankFigures {
     /// Over all repetitions.
     pub bytes: u64,
     pub ops: u64,
+    /// Per repetition.
+    pub rep_bytes: Vec<u64>,
     /// Per repetition: the rank's bytes over its own span, bytes/s.
     pub throughput: Summary,
     /// Per repetition, seconds from rank 0's run start, on rank 0's clock.
@@ -313,6 +315,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
             error: r.error.clone(),
             bytes: r.reps.iter().map(|x| x.bytes).sum(),
             ops: r.reps.iter().map(|x| x.ops).sum(),
+            rep_bytes: r.reps.iter().map(|x| x.bytes).collect(),
             throughput: summarize(&rates),
             started_s: r.reps.iter().map(|x| on_root(p, x.started_s)).collect(),
             ended_s: r

@@ -1,0 +1,281 @@
+//! `candor run --mpi`, driven through the real launcher: `mpirun -n 4` on a temporary
+//! directory, then the saved JSON checked against what IOR's rules say it must hold. The
+//! aggregate of every repetition is all ranks' bytes over the earliest start to the latest
+//! end; no rank starts a repetition before every rank has ended the one before (the
+//! barrier held); the merged histogram is the sum of the ranks' histograms, and each merged
+//! percentile lies in the bucket where the concatenated samples put it.
+//!
+//! Without the `mpi` feature these runs say "skipped: built without the mpi feature" (the
+//! plain error of `--mpi` is tested instead); without `mpirun` on the PATH they say so too.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn candor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn has_mpirun() -> bool {
+    Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Runs candor as `ranks` MPI processes.
+fn mpirun(ranks: u32, args: &[&str]) -> Output {
+    let mut c = Command::new("mpirun");
+    if is_root() {
+        c.arg("--allow-run-as-root");
+    }
+    c.args(["--oversubscribe", "-n", &ranks.to_string()])
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .args(["run", "--mpi", "--quiet"])
+        .args(args);
+    // A launcher's variables from an outer job would confuse the inner one.
+    for k in ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"] {
+        c.env_remove(k);
+    }
+    c.output().expect("mpirun runs")
+}
+
+fn without_launcher(args: &[&str]) -> Output {
+    let mut c = candor();
+    c.args(["run", "--mpi", "--quiet"]).args(args);
+    for k in [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "MV2_COMM_WORLD_RANK",
+    ] {
+        c.env_remove(k);
+    }
+    c.output().expect("candor runs")
+}
+
+fn skip_reason() -> Option<&'static str> {
+    if !cfg!(feature = "mpi") {
+        Some("skipped: built without the mpi feature")
+    } else if !has_mpirun() {
+        Some("skipped: needs mpirun (Debian's openmpi-bin)")
+    } else {
+        None
+    }
+}
+
+#[test]
+fn mpi_outside_a_launcher_or_without_the_feature_is_one_sentence_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = without_launcher(&[dir.path().to_str().unwrap(), "--file-size", "1m"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    if cfg!(feature = "mpi") {
+        assert!(
+            err.contains("no MPI launcher started this one") && err.contains("mpirun -n"),
+            "{err}"
+        );
+    } else {
+        assert!(
+            err.contains("built without it") && err.contains("--features mpi"),
+            "{err}"
+        );
+    }
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was written"
+    );
+}
+
+fn f64s(v: &serde_json::Value, key: &str) -> Vec<f64> {
+    v[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key} is a list"))
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn run_ranks(ranks: u32, dir: &Path, extra: &[&str]) -> candor_model::RunDoc {
+    let json = dir.join("out.json");
+    let target = dir.join("target");
+    std::fs::create_dir(&target).unwrap();
+    let mut args = vec![
+        target.to_str().unwrap(),
+        "--tests",
+        "write,read,randread",
+        "--file-size",
+        "8m",
+        "--record-size",
+        "64k",
+        "--repeat",
+        "2",
+        "-o",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = mpirun(ranks, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("Started ").count(),
+        1,
+        "only rank 0 prints the table: {stdout}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "every rank removed its files"
+    );
+    candor_model::load_result(&json).expect("rank 0 saved the result")
+}
+
+#[test]
+fn four_ranks_aggregate_barrier_and_merged_percentiles() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_ranks(4, dir.path(), &[]);
+    let mpi = doc.mpi.as_ref().expect("the run records MPI");
+    assert_eq!(mpi.ranks, 4);
+    assert_eq!(mpi.nodes, 1, "one machine");
+    assert_eq!(mpi.ranks_per_node, vec![4]);
+    assert_eq!(mpi.rank_nodes, vec![0, 0, 0, 0]);
+    assert_eq!(mpi.clock_offsets_ns, vec![0; 4], "one node, one clock");
+    assert_eq!(doc.results.len(), 3);
+
+    // Every repetition of every test, in the order they ran: (ranks' starts, ranks' ends).
+    let mut spans: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        let ranks = r.ranks.as_ref().expect("per-rank figures");
+        assert_eq!(ranks["ranks"], 4);
+        let per = ranks["per_rank"].as_array().unwrap();
+        assert_eq!(per.len(), 4);
+        let agg = f64s(ranks, "aggregate_bps");
+        assert_eq!(agg.len(), 2);
+        assert_eq!(r.throughput.samples, agg, "the headline is the aggregate");
+        for k in 0..2 {
+            let bytes: u64 = per
+                .iter()
+                .map(|p| p["rep_bytes"][k].as_u64().unwrap())
+                .sum();
+            assert_eq!(
+                bytes,
+                4 * (8 << 20),
+                "{}: every rank moved its file",
+                r.test
+            );
+            let starts: Vec<f64> = per.iter().map(|p| f64s(p, "started_s")[k]).collect();
+            let ends: Vec<f64> = per.iter().map(|p| f64s(p, "ended_s")[k]).collect();
+            let first = starts.iter().cloned().fold(f64::INFINITY, f64::min);
+            let last = ends.iter().cloned().fold(0.0, f64::max);
+            let want = bytes as f64 / (last - first);
+            assert!(
+                (agg[k] - want).abs() <= want * 1e-9,
+                "{} rep {k}: aggregate {} vs {want}",
+                r.test,
+                agg[k]
+            );
+            assert_eq!(r.reps[k].bytes, bytes);
+            assert!((r.reps[k].seconds - (last - first)).abs() < 1e-9);
+            spans.push((starts, ends));
+        }
+
+        // Histograms: the merged one is the sum of the ranks' ones.
+        let mut summed: std::collections::BTreeMap<u64, u64> = Default::default();
+        for p in per {
+            for b in p["latency_histogram"]["buckets"].as_array().unwrap() {
+                *summed.entry(b[0].as_u64().unwrap()).or_default() += b[1].as_u64().unwrap();
+            }
+        }
+        let merged: Vec<(u64, u64)> = r
+            .latency_histogram
+            .buckets
+            .iter()
+            .map(|b| (b[0], b[1]))
+            .collect();
+        assert_eq!(merged, summed.clone().into_iter().collect::<Vec<_>>());
+        let total: u64 = summed.values().sum();
+        assert_eq!(r.latency_ns.count, total);
+        assert_eq!(total, 4 * 2 * 128, "4 ranks x 2 repetitions x 128 records");
+        // Each percentile lies in the bucket where the concatenated samples put it, so it
+        // is within the histogram's relative error of the true sample there.
+        let bound = r.latency_histogram.relative_error;
+        for (q, got) in [
+            (0.5, r.latency_ns.p50),
+            (0.9, r.latency_ns.p90),
+            (0.99, r.latency_ns.p99),
+        ] {
+            let want_rank = ((q * total as f64).ceil() as u64).max(1);
+            let mut seen = 0;
+            let mut lo = 0;
+            for (&l, &n) in &summed {
+                seen += n;
+                if seen >= want_rank {
+                    lo = l;
+                    break;
+                }
+            }
+            let width_bound = (lo as f64 * 2.0 * bound).max(1.0);
+            assert!(
+                got as f64 >= lo as f64 && got as f64 <= lo as f64 + width_bound,
+                "{} p{}: {got} outside the bucket at {lo}",
+                r.test,
+                q * 100.0
+            );
+        }
+    }
+
+    // The barrier held: every rank ended repetition k before any rank started k + 1.
+    spans.sort_by(|a, b| {
+        let a0 = a.0.iter().cloned().fold(f64::INFINITY, f64::min);
+        let b0 = b.0.iter().cloned().fold(f64::INFINITY, f64::min);
+        a0.partial_cmp(&b0).unwrap()
+    });
+    for w in spans.windows(2) {
+        let last_end = w[0].1.iter().cloned().fold(0.0, f64::max);
+        let next_start = w[1].0.iter().cloned().fold(f64::INFINITY, f64::min);
+        assert!(
+            next_start >= last_end,
+            "a rank started at {next_start} before another ended at {last_end}"
+        );
+    }
+}
+
+#[test]
+fn two_ranks_report_the_spread_and_the_node_cache() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_ranks(2, dir.path(), &["--keep-cache"]);
+    let mpi = doc.mpi.as_ref().unwrap();
+    assert_eq!((mpi.ranks, mpi.nodes), (2, 1));
+    for r in &doc.results {
+        let ranks = r.ranks.as_ref().unwrap();
+        let slowest = ranks["slowest_rank"].as_u64().unwrap();
+        let fastest = ranks["fastest_rank"].as_u64().unwrap();
+        let per = ranks["per_rank"].as_array().unwrap();
+        let rate = |k: u64| per[k as usize]["throughput"]["mean"].as_f64().unwrap();
+        assert!(rate(slowest) <= rate(fastest));
+        assert_eq!(ranks["rank_throughput"]["n"], 4, "2 ranks x 2 repetitions");
+        assert_eq!(ranks["per_node"].as_array().unwrap().len(), 1);
+    }
+}
