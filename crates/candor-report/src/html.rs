@@ -6,11 +6,11 @@
 //! device throughput, dirty memory) and repetitions (mean with 95% CI and every run).
 //! `compare_page` renders `candor compare` the same way.
 
-use crate::compare::{Comparison, Significance};
+use crate::compare::Comparison;
 use crate::svg::{self, esc, AxisKind, IntervalRow, LineChart, Series};
 use crate::table;
 use crate::units;
-use crate::view::{self, Axis, NoteKind};
+use crate::view::{self, Axis};
 use candor_model::{RunDoc, TestResult};
 use candor_stats::Histogram;
 use std::fmt::Write;
@@ -333,7 +333,6 @@ fn summary(doc: &RunDoc, b: &mut String) {
             }
             b.push_str("</ol>");
         }
-        let _ = NoteKind::Failed;
     }
     let warnings = view::warnings(doc);
     if !warnings.is_empty() {
