@@ -100,6 +100,7 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     };
     let out = runner::run(argv, source.as_mut(), interval, opts.pass_through);
     let mut observed = out.observed;
+    phase::drop_startup_noise(&mut observed);
     if let Some(n) = fallback_note {
         observed.notes.insert(0, n);
     }

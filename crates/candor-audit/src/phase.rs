@@ -88,6 +88,42 @@ impl Phase {
     }
 }
 
+/// The dynamic loader's and the C library's small reads of shared libraries, locale and
+/// time zone files: every program makes them, no benchmark is about them.
+pub fn is_startup_noise(p: &Phase) -> bool {
+    const PLACES: &[&str] = &[
+        "/lib/",
+        "/lib64/",
+        "/usr/lib/",
+        "/usr/lib64/",
+        "/usr/share/locale/",
+        "/usr/lib/locale/",
+    ];
+    const FILES: &[&str] = &[
+        "/etc/ld.so.cache",
+        "/etc/localtime",
+        "/etc/nsswitch.conf",
+        "/etc/passwd",
+        "/etc/group",
+    ];
+    p.write_bytes == 0
+        && p.read_bytes <= 64 * 1024
+        && (PLACES.iter().any(|d| p.path.starts_with(d)) || FILES.contains(&p.path.as_str()))
+}
+
+/// Removes startup noise, and says how much was removed.
+pub fn drop_startup_noise(o: &mut Observed) {
+    let before = o.phases.len();
+    o.phases.retain(|p| !is_startup_noise(p));
+    let n = before - o.phases.len();
+    if n > 0 {
+        o.notes.push(format!(
+            "{n} small read{} of shared libraries and locale files at program start left out",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+}
+
 /// One process of the audited tree.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(default)]

@@ -73,7 +73,7 @@ impl Io {
         }
     }
 
-    pub fn add(self, o: Io) -> Io {
+    pub fn plus(self, o: Io) -> Io {
         Io {
             rchar: self.rchar.saturating_add(o.rchar),
             wchar: self.wchar.saturating_add(o.wchar),
@@ -333,7 +333,7 @@ impl ProcfsSource {
         let ppid = p.rec.ppid;
         self.close_all(pid, at);
         if let Some(parent) = self.procs.get_mut(&ppid) {
-            parent.gone = parent.gone.add(last);
+            parent.gone = parent.gone.plus(last);
             parent.vanished_children.push(pid);
         }
     }
@@ -355,14 +355,14 @@ impl ProcfsSource {
                 let mut own = Io::default();
                 for (tid, io) in &threads {
                     let before = p.threads.get(tid).copied().unwrap_or_default();
-                    own = own.add(io.saturating_sub(before));
+                    own = own.plus(io.saturating_sub(before));
                 }
                 for (tid, io) in &p.threads {
                     if !threads.contains_key(tid) {
-                        p.gone = p.gone.add(*io);
+                        p.gone = p.gone.plus(*io);
                     }
                 }
-                let sum = threads.values().fold(Io::default(), |a, b| a.add(*b));
+                let sum = threads.values().fold(Io::default(), |a, b| a.plus(*b));
                 let beyond = total.saturating_sub(sum);
                 let growth = beyond.saturating_sub(p.beyond_max);
                 p.beyond_max = max_io(p.beyond_max, beyond);
@@ -448,7 +448,7 @@ impl ProcfsSource {
         own.wchar -= take;
         self.out_applied += take;
         let rest = Self::attribute(p, own);
-        self.unattributed = self.unattributed.add(rest);
+        self.unattributed = self.unattributed.plus(rest);
         for old in replaced {
             let mut ph = old.phase;
             ph.close_s = mid;
@@ -481,7 +481,7 @@ impl ProcfsSource {
                 None => {
                     if let Some(p) = self.procs.get_mut(&pid) {
                         let rest = Self::attribute(p, tail);
-                        self.unattributed = self.unattributed.add(rest);
+                        self.unattributed = self.unattributed.plus(rest);
                     }
                 }
             }

@@ -284,7 +284,10 @@ fn row(
         r.device = Some(name);
         r.device_read_bytes = Some(d.read_bytes);
         r.device_write_bytes = Some(d.write_bytes);
-        let ours = storage_read.unwrap_or(0) + storage_write.unwrap_or(0);
+        // Writes: the tree's own data can reach the device up to what it wrote, even when
+        // the kernel did not count it at dirtying (pages dirty from before).
+        let app_written: u64 = sel.iter().map(|p| p.write_bytes).sum();
+        let ours = storage_read.unwrap_or(0) + storage_write.unwrap_or(0).max(app_written);
         let theirs = (d.read_bytes + d.write_bytes).saturating_sub(ours);
         r.foreign_device_bytes = Some(theirs);
         if c.direction == Direction::Write && bytes > 0 {
@@ -578,7 +581,12 @@ mod tests {
         let mut c = claim("w", Direction::Write, 64 * mb, 640.0 * mb as f64);
         c.program = "fio".into();
         let dev = |_: u64, _: f64, _: f64| Some(("vda".to_string(), DiskCounters::default()));
-        let rows = reconcile(&[c.clone()], &[p.clone()], "/", &dev);
+        let rows = reconcile(
+            std::slice::from_ref(&c),
+            std::slice::from_ref(&p),
+            "/",
+            &dev,
+        );
         assert_eq!(rows[0].phases, vec![0], "fio's job.N.M file name");
         assert!(rows[0]
             .explanation

@@ -5,6 +5,13 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// One audit at a time: a test's device traffic would be another test's foreign traffic.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn candor() -> Command {
     Command::new(env!("CARGO_BIN_EXE_candor"))
 }
@@ -67,6 +74,7 @@ fn row(v: &Value) -> &Value {
 
 #[test]
 fn fio_direct_read_is_reconciled() {
+    let _one = serial();
     if !have("fio") {
         eprintln!("skipped: fio is not installed");
         return;
@@ -111,7 +119,10 @@ fn fio_direct_read_is_reconciled() {
         let r = row(&v);
         assert_eq!(r["test"], "dread");
         assert_eq!(r["record_size"], 128 << 10);
-        assert_eq!(r["claimed_Bps"], fio_json["jobs"][0]["read"]["bw_bytes"]);
+        assert_eq!(
+            r["claimed_Bps"].as_f64(),
+            fio_json["jobs"][0]["read"]["bw_bytes"].as_f64()
+        );
         let ratio = r["ratio"].as_f64().expect("a ratio");
         let source = a["source"].as_str().unwrap_or("");
         if source == "bpf" {
@@ -134,6 +145,7 @@ fn fio_direct_read_is_reconciled() {
 
 #[test]
 fn fio_buffered_write_explains_the_page_cache() {
+    let _one = serial();
     if !have("fio") {
         eprintln!("skipped: fio is not installed");
         return;
@@ -195,6 +207,7 @@ fn fio_buffered_write_explains_the_page_cache() {
 
 #[test]
 fn dd_direct_write_bytes_are_exact() {
+    let _one = serial();
     let dir = scratch();
     for w in witness_modes() {
         let of = dir.path().join(format!("dd-{w}.dat"));
@@ -238,6 +251,7 @@ fn dd_direct_write_bytes_are_exact() {
 
 #[test]
 fn output_and_exit_code_pass_through() {
+    let _one = serial();
     let dir = scratch();
     let out = candor()
         .current_dir(dir.path())
@@ -260,6 +274,7 @@ fn output_and_exit_code_pass_through() {
 
 #[test]
 fn command_not_found_is_said_plainly() {
+    let _one = serial();
     let dir = scratch();
     let json = dir.path().join("nf.json");
     let out = candor()
@@ -280,6 +295,7 @@ fn command_not_found_is_said_plainly() {
 
 #[test]
 fn killed_by_a_signal_still_reports() {
+    let _one = serial();
     let dir = scratch();
     let out = candor()
         .current_dir(dir.path())
@@ -299,6 +315,7 @@ fn killed_by_a_signal_still_reports() {
 
 #[test]
 fn bad_usage_is_exit_2() {
+    let _one = serial();
     let out = candor()
         .args(["audit", "--witness", "sometimes", "--", "true"])
         .output()

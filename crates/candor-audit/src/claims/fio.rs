@@ -316,6 +316,64 @@ fn attach_text_percentiles(text: &str, claims: &mut [Claim]) {
     }
 }
 
+/// Fills in what fio's command line says and its output may not (the text output does
+/// not repeat the options): file name, size, block size, O_DIRECT, a flush inside the
+/// timing. Options before the first `--name` are global; later ones belong to that job.
+pub fn apply_args(claims: &mut [Claim], argv: &[String]) {
+    let mut global: Vec<(String, String)> = Vec::new();
+    let mut jobs: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for a in argv.iter().skip(1) {
+        let Some(opt) = a.strip_prefix("--") else {
+            continue;
+        };
+        let (k, v) = opt.split_once('=').unwrap_or((opt, "1"));
+        if k == "name" {
+            jobs.push((v.to_string(), Vec::new()));
+        } else if let Some((_, o)) = jobs.last_mut() {
+            o.push((k.to_string(), v.to_string()));
+        } else {
+            global.push((k.to_string(), v.to_string()));
+        }
+    }
+    for c in claims.iter_mut() {
+        let job = jobs
+            .iter()
+            .find(|(n, _)| *n == c.test)
+            .map(|(_, o)| o.as_slice())
+            .unwrap_or(&[]);
+        let get = |k: &str| {
+            job.iter()
+                .rev()
+                .chain(global.iter().rev())
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        let on = |k: &str| get(k).is_some_and(|v| v != "0");
+        if c.filename.is_none() {
+            c.filename = get("filename").map(str::to_string);
+        }
+        if c.file_size.is_none() {
+            c.file_size = get("size").and_then(parse_size);
+        }
+        if c.record_size.is_none() {
+            c.record_size = get("bs")
+                .or_else(|| get("blocksize"))
+                .and_then(|b| block_size(b, c.direction));
+        }
+        let mut flag = |f: &str| {
+            if !c.flags.iter().any(|x| x == f) {
+                c.flags.push(f.to_string());
+            }
+        };
+        if on("direct") {
+            flag("direct");
+        }
+        if on("end_fsync") || on("fsync_on_close") {
+            flag("fsync_in_timing");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,6 +441,32 @@ mod tests {
         assert_eq!(c.latency_ns["p50"], 12480.0);
         assert_eq!(c.latency_ns["p99"], 27520.0);
         assert_eq!(c.line, 6);
+    }
+
+    #[test]
+    fn command_line_fills_what_text_output_leaves_out() {
+        let mut c = parse(&data("fio-buffered-write.txt"));
+        let argv: Vec<String> = [
+            "fio",
+            "--direct=0",
+            "--name=bwrite",
+            "--filename=/var/tmp/x",
+            "--size=64m",
+            "--end_fsync=1",
+            "--name=other",
+            "--direct=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        apply_args(&mut c, &argv);
+        assert_eq!(c[0].filename.as_deref(), Some("/var/tmp/x"));
+        assert_eq!(c[0].file_size, Some(64 << 20));
+        assert!(c[0].flags.contains(&"fsync_in_timing".to_string()));
+        assert!(
+            !c[0].flags.contains(&"direct".to_string()),
+            "--direct=1 belongs to the other job"
+        );
     }
 
     #[test]

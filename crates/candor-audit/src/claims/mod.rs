@@ -98,6 +98,7 @@ pub fn parse(argv: &[String], stdout: &str, stderr: &str) -> Vec<Claim> {
             if c.is_empty() {
                 c = fio::parse(stderr);
             }
+            fio::apply_args(&mut c, argv);
             c
         }
         Some("dd") => {
