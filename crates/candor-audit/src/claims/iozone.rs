@@ -78,7 +78,11 @@ pub fn parse(text: &str) -> Vec<Claim> {
         claims = parse_excel(&lines, ops);
     }
     claims.extend(parse_throughput(&lines));
+    let files = test_files(&lines);
     for c in &mut claims {
+        if c.filename.is_none() {
+            c.filename = files.clone();
+        }
         for f in &flags {
             if !c.flags.contains(f) {
                 c.flags.push(f.clone());
@@ -86,6 +90,48 @@ pub fn parse(text: &str) -> Vec<Claim> {
         }
     }
     claims
+}
+
+/// The files iozone works on, from "Command line used:": `-f FILE` (single stream) or the
+/// names after `-F` (throughput mode), joined by ':'. Without them iozone uses
+/// "iozone.tmp" in its working directory (single stream) or "iozone.DUMMY.N" (throughput).
+fn test_files(lines: &[&str]) -> Option<String> {
+    let cmd = lines
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("Command line used:"))?;
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let mut files = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        match words[i] {
+            "-f" => {
+                if let Some(f) = words.get(i + 1) {
+                    files.push(f.to_string());
+                }
+                i += 1;
+            }
+            "-F" => {
+                while let Some(f) = words.get(i + 1).filter(|w| !w.starts_with('-')) {
+                    files.push(f.to_string());
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if files.is_empty() {
+        let throughput = cmd.split_whitespace().any(|w| w == "-t");
+        files.push(
+            if throughput {
+                "iozone.DUMMY.*"
+            } else {
+                "iozone.tmp"
+            }
+            .to_string(),
+        );
+    }
+    Some(files.join(":"))
 }
 
 fn preamble_flags(lines: &[&str]) -> Vec<String> {
@@ -468,6 +514,7 @@ mod tests {
     fn table_with_blank_columns() {
         let c = parse(&data("table-i0-i1-i2.txt"));
         assert_eq!(c.len(), 12, "six tests x two record sizes");
+        assert_eq!(c[0].filename.as_deref(), Some("/var/tmp/ioz.8xwQ/t.tmp"));
         assert_eq!(get(&c, "write", 65536, 4).claimed_bps, 883556.0 * 1024.0);
         assert_eq!(
             get(&c, "randwrite", 65536, 1024).claimed_bps,
@@ -575,6 +622,10 @@ mod tests {
         assert_eq!(w.extra["min_xfer_bytes"], 25600.0 * 1024.0);
         assert_eq!(w.extra["cpu_pct"], 176.32);
         assert!(w.flags.contains(&"stonewalled".to_string()));
+        assert_eq!(
+            w.filename.as_deref(),
+            Some("/var/tmp/ioz.8xwQ/a.tmp:/var/tmp/ioz.8xwQ/b.tmp")
+        );
         let names: Vec<&str> = c.iter().map(|c| c.test.as_str()).collect();
         assert_eq!(names, ["write", "rewrite", "read", "reread"]);
         assert_eq!(c[3].claimed_bps, 21381013.0 * 1024.0);
