@@ -1,5 +1,6 @@
 //! I/O buffers: allocated once per thread before the timed region, aligned to 4 KiB so
-//! O_DIRECT accepts them, and filled with incompressible bytes so that compressing or
+//! O_DIRECT accepts them, and filled (by default; see `verify::BufferPattern`) with
+//! incompressible bytes so that compressing or
 //! deduplicating filesystems are not flattered by zeroes.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
@@ -26,7 +27,7 @@ impl AlignedBuf {
             return None;
         }
         let mut b = AlignedBuf { ptr, len, layout };
-        fill_random(b.as_mut_slice(), seed);
+        crate::verify::buffer_pattern().fill(b.as_mut_slice(), seed);
         Some(b)
     }
 

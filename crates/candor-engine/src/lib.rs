@@ -12,4 +12,5 @@ pub mod runner;
 pub mod signals;
 pub mod size;
 pub mod special;
+pub mod verify;
 pub mod workload;

@@ -10,6 +10,7 @@ use crate::engines::{entry, EngineError, Job, OpenSpec, ThreadStats};
 use crate::plan::Point;
 use crate::rundir::RunDir;
 use crate::signals;
+use crate::verify::{FileVerify, Tally, VerifyConfig};
 use crate::workload::{Direction, FileState};
 use candor_model::{Cpu, Repetition, TestResult, ThreadAggregate};
 use candor_stats::{summarize, Histogram};
@@ -18,6 +19,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::sync::Barrier;
 
 /// How tests are run (everything but the plan's points).
@@ -43,6 +45,8 @@ pub struct RunSettings {
     pub seed: u64,
     /// Entries per thread for the metadata tests.
     pub meta_files: u64,
+    /// `--verify`: every record written carries a header, every record read is checked.
+    pub verify: Option<VerifyConfig>,
 }
 
 /// Why a run stopped before the end of its plan.
@@ -59,6 +63,8 @@ pub struct Target {
     pub dir: RunDir,
     pub witness: Witness,
     files: Option<FileSet>,
+    /// Verification found in file sets already replaced, not yet reported.
+    verify_pending: Tally,
 }
 
 struct FileSet {
@@ -66,6 +72,10 @@ struct FileSet {
     names: Vec<String>,
     /// Whether each file holds file_size bytes of candor's data.
     complete: Vec<bool>,
+    /// With --verify: the record size the files are written in (records carry headers, so
+    /// another record size needs the files rewritten), and each file's state.
+    record_size: u64,
+    verify: Vec<Arc<FileVerify>>,
 }
 
 impl Target {
@@ -75,7 +85,19 @@ impl Target {
             dir,
             witness,
             files: None,
+            verify_pending: Tally::default(),
         }
+    }
+
+    /// What verification found since the last call (all files, all repetitions).
+    pub fn take_verify(&mut self) -> Tally {
+        let mut t = std::mem::take(&mut self.verify_pending);
+        if let Some(f) = &self.files {
+            for v in &f.verify {
+                t.merge(&v.take());
+            }
+        }
+        t
     }
 
     /// The current data files, one per thread.
@@ -90,7 +112,7 @@ impl Target {
         threads: u32,
         seed: u64,
     ) -> Result<(), EngineError> {
-        self.use_files(file_size, threads);
+        self.use_files(file_size, threads, None);
         let paths = self.paths();
         if let Some(fsset) = self.files.as_mut() {
             for (i, p) in paths.iter().enumerate() {
@@ -114,25 +136,37 @@ impl Target {
             .unwrap_or_default()
     }
 
-    /// Makes the file set match (file_size, threads), removing files of another set.
-    fn use_files(&mut self, file_size: u64, threads: u32) {
-        let fits = self
-            .files
-            .as_ref()
-            .is_some_and(|f| f.file_size == file_size && f.names.len() == threads as usize);
+    /// Makes the file set match (file_size, threads, and with --verify the record size),
+    /// removing files of another set.
+    fn use_files(&mut self, file_size: u64, threads: u32, verify: Option<(VerifyConfig, u64)>) {
+        let rs = verify.map_or(0, |v| v.1);
+        let fits = self.files.as_ref().is_some_and(|f| {
+            f.file_size == file_size && f.names.len() == threads as usize && f.record_size == rs
+        });
         if fits {
             return;
         }
         if let Some(old) = self.files.take() {
+            for v in &old.verify {
+                self.verify_pending.merge(&v.take());
+            }
             for n in &old.names {
                 let _ = self.dir.remove_file(n);
             }
         }
         let names: Vec<String> = (0..threads).map(|i| format!("t{i}.dat")).collect();
+        let verify = match verify {
+            Some((cfg, rs)) => (0..threads)
+                .map(|i| Arc::new(FileVerify::new(cfg, i, file_size, rs as usize)))
+                .collect(),
+            None => Vec::new(),
+        };
         self.files = Some(FileSet {
             file_size,
             complete: vec![false; names.len()],
             names,
+            record_size: rs,
+            verify,
         });
     }
 }
@@ -304,7 +338,11 @@ fn run_repetition(
     coord: &mut dyn Coordinator,
 ) -> Result<RepMeasure, EngineError> {
     let spec = point.spec;
-    target.use_files(point.file_size, point.threads);
+    target.use_files(
+        point.file_size,
+        point.threads,
+        s.verify.map(|c| (c, point.record_size)),
+    );
     let paths = target.paths();
     let is_write = spec.direction != Direction::Read;
     let direct = s.direct && entry(point.engine).direct;
@@ -316,6 +354,9 @@ fn run_repetition(
                 for (i, n) in fsset.names.iter().enumerate() {
                     let _ = target.dir.remove_file(n);
                     fsset.complete[i] = false;
+                    if let Some(v) = fsset.verify.get(i) {
+                        v.forget();
+                    }
                 }
             }
         }
@@ -328,7 +369,11 @@ fn run_repetition(
                             .map(|m| m.len() == point.file_size)
                             .unwrap_or(false);
                     if !ok {
-                        if let Err(e) = fill_file(p, point.file_size, seed ^ i as u64) {
+                        let filled = match fsset.verify.get(i) {
+                            Some(v) => v.fill_file(p, point.file_size),
+                            None => fill_file(p, point.file_size, seed ^ i as u64),
+                        };
+                        if let Err(e) = filled {
                             coord.before_timed();
                             return Err(e);
                         }
@@ -410,6 +455,8 @@ fn run_repetition(
             let record_size = point.record_size as usize;
             let pin = (!s.cpus.is_empty()).then(|| s.cpus[i % s.cpus.len()]);
             let time_based = s.time_based;
+            let file_verify: Option<Arc<FileVerify>> =
+                target.files.as_ref().and_then(|f| f.verify.get(i).cloned());
             handles.push(scope.spawn(move || {
                 let mut out = WorkerOut::default();
                 let mut engine = (entry(kind).make)();
@@ -431,6 +478,7 @@ fn run_repetition(
                         seed: job_seed,
                         stop,
                         deadline_ns: deadline_holder.get().copied(),
+                        verify: file_verify.as_deref(),
                     };
                     out.t_start = now_ns();
                     let mut r = engine.run(&job, &mut out.stats);
@@ -773,9 +821,22 @@ pub fn run_coordinated(
             }
         }
         let mut results = Vec::with_capacity(targets.len());
-        for (ti, (reps, err)) in per_target.into_iter().enumerate() {
+        for (ti, (reps, mut err)) in per_target.into_iter().enumerate() {
             let base = base_result(&targets[ti], point, s);
             let mut r = summarise(base, reps, is_write);
+            if s.verify.is_some() && point.spec.special == crate::special::Special::None {
+                let tally = targets[ti].take_verify();
+                r.verify = Some(tally.to_json(point.record_size));
+                if tally.bad > 0 {
+                    // What is on disk is not what candor wrote: rewrite before the next test.
+                    if let Some(f) = targets[ti].files.as_mut() {
+                        f.complete.iter_mut().for_each(|c| *c = false);
+                    }
+                }
+                if err.is_none() {
+                    err = tally.describe(&|i| format!("t{i}.dat"));
+                }
+            }
             if let Some(e) = err {
                 r.status = "failed".to_string();
                 progress.note(&format!(

@@ -50,6 +50,9 @@ pub struct Job<'a> {
     pub stop: &'a AtomicBool,
     /// Stop issuing at this clock value (`--runtime`).
     pub deadline_ns: Option<u64>,
+    /// `--verify`: stamp each record before it is written, check each record read. `None`
+    /// costs the engines one predictable branch per I/O.
+    pub verify: Option<&'a crate::verify::FileVerify>,
 }
 
 impl Job<'_> {
@@ -505,6 +508,7 @@ mod tests {
             seed: 3,
             stop: &stop,
             deadline_ns: None,
+            verify: None,
         };
         let writes = (0..10_000).filter(|&i| job.is_write(i)).count();
         assert!(

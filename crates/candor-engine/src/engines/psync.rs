@@ -34,7 +34,19 @@ impl Engine for PsyncEngine {
         let Some(buf) = self.buf.as_mut() else {
             return Ok(());
         };
-        timed_loop(job, stats, |off, w| full_pio(fd, buf, off, w, &path))
+        timed_loop(job, stats, |off, w| match job.verify {
+            None => full_pio(fd, buf, off, w, &path),
+            Some(v) => {
+                if w {
+                    v.stamp(buf.as_mut_slice(), off);
+                }
+                full_pio(fd, buf, off, w, &path)?;
+                if !w {
+                    v.check(buf.as_slice(), off);
+                }
+                Ok(())
+            }
+        })
     }
 
     fn flush(&mut self) -> Result<(), EngineError> {

@@ -27,6 +27,11 @@ impl Engine for SyncEngine {
         };
         let mut pos: u64 = u64::MAX;
         timed_loop(job, stats, |off, w| {
+            if let Some(v) = job.verify {
+                if w {
+                    v.stamp(buf.as_mut_slice(), off);
+                }
+            }
             if pos != off {
                 // SAFETY: fd is open.
                 if unsafe { libc::lseek(fd, off as i64, libc::SEEK_SET) } < 0 {
@@ -76,6 +81,11 @@ impl Engine for SyncEngine {
                 done += n as usize;
             }
             pos = off + len as u64;
+            if let Some(v) = job.verify {
+                if !w {
+                    v.check(buf.as_slice(), off);
+                }
+            }
             Ok(())
         })
     }

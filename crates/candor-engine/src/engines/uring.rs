@@ -104,6 +104,9 @@ impl Engine for UringEngine {
                 let off = job.offset(next);
                 let w = job.is_write(next);
                 let buf = &mut self.bufs[slot];
+                if let (Some(v), true) = (job.verify, w) {
+                    v.stamp(buf.as_mut_slice(), off);
+                }
                 let ptr = buf.as_mut_ptr();
                 let entry = match (w, self.fixed_bufs, self.fixed_file) {
                     (false, true, true) => {
@@ -201,6 +204,11 @@ impl Engine for UringEngine {
                             format!("moved {res} of {len} bytes"),
                         ),
                     ));
+                }
+                if let (Some(v), false) = (job.verify, w) {
+                    if let Some(b) = self.bufs.get(slot) {
+                        v.check(b.as_slice(), job.offset(op));
+                    }
                 }
                 stats.latency.record(now.saturating_sub(slot_t[slot]));
                 if w {

@@ -51,7 +51,14 @@ impl Engine for VectorEngine {
                 piece
             };
         }
+        let verify = job.verify;
+        let base = buf.as_mut_ptr();
         timed_loop(job, stats, |off, w| {
+            if let (Some(v), true) = (verify, w) {
+                // SAFETY: base is valid for len bytes; no other reference to the buffer is
+                // live while the iovecs are unused.
+                v.stamp(unsafe { std::slice::from_raw_parts_mut(base, len) }, off);
+            }
             // SAFETY: every iovec points inside buf.
             let n = unsafe {
                 if w {
@@ -78,6 +85,10 @@ impl Engine for VectorEngine {
                         format!("moved {n} of {len} bytes"),
                     ),
                 ));
+            }
+            if let (Some(v), false) = (verify, w) {
+                // SAFETY: as above; the read has completed.
+                v.check(unsafe { std::slice::from_raw_parts(base, len) }, off);
             }
             Ok(())
         })

@@ -8,6 +8,7 @@ use candor_engine::rundir::{clean_stale, new_run_id, RunDir};
 use candor_engine::runner::{self, Progress, RunSettings, StopReason, Target};
 use candor_engine::signals;
 use candor_engine::size::{format_size, parse_size, parse_size_list};
+use candor_engine::verify::{BufferPattern, VerifyConfig, HEADER};
 use candor_engine::workload::{self, parse_tests, TestSpec};
 use candor_model::{RunDoc, TargetInfo, TestResult};
 use candor_report::Format;
@@ -175,6 +176,22 @@ pub struct Args {
     /// auto to measure it first (O_DIRECT, large sequential and 4 KiB random at depth 64).
     #[arg(long, value_name = "SPEC")]
     pub device_spec: Option<String>,
+
+    /// Check the data: every record written carries a header (run, file, offset,
+    /// generation, checksum) and a payload derived from it; read tests check every record
+    /// and report corruption, misdirected, stale and torn records (see docs/reliability.md).
+    #[arg(long)]
+    pub verify: bool,
+
+    /// What the buffers hold: random (incompressible, the default), zero, or
+    /// compressible=N% (N% of each 4 KiB zero).
+    #[arg(long, value_name = "PATTERN", default_value = "random")]
+    pub buffer_pattern: String,
+
+    /// Soak: repeat the whole plan until this much time has passed, e.g. 10m (the results
+    /// hold each test's last round and every round's throughput).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
 }
 
 fn usage(m: impl Into<String>) -> Failure {
@@ -764,13 +781,95 @@ fn plan(a: &Args, infos: &[TargetInfo], dirs: &[RunDir]) -> Result<Planned, Fail
         cpus: parse_cpus(a.cpus.as_deref())?,
         seed: a.seed,
         meta_files: a.files,
+        verify: None,
     };
+    if a.verify {
+        check_verifiable(&points)?;
+    }
     Ok(Planned {
         points,
         settings,
         notes,
         default_run,
     })
+}
+
+/// `--verify` needs records that an engine stamps and checks one by one.
+fn check_verifiable(points: &[Point]) -> Result<(), Failure> {
+    for p in points {
+        let name = p.spec.name;
+        if p.spec.special != candor_engine::special::Special::None {
+            return Err(usage(format!(
+                "--verify checks the records of the file tests, and {name} is not one: leave it out of --tests or drop --verify"
+            )));
+        }
+        if matches!(
+            p.engine,
+            EngineKind::Stdio | EngineKind::Mmap | EngineKind::Null
+        ) {
+            return Err(usage(format!(
+                "--verify works with the sync, psync, vector and io_uring engines, and {name} runs on {}: leave it out of --tests (or choose another --engine) or drop --verify",
+                p.engine.name()
+            )));
+        }
+        if (p.record_size as usize) < HEADER {
+            return Err(usage(format!(
+                "--verify puts a {HEADER}-byte header in every record, and {} is smaller: use a --record-size of 64 or more",
+                format_size(p.record_size)
+            )));
+        }
+        if p.spec.pattern == candor_engine::workload::PatternKind::SameRecord && p.iodepth > 1 {
+            return Err(usage(format!(
+                "{name} rewrites one record, and with --iodepth {} several of those writes are in flight at once, so which lands last is not defined and cannot be verified: run it at --iodepth 1",
+                p.iodepth
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--duration`: each test keeps its latest round's result, and every round's mean
+/// throughput in `extra.rounds_throughput` (so memory does not grow with the rounds).
+fn soak_merge(results: &mut Vec<TestResult>, new: Vec<TestResult>) {
+    for mut r in new {
+        let same = results.iter().position(|o| {
+            o.target == r.target
+                && o.test == r.test
+                && o.file_size == r.file_size
+                && o.record_size == r.record_size
+                && o.threads == r.threads
+                && o.iodepth == r.iodepth
+        });
+        let mut rounds: Vec<serde_json::Value> = Vec::new();
+        let mut failed_rounds = 0u64;
+        if let Some(i) = same {
+            let old = results.remove(i);
+            if let Some(serde_json::Value::Array(a)) = old.extra.get("rounds_throughput") {
+                rounds = a.clone();
+            }
+            failed_rounds = old
+                .extra
+                .get("failed_rounds")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
+            if old.status != "ok" && r.status == "ok" {
+                // A failure in an earlier round stays visible.
+                r.status = old.status;
+                r.error = old.error;
+            }
+        }
+        if r.status != "ok" {
+            failed_rounds += 1;
+        }
+        rounds.push(r.throughput.mean.into());
+        r.extra
+            .insert("rounds_throughput".into(), serde_json::Value::Array(rounds));
+        r.extra.insert("failed_rounds".into(), failed_rounds.into());
+        match same {
+            Some(i) => results.insert(i, r),
+            None => results.push(r),
+        }
+    }
 }
 
 fn options_map(a: &Args, p: &Planned, format: &str) -> BTreeMap<String, serde_json::Value> {
@@ -794,6 +893,11 @@ fn options_map(a: &Args, p: &Planned, format: &str) -> BTreeMap<String, serde_js
     put("seed", s.seed.into());
     put("witness", a.witness.clone().into());
     put("format", format.into());
+    put("verify", a.verify.into());
+    put("buffer_pattern", a.buffer_pattern.clone().into());
+    if let Some(d) = &a.duration {
+        put("duration", d.clone().into());
+    }
     m
 }
 
@@ -956,6 +1060,18 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         }
     };
     let interval = parse_duration(&a.witness_interval).map_err(usage)?;
+    let soak = a
+        .duration
+        .as_deref()
+        .map(|d| parse_duration(d).map_err(|e| usage(format!("--duration: {e}"))))
+        .transpose()?;
+    if soak.is_some() && mpi.is_some() {
+        return Err(usage(
+            "--duration is not available with --mpi: repeat the MPI job instead",
+        ));
+    }
+    let pattern = BufferPattern::parse(&a.buffer_pattern).map_err(usage)?;
+    candor_engine::verify::set_buffer_pattern(pattern);
     let given_spec = match a.device_spec.as_deref() {
         None | Some("auto") => None,
         Some(t) => Some(crate::efficiency::parse_spec(t).map_err(usage)?),
@@ -1014,7 +1130,10 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         .iter()
         .map(|t| candor_witness::describe_target(t))
         .collect();
-    let planned = mpi::agree(mpi, plan(&a, &infos, &dirs))?;
+    let mut planned = mpi::agree(mpi, plan(&a, &infos, &dirs))?;
+    if a.verify {
+        planned.settings.verify = Some(VerifyConfig::new(&id, a.seed));
+    }
 
     let mut doc = RunDoc::new("run", command_line, started_at);
     doc.host = candor_witness::describe_host();
@@ -1092,7 +1211,11 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
                     }
                 }
             }
-            results_ref.extend(rs);
+            if soak.is_some() {
+                soak_merge(results_ref, rs);
+            } else {
+                results_ref.extend(rs);
+            }
             doc_ref.results = results_ref.clone();
             if let Some(out) = &output {
                 if let Err(e) = save_atomic(
@@ -1106,13 +1229,23 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
             }
         };
         match mpi {
-            None => runner::run(
-                &mut run_targets,
-                &planned.points,
-                &planned.settings,
-                &mut progress,
-                &mut sink,
-            ),
+            None => {
+                // One pass of the plan, or (--duration) pass after pass until the time is up.
+                let t0 = std::time::Instant::now();
+                loop {
+                    let stop = runner::run(
+                        &mut run_targets,
+                        &planned.points,
+                        &planned.settings,
+                        &mut progress,
+                        &mut sink,
+                    );
+                    match soak {
+                        Some(d) if stop.is_none() && t0.elapsed() < d => continue,
+                        _ => break stop,
+                    }
+                }
+            }
             Some(m) => runner::run_coordinated(
                 &mut run_targets,
                 &planned.points,
