@@ -6,8 +6,11 @@
 //! beside the merged figures (`TestResult::ranks`), with the spread between ranks.
 
 use crate::clock::to_rank0;
+use candor_model::Witness;
 use candor_model::{Cpu, HistogramDump, Latency, Repetition, Summary, TestResult};
 use candor_stats::{summarize, Welford};
+use candor_witness::combine;
+use candor_witness::verdict::facts_of;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -171,6 +174,56 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
     (lat, dump)
 }
 
+/// Combines witnesses of ranks that ran at the same time (`(node, witness)` in rank
+/// order). The witness's own `combine` sums repetitions that ran one after another; ranks
+/// run side by side, so: the application bytes of every rank add up; the time is the first
+/// rank's (not the sum), with a headline of all ranks' bytes over it; and a node's device
+/// and system counters are counted once per node, from its first rank, because every rank
+/// on a node sees the whole node's device traffic (its neighbours' I/O would otherwise be
+/// counted several times and taken for another process's).
+pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
+    let mut seen: Vec<u32> = Vec::new();
+    let mut app_bytes = 0.0f64;
+    let mut first_seconds: Option<f64> = None;
+    let mut out = Vec::with_capacity(ws.len());
+    for (node, mut w) in ws {
+        let node_seen = seen.contains(&node);
+        if !node_seen {
+            seen.push(node);
+        }
+        if let Some(mut f) = facts_of(&w) {
+            app_bytes += f.headline_bps * f.timed_seconds;
+            if first_seconds.is_none() {
+                first_seconds = Some(f.timed_seconds);
+            } else {
+                f.timed_seconds = 0.0;
+                f.headline_bps = 0.0;
+                f.window_seconds = 0.0;
+                f.total_seconds = 0.0;
+            }
+            if node_seen {
+                f.device_window = Default::default();
+                f.device_total = Default::default();
+                w.vmstat.clear();
+                w.io_pressure_us = w.io_pressure_us.map(|_| [0, 0]);
+            }
+            if let Ok(v) = serde_json::to_value(&f) {
+                w.extra.insert("facts".into(), v);
+            }
+        }
+        out.push(w);
+    }
+    if let (Some(t), Some(first)) = (first_seconds, out.first_mut()) {
+        if let Some(mut f) = facts_of(first) {
+            f.headline_bps = if t > 0.0 { app_bytes / t } else { 0.0 };
+            if let Ok(v) = serde_json::to_value(&f) {
+                first.extra.insert("facts".into(), v);
+            }
+        }
+    }
+    combine(out)
+}
+
 /// Welford state of a set of samples.
 fn welford(samples: &[f64]) -> Welford {
     let mut w = Welford::default();
@@ -288,10 +341,10 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
     out.thread_aggregate = None;
 
     // ---- the witness: every rank's facts combined, and per node ----
-    out.witness = candor_witness::combine(
+    out.witness = combine_parallel(
         parts
             .iter()
-            .filter_map(|p| p.result.witness.clone())
+            .filter_map(|p| p.result.witness.clone().map(|w| (p.node, w)))
             .collect(),
     );
 
@@ -372,10 +425,10 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
     let meant_device = first.result.intent == "device";
     for &n in &node_ids {
         let on_node: Vec<&RankPart> = parts.iter().filter(|p| p.node == n).collect();
-        let w = candor_witness::combine(
+        let w = combine_parallel(
             on_node
                 .iter()
-                .filter_map(|p| p.result.witness.clone())
+                .filter_map(|p| p.result.witness.clone().map(|w| (p.node, w)))
                 .collect(),
         );
         let hit = w.as_ref().and_then(|w| w.cache_hit_ratio);
@@ -385,13 +438,6 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
                 "on {} the reads were served by the page cache ({:.0}% hits), not the filesystem's storage: that node read data it held in memory; with one node per rank and --reorder a node reads what another wrote",
                 node_name(n),
                 hit.unwrap_or(0.0) * 100.0
-            ));
-        }
-        if on_node.len() > 1 {
-            notes.push(format!(
-                "{} ranks shared {}: each rank's device counters include its neighbours' traffic, so the node's device figures are counted once per rank in the combined witness; read the per-rank figures for the application bytes",
-                on_node.len(),
-                node_name(n)
             ));
         }
         per_node.push(NodeFigures {
