@@ -179,7 +179,7 @@ impl Significance {
         match self {
             Significance::Baseline => String::new(),
             Significance::Welch { p, significant } => format!(
-                "{} (p={})",
+                "{} ({})",
                 if *significant { "yes" } else { "no" },
                 fmt_p(*p)
             ),
@@ -190,11 +190,12 @@ impl Significance {
     }
 }
 
+/// "p<0.001", "p=0.023".
 fn fmt_p(p: f64) -> String {
     if p < 0.001 {
-        "<0.001".into()
+        "p<0.001".into()
     } else {
-        format!("{p:.3}")
+        format!("p={p:.3}")
     }
 }
 
@@ -281,10 +282,10 @@ pub fn sides(files: &[(String, RunDoc)]) -> Vec<Side> {
             }
             out.push(Side {
                 letter: String::new(),
-                source: if several {
-                    format!("{name} {}", g.path)
-                } else {
-                    name.clone()
+                source: match (several, name.as_str()) {
+                    (true, "this run") => g.path.clone(),
+                    (true, _) => format!("{name} {}", g.path),
+                    (false, _) => name.clone(),
                 },
                 target: g.info.cloned(),
                 mpi_ranks: doc.mpi.as_ref().map(|m| m.ranks),
@@ -423,6 +424,7 @@ pub fn render(c: &Comparison, format: CompareFormat) -> String {
 pub fn side_line(s: &Side) -> String {
     let mut l = format!("{}  {}", s.letter, s.source);
     match &s.target {
+        Some(t) if t.path == s.source => l.push_str(&format!(": {}", view::target_line(t))),
         Some(t) => l.push_str(&format!(": {} at {}", view::target_line(t), t.path)),
         None => {
             if let Some(r) = s.results.first() {

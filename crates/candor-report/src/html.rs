@@ -126,6 +126,7 @@ pub fn render(doc: &RunDoc) -> String {
     let mut b = String::new();
     header(doc, &mut b);
     summary(doc, &mut b);
+    targets_compared(doc, &mut b);
     surfaces(doc, &mut b);
     scaling(doc, &mut b);
     ranks(doc, &mut b);
@@ -342,6 +343,18 @@ fn summary(doc: &RunDoc, b: &mut String) {
         }
         b.push_str("</ul></div>");
     }
+}
+
+/// Several targets in one run: the same tests side by side, as `candor compare` shows them.
+fn targets_compared(doc: &RunDoc, b: &mut String) {
+    let sides = crate::compare::sides(&[(String::from("this run"), doc.clone())]);
+    if sides.len() < 2 {
+        return;
+    }
+    let c = crate::compare::compare(sides);
+    b.push_str("<h2 id=\"targets\">Targets compared</h2><p class=\"sub\">The same tests on each target. Ratios are to target A; \
+        significance by Welch's t-test on the repetitions (p &lt; 0.05), or non-overlapping 95% intervals.</p>");
+    compare_body(&c, "h3", b);
 }
 
 /// Results of one kind (same target, test, threads, depth, engine, flags) that vary in sizes.
@@ -966,7 +979,13 @@ fn repetitions(doc: &RunDoc, b: &mut String) {
 pub fn compare_page(c: &Comparison) -> String {
     let mut b = String::from("<h1>candor compare</h1><p class=\"sub\">The same tests side by side. Ratios are to side A; \
         significance by Welch's t-test on the repetitions (p &lt; 0.05), or non-overlapping 95% intervals.</p>");
-    b.push_str("<h2>Sides</h2><dl class=\"host\">");
+    compare_body(c, "h2", &mut b);
+    page("candor compare", &b)
+}
+
+/// The body of a comparison, with headings of the given level ("h2", "h3").
+fn compare_body(c: &Comparison, h: &str, b: &mut String) {
+    let _ = write!(b, "<{h}>Sides</{h}><dl class=\"host\">");
     for s in &c.sides {
         let line = crate::compare::side_line(s);
         let _ = write!(
@@ -976,7 +995,10 @@ pub fn compare_page(c: &Comparison) -> String {
             esc(line.get(3..).unwrap_or(&line))
         );
     }
-    b.push_str("</dl><h2>Side by side</h2><table class=\"res\"><tr><th class=\"l\">test</th>");
+    let _ = write!(
+        b,
+        "</dl><{h}>Side by side</{h}><table class=\"res\"><tr><th class=\"l\">test</th>"
+    );
     for (i, s) in c.sides.iter().enumerate() {
         let _ = write!(b, "<th>{} MB/s</th>", esc(&s.letter));
         if i > 0 {
@@ -1086,7 +1108,7 @@ pub fn compare_page(c: &Comparison) -> String {
         }
     }
     if !c.unmatched.is_empty() {
-        b.push_str("<h2>Not compared</h2><ul>");
+        let _ = write!(b, "<{h}>Not compared</{h}><ul>");
         for u in &c.unmatched {
             let _ = write!(b, "<li>{}.</li>", esc(&u.sentence()));
         }
@@ -1094,8 +1116,7 @@ pub fn compare_page(c: &Comparison) -> String {
     }
     let _ = write!(
         b,
-        "<h2>Per device and filesystem</h2>{}",
+        "<{h}>Per device and filesystem</{h}>{}",
         crate::compare::study_grid(c).to_html()
     );
-    page("candor compare", &b)
 }

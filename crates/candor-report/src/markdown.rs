@@ -41,6 +41,7 @@ pub fn render(doc: &RunDoc) -> String {
             }
         }
     }
+    out.push_str(&table::targets_compared(doc, true));
     let warnings = view::warnings(doc);
     if !warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");

@@ -25,11 +25,24 @@ pub fn labels(t: Option<&TargetInfo>, fallback: &str) -> (String, String) {
         .unwrap_or_else(|| fallback.to_string());
     let dev = match t.and_then(|t| t.device.as_ref()) {
         Some(d) => {
+            // A loop, dm or md device is grouped under the disk(s) beneath it, so filesystems
+            // made side by side on one disk appear under that disk.
+            let beneath: Vec<&str> = d
+                .counted
+                .iter()
+                .filter(|c| **c != d.name)
+                .map(|c| c.as_str())
+                .collect();
+            let name = if beneath.is_empty() {
+                d.name.clone()
+            } else {
+                beneath.join("+")
+            };
             let kind = if d.rotational { "HDD" } else { "SSD" };
             if d.model.is_empty() {
-                format!("{} ({kind})", d.name)
+                format!("{name} ({kind})")
             } else {
-                format!("{} ({}, {kind})", d.name, d.model)
+                format!("{name} ({}, {kind})", d.model)
             }
         }
         None => "no block device".to_string(),

@@ -4,6 +4,7 @@
 //! under the table for every flag; then scaling over threads and queue depth, MPI ranks and the
 //! run's warnings. Nothing is hidden: a flagged figure is printed and marked.
 
+use crate::compare;
 use crate::grid::{Align, Grid};
 use crate::units;
 use crate::view::{self, Axis, Note};
@@ -35,6 +36,7 @@ pub fn render(doc: &RunDoc) -> String {
         }
         out.push_str(&scaling_text(&g.results));
     }
+    out.push_str(&targets_compared(doc, false));
     let warnings = view::warnings(doc);
     if !warnings.is_empty() {
         out.push_str("\nWarnings:\n");
@@ -43,6 +45,26 @@ pub fn render(doc: &RunDoc) -> String {
         }
     }
     out
+}
+
+/// With several targets: the same tests side by side (ratio to the first target, significance)
+/// and the per-device, per-filesystem table; empty for one target.
+pub fn targets_compared(doc: &RunDoc, markdown: bool) -> String {
+    let sides = compare::sides(&[(String::from("this run"), doc.clone())]);
+    if sides.len() < 2 {
+        return String::new();
+    }
+    let c = compare::compare(sides);
+    if markdown {
+        let text = compare::render(&c, compare::CompareFormat::Markdown);
+        let body = text
+            .replacen("# candor compare\n\n", "", 1)
+            .replace("## ", "### ");
+        format!("\n## Targets compared\n\n{body}")
+    } else {
+        let text = compare::render(&c, compare::CompareFormat::Table);
+        format!("\nTargets compared\n\n{text}")
+    }
 }
 
 /// "[3] read 64m/1m: 94% of these reads ..."

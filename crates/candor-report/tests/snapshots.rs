@@ -42,6 +42,19 @@ fn excel_snapshot() {
 }
 
 #[test]
+fn study_table_snapshot() {
+    common::expect(
+        "study.table.txt",
+        &render(&common::study_run(), Format::Table),
+    );
+}
+
+#[test]
+fn study_markdown_snapshot() {
+    common::expect("study.md", &render(&common::study_run(), Format::Markdown));
+}
+
+#[test]
 fn mpi_table_snapshot() {
     common::expect("mpi.table.txt", &render(&common::mpi_doc(), Format::Table));
 }
@@ -105,4 +118,8 @@ fn saved_result_files() {
         &render(&common::study_doc("xfs", "sdb", 1.08), Format::Json),
     );
     common::expect("mpi.json", &render(&common::mpi_doc(), Format::Json));
+    common::expect(
+        "study-run.json",
+        &render(&common::study_run(), Format::Json),
+    );
 }

@@ -192,6 +192,26 @@ fn an_mpi_report_shows_its_ranks() {
 }
 
 #[test]
+fn a_run_over_several_targets_compares_them_in_its_report() {
+    let Some(chromium) = chromium() else {
+        println!("skipped: chromium not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let html = dir.path().join("study.html");
+    render(&fixture("study-run.json"), &html);
+    let text = std::fs::read_to_string(&html).expect("written");
+    assert!(text.contains("Targets compared"));
+    assert!(text.contains("Per device and filesystem"));
+    check_in_browser(
+        &chromium,
+        &html,
+        &["cmp-", "heat-", "lat-pct-", "reps-"],
+        "report-study.png",
+    );
+}
+
+#[test]
 fn the_compare_page_renders_in_a_browser() {
     let Some(chromium) = chromium() else {
         println!("skipped: chromium not installed");

@@ -508,3 +508,46 @@ pub fn expect(name: &str, actual: &str) {
         );
     }
 }
+
+/// Source document 002's study as one run over three lab filesystems on one device.
+pub fn study_run() -> RunDoc {
+    let mut d = study_doc("ext4", "loop0", 1.0);
+    d.command_line = [
+        "candor",
+        "run",
+        "--tests",
+        "read,randread,write,randwrite",
+        "--file-size",
+        "1m,50m,150m",
+        "--record-size",
+        "1m",
+        "--repeat",
+        "3",
+        "/mnt/lab/ext4",
+        "/mnt/lab/xfs",
+        "/mnt/lab/btrfs",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    d.targets.clear();
+    d.results.clear();
+    for (fs, dev, speed) in [
+        ("ext4", "loop0", 1.0),
+        ("xfs", "loop1", 1.02),
+        ("btrfs", "loop2", 0.81),
+    ] {
+        let mut one = study_doc(fs, dev, speed);
+        let path = format!("/mnt/lab/{fs}");
+        for t in &mut one.targets {
+            t.path = path.clone();
+            t.mount_point = path.clone();
+        }
+        for r in &mut one.results {
+            r.target = path.clone();
+        }
+        d.targets.extend(one.targets);
+        d.results.extend(one.results);
+    }
+    d
+}
