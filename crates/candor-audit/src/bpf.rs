@@ -55,7 +55,7 @@ impl BpfSource {
 
     /// Bytes the tree itself moved on the phase's device during the phase (submitted by
     /// its processes, or written back for inodes it dirtied), per direction.
-    fn storage(&self, p: &candor_bpf::Phase) -> Option<(u64, u64)> {
+    fn storage(&self, p: &candor_bpf::Phase) -> Option<(u64, u64, u64)> {
         let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
         let before = self
             .snapshots
@@ -68,20 +68,22 @@ impl BpfSource {
             .find(|s| s.taken_ns >= end)
             .or(self.snapshots.last())?;
         let d = after.delta(before);
-        let (mut r, mut w) = (0, 0);
-        let mut seen = false;
+        let (mut r, mut w, mut foreign) = (0, 0, 0);
         for (k, c) in &d.block {
-            if k.dev != p.dev || k.owner == candor_bpf::snapshot::Owner::Foreign {
+            if k.dev != p.dev {
                 continue;
             }
-            seen = true;
+            if k.owner == candor_bpf::snapshot::Owner::Foreign {
+                foreign += c.bytes;
+                continue;
+            }
             match k.dir {
                 candor_bpf::Direction::Read => r += c.bytes,
                 candor_bpf::Direction::Write => w += c.bytes,
                 _ => {}
             }
         }
-        seen.then_some((r, w)).or(Some((0, 0)))
+        Some((r, w, foreign))
     }
 
     fn drain(&mut self) {
@@ -171,7 +173,8 @@ impl PhaseSource for BpfSource {
             .iter()
             .map(|p| {
                 let mut q = convert(p, self.t0_ns, &self.cwd, now);
-                if let Some((r, w)) = self.storage(p) {
+                if let Some((r, w, foreign)) = self.storage(p) {
+                    q.foreign_device_bytes = Some(foreign);
                     // A window's block traffic only speaks for the direction the file moved.
                     q.storage_read_bytes = Some(if q.read_bytes > 0 { r } else { 0 });
                     q.storage_write_bytes = Some(if q.write_bytes > 0 { w } else { 0 });

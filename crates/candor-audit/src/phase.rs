@@ -51,6 +51,10 @@ pub struct Phase {
     pub device_write_bytes: Option<u64>,
     /// Average device time per request during the phase, microseconds.
     pub device_latency_us: Option<f64>,
+    /// Device bytes during the phase that other processes submitted (eBPF knows who
+    /// submitted each request; without it this stays None and the reconciliation
+    /// subtracts the tree's bytes from the device counters instead).
+    pub foreign_device_bytes: Option<u64>,
     /// "bpf" or "procfs".
     pub source: String,
 }
