@@ -1107,7 +1107,8 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     signals::install();
 
     // Stale run directories of killed runs go first (only candor's, by their marker).
-    for t in targets.iter().filter(|_| mpi::is_root(mpi)) {
+    // Not over MPI: a run directory made on another node cannot be told from a stale one.
+    for t in targets.iter().filter(|_| mpi.is_none()) {
         if let Ok(rep) = clean_stale(t) {
             for p in rep.removed {
                 eprintln!(
@@ -1141,7 +1142,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     doc.options = options_map(&a, &planned, &format_name);
     doc.mpi = mpi.map(|m| m.info());
     doc.warnings.extend(planned.notes.iter().cloned());
-    for n in &planned.notes {
+    for n in planned.notes.iter().filter(|_| mpi::is_root(mpi)) {
         eprintln!("candor: {n}");
     }
 
@@ -1150,7 +1151,9 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     for (t, d) in targets.iter().zip(dirs) {
         let (w, note) = candor_witness::Witness::new(t, config.clone());
         if let Some(n) = note {
-            eprintln!("candor: {n}");
+            if mpi::is_root(mpi) {
+                eprintln!("candor: {n}");
+            }
             if !doc.warnings.contains(&n) {
                 doc.warnings.push(n);
             }
