@@ -195,6 +195,18 @@ pub trait Coordinator {
     fn point_done(&mut self, results: Vec<TestResult>) -> Option<Vec<TestResult>> {
         Some(results)
     }
+    /// Whether `--stonewall` reaches across processes: then a process's first thread to
+    /// finish sets `stop` even when it is the only thread.
+    fn spans_processes(&self) -> bool {
+        false
+    }
+    /// With `--stonewall`, called by the main thread once the threads are released (and for
+    /// a repetition this process skips, with `stop` already set): tells the other processes
+    /// when `stop` is set here, sets it when another process finished first, and returns
+    /// once every process has finished; true when another process stopped this one.
+    fn stonewall(&mut self, _stop: &AtomicBool) -> bool {
+        false
+    }
 }
 
 pub struct NoCoordinator;
@@ -375,6 +387,9 @@ fn run_repetition(
                         };
                         if let Err(e) = filled {
                             coord.before_timed();
+                            if s.stonewall {
+                                coord.stonewall(&AtomicBool::new(true));
+                            }
                             return Err(e);
                         }
                         fsset.complete[i] = true;
@@ -449,7 +464,7 @@ fn run_repetition(
             let mix = s.mix_read_pct;
             let fsync_in = s.fsync_in_timing;
             let close_in = s.close_in_timing;
-            let stonewall = s.stonewall && n > 1;
+            let stonewall = s.stonewall && (n > 1 || coord.spans_processes());
             let pattern_kind = spec.pattern;
             let direction = spec.direction;
             let record_size = point.record_size as usize;
@@ -469,6 +484,9 @@ fn run_repetition(
                 }
                 start.wait();
                 let failed = out.error.is_some() || abort.load(Ordering::SeqCst);
+                if failed && stonewall {
+                    stop.store(true, Ordering::SeqCst);
+                }
                 if !failed {
                     let mut job = Job {
                         pattern: pattern_kind.build(records, stride, job_seed),
@@ -544,6 +562,9 @@ fn run_repetition(
             let _ = deadline_holder.set(t_release + rt);
         }
         start.wait();
+        if s.stonewall && coord.stonewall(&stop) {
+            stonewalled.store(true, Ordering::SeqCst);
+        }
         if split_flush {
             mid_a.wait();
             t_main_end = now_ns();
@@ -781,6 +802,9 @@ pub fn run_coordinated(
             for (ti, target) in targets.iter_mut().enumerate() {
                 if per_target[ti].1.is_some() {
                     coord.before_timed();
+                    if s.stonewall && point.spec.special == crate::special::Special::None {
+                        coord.stonewall(&AtomicBool::new(true));
+                    }
                     continue; // this test already failed on this target
                 }
                 if let Some(sig) = signals::stop_requested() {
