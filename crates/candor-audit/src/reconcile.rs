@@ -298,8 +298,29 @@ fn row(
         r.device_write_bytes = Some(d.write_bytes);
         // Writes: the tree's own data can reach the device up to what it wrote, even when
         // the kernel did not count it at dirtying (pages dirty from before).
-        let app_written: u64 = sel.iter().map(|p| p.write_bytes).sum();
-        let ours = storage_read.unwrap_or(0) + storage_write.unwrap_or(0).max(app_written);
+        // Every phase of the tree on this device counts, for the part of it inside the
+        // window (a sibling job reading at the same time is not "another process"), and
+        // so do its earlier writes (writeback); without request owners the foreign figure
+        // is therefore a lower bound.
+        let ours: f64 = phases
+            .iter()
+            .filter(|p| p.dev == dev)
+            .map(|p| {
+                let inside = (p.close_s.min(close) - p.open_s.max(open)).max(0.0);
+                let share = if p.wall_s() > 0.0 {
+                    inside / p.wall_s()
+                } else if p.open_s >= open && p.close_s <= close {
+                    1.0
+                } else {
+                    0.0
+                };
+                let w = p.storage_write_bytes.unwrap_or(0).max(p.write_bytes) as f64;
+                // What the tree wrote before the window may be written back inside it.
+                let w_share = if p.close_s <= open { 1.0 } else { share };
+                p.storage_read_bytes.unwrap_or(0) as f64 * share + w * w_share
+            })
+            .sum();
+        let ours = ours.round() as u64;
         let theirs = (d.read_bytes + d.write_bytes).saturating_sub(ours);
         // Who submitted each request, when the source knows; else the counters' difference.
         let known: Option<u64> = sel.iter().filter_map(|p| p.foreign_device_bytes).max();

@@ -6,7 +6,7 @@ use crate::disk::{device_name, DiskTimeline};
 use crate::phase::{Observed, PhaseSource};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -106,6 +106,28 @@ fn peek_exit(pid: u32) -> Option<Exit> {
     })
 }
 
+/// The command's pid while it runs, for the signal handler.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// SIGTERM and SIGHUP sent to candor go on to the command, and candor stays to report what
+/// it saw; SIGINT from the terminal already reaches the whole foreground group, so candor
+/// only waits for the command to end. (Handlers, unlike ignored signals, are reset for the
+/// command when it starts, so it keeps its own default behaviour.)
+extern "C" fn on_signal(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 && sig != libc::SIGINT {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installs a handler that only reads an atomic and calls kill.
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+}
+
 fn reap(pid: u32) {
     let mut status = 0;
     // SAFETY: plain waitpid on our own child.
@@ -147,6 +169,7 @@ pub fn run(
         out.observed.notes.push(e);
     }
     disks.sample(0.0);
+    catch_signals();
     let spawned = Command::new(prog)
         .args(args)
         .stdin(Stdio::inherit())
@@ -167,6 +190,7 @@ pub fn run(
         }
     };
     let pid = child.id();
+    CHILD.store(pid as i32, Ordering::SeqCst);
     if let Err(e) = source.attach(pid, t0) {
         out.observed
             .notes
@@ -217,6 +241,7 @@ pub fn run(
     source.exited(pid);
     disks.sample(t0.elapsed().as_secs_f64());
     reap(pid);
+    CHILD.store(0, Ordering::SeqCst);
     drop(child);
     out.exit = exit;
     out.observed = source.finish();
