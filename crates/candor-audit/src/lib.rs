@@ -77,6 +77,7 @@ pub struct SourceUnavailable(pub String);
 
 /// Runs `argv` under the chosen source, then parses its claims and reconciles them.
 pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable> {
+    runner::catch_signals();
     let cwd = std::env::current_dir()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| ".".into());

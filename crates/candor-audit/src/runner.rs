@@ -108,20 +108,28 @@ fn peek_exit(pid: u32) -> Option<Exit> {
 
 /// The command's pid while it runs, for the signal handler.
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// A SIGTERM or SIGHUP that came before the command started (sent on once it has).
+static PENDING: AtomicI32 = AtomicI32::new(0);
 
 /// SIGTERM and SIGHUP sent to candor go on to the command, and candor stays to report what
 /// it saw; SIGINT from the terminal already reaches the whole foreground group, so candor
 /// only waits for the command to end. (Handlers, unlike ignored signals, are reset for the
 /// command when it starts, so it keeps its own default behaviour.)
 extern "C" fn on_signal(sig: libc::c_int) {
+    if sig == libc::SIGINT {
+        return;
+    }
     let pid = CHILD.load(Ordering::SeqCst);
-    if pid > 0 && sig != libc::SIGINT {
+    if pid > 0 {
         // SAFETY: kill is async-signal-safe.
         unsafe { libc::kill(pid, sig) };
+    } else {
+        PENDING.store(sig, Ordering::SeqCst);
     }
 }
 
-fn catch_signals() {
+/// Installs the handlers (see `on_signal`); called as early as possible.
+pub fn catch_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only reads an atomic and calls kill.
         unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
@@ -191,6 +199,11 @@ pub fn run(
     };
     let pid = child.id();
     CHILD.store(pid as i32, Ordering::SeqCst);
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending > 0 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as libc::pid_t, pending) };
+    }
     if let Err(e) = source.attach(pid, t0) {
         out.observed
             .notes

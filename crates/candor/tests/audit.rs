@@ -329,3 +329,45 @@ fn bad_usage_is_exit_2() {
         .expect("candor runs");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn sigterm_goes_on_to_the_command_and_the_audit_still_reports() {
+    let _one = serial();
+    let dir = scratch();
+    let json = dir.path().join("term.json");
+    let child = candor()
+        .current_dir(dir.path())
+        .args(["audit", "-o"])
+        .arg(&json)
+        .args(["--", "sleep", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("candor runs");
+    // Once `sleep` runs under candor (or earlier: a signal before the start is kept and
+    // sent on when the command starts).
+    for _ in 0..100 {
+        let started = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+                    s.contains("(sleep)") && s.contains(&format!(" {} ", child.id()))
+                })
+            });
+        if started {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("candor ends");
+    assert_eq!(out.status.code(), Some(128 + 15));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("killed by signal 15 (SIGTERM)"), "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+        .expect("valid JSON");
+    assert_eq!(v["audit"]["exit"]["signal"], 15);
+}
