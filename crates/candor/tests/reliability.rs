@@ -1,0 +1,1094 @@
+//! Faults survived, each injected for real: a full filesystem (ENOSPC from candor-faultfs),
+//! a read-only filesystem, a directory without permission, a target removed while candor
+//! runs, SIGINT/SIGTERM/SIGHUP at several moments, SIGKILL then `candor clean`, an I/O error
+//! at an offset, data corrupted behind candor's back (`--verify`), symlinks planted in the
+//! run directory, a block device target, and a soak. Every test drives the real binary;
+//! one that needs what this machine lacks prints "skipped: <reason>".
+//!
+//! docs/reliability.md lists every fault, what candor does, and the test here that proves it.
+
+use candor_faultfs::{FaultFs, Faults, MountError};
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn candor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn spawn_run(target: &Path, args: &[&str]) -> Child {
+    candor()
+        .arg("run")
+        .arg(target)
+        .arg("--quiet")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("candor starts")
+}
+
+fn run(target: &Path, args: &[&str]) -> Output {
+    candor()
+        .arg("run")
+        .arg(target)
+        .arg("--quiet")
+        .args(args)
+        .output()
+        .expect("candor runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// candor's run directories under `target`.
+fn run_dirs(target: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(target)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(".candor-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_for(what: &str, timeout_s: u64, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(timeout_s);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether a run directory under `target` holds a data file (a test is under way).
+fn data_file_exists(target: &Path) -> bool {
+    run_dirs(target).iter().any(|d| {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".dat"))
+            })
+            .unwrap_or(false)
+    })
+}
+
+fn no_panic(err: &str) {
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "candor panicked: {err}"
+    );
+}
+
+fn load(p: &Path) -> candor_model::RunDoc {
+    candor_model::load_result(p).expect("the saved JSON loads back")
+}
+
+/// Mounts candor-faultfs over a fresh backing directory, or says why it cannot.
+fn faultfs(faults: &Faults) -> Option<(tempfile::TempDir, FaultFs)> {
+    let dir = tempfile::tempdir().ok()?;
+    let backing = dir.path().join("backing");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&backing).ok()?;
+    std::fs::create_dir(&mnt).ok()?;
+    match FaultFs::mount(&backing, &mnt, faults) {
+        Ok(fs) => Some((dir, fs)),
+        Err(MountError::Skip(why)) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(e) => panic!("candor-faultfs should mount here: {e}"),
+    }
+}
+
+// ---- what is not candor's stays as it was ----
+
+#[derive(Debug, PartialEq)]
+struct Entry {
+    kind: &'static str,
+    size: u64,
+    mtime_ns: i128,
+    mode: u32,
+    sum: u64,
+    link: Option<PathBuf>,
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Names, kinds, sizes, mtimes, modes and checksums of everything under `root`, candor's
+/// run directories left out.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()) {
+            let p = e.path();
+            if p.parent() == Some(root) && e.file_name().to_string_lossy().starts_with(".candor-") {
+                continue;
+            }
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let ft = m.file_type();
+            let (kind, sum, link) = if ft.is_symlink() {
+                ("link", 0, std::fs::read_link(&p).ok())
+            } else if ft.is_dir() {
+                stack.push(p.clone());
+                ("dir", 0, None)
+            } else {
+                ("file", fnv(&std::fs::read(&p).unwrap()), None)
+            };
+            out.insert(
+                p.strip_prefix(root).unwrap().to_path_buf(),
+                Entry {
+                    kind,
+                    size: if ft.is_dir() { 0 } else { m.len() },
+                    mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+                    mode: m.mode(),
+                    sum,
+                    link,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// A target that already holds someone's data: files, a subdirectory, a symlink, a file
+/// named like candor's own.
+fn populate(root: &Path) {
+    std::fs::write(root.join("notes.txt"), b"do not touch").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/data.bin"), vec![0xa5u8; 200_000]).unwrap();
+    std::fs::write(root.join("t0.dat"), b"a user's file named like candor's").unwrap();
+    std::os::unix::fs::symlink("notes.txt", root.join("link-to-notes")).unwrap();
+    // Let mtimes settle into the past, so a touch would show.
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+#[test]
+fn a_normal_run_a_killed_run_and_a_clean_leave_the_target_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let before = snapshot(dir.path());
+    assert_eq!(before.len(), 5);
+
+    let o = run(
+        dir.path(),
+        &[
+            "--tests",
+            "write,read,randwrite",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "64k",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "a normal run changed the target"
+    );
+    assert!(run_dirs(dir.path()).is_empty());
+
+    // SIGKILL in the middle of a test: the run directory stays (nothing can run on
+    // SIGKILL), and `candor clean` removes it, and only it.
+    let mut child = spawn_run(
+        dir.path(),
+        &[
+            "--tests",
+            "write,randread",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "50",
+        ],
+    );
+    wait_for("a test to start", 60, || data_file_exists(dir.path()));
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    let _ = child.wait();
+    let stale = run_dirs(dir.path());
+    assert_eq!(stale.len(), 1, "the killed run left its directory");
+    assert_eq!(snapshot(dir.path()), before);
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("removed"));
+    assert!(
+        run_dirs(dir.path()).is_empty(),
+        "clean removed the stale run"
+    );
+    assert_eq!(snapshot(dir.path()), before, "a clean changed the target");
+
+    // Killed again, and this time the next run finds and removes the leftovers.
+    let mut child = spawn_run(
+        dir.path(),
+        &[
+            "--tests",
+            "write",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "50",
+        ],
+    );
+    wait_for("a test to start", 60, || data_file_exists(dir.path()));
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert_eq!(run_dirs(dir.path()).len(), 1);
+    let o = run(dir.path(), &["--tests", "write", "--file-size", "1m"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("left behind by an earlier run"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(run_dirs(dir.path()).is_empty());
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+// ---- full filesystem ----
+
+#[test]
+fn enospc_in_the_middle_of_a_write_test() {
+    // 20 MiB of writes are allowed through the mount: the 4 MiB tests fit, the 32 MiB
+    // write runs out in the middle of its file.
+    let Some((_dir, fs)) = faultfs(&Faults::new().enospc_after(20 << 20)) else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let o = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write,read",
+            "--file-size",
+            "4m,32m",
+            "--record-size",
+            "64k",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        fs.faults_injected() > 0,
+        "no ENOSPC was injected: {}",
+        fs.log()
+    );
+    let target = fs.path().display().to_string();
+    let line = err
+        .lines()
+        .find(|l| l.contains("ran out of space"))
+        .unwrap_or_else(|| panic!("no sentence about the space: {err}"));
+    assert!(line.contains(&target), "the target is named: {line}");
+    assert!(
+        line.contains("32M per file"),
+        "the space the plan needed is named: {line}"
+    );
+    let doc = load(&json);
+    assert!(!doc.complete);
+    assert!(doc
+        .stop_reason
+        .as_deref()
+        .unwrap_or("")
+        .contains("ran out of space"));
+    let done: Vec<(&str, u64)> = doc
+        .results
+        .iter()
+        .map(|r| (r.test.as_str(), r.file_size))
+        .collect();
+    assert_eq!(
+        done,
+        [("write", 4 << 20), ("read", 4 << 20)],
+        "completed tests kept"
+    );
+    assert!(doc.results.iter().all(|r| r.status == "ok"));
+    assert!(run_dirs(fs.path()).is_empty(), "candor's files removed");
+}
+
+#[test]
+fn a_filesystem_too_small_for_the_plan_is_refused_before_writing() {
+    let fs = match candor_lab::scratch("ext4", 48 << 20) {
+        Ok(fs) => fs,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let o = run(fs.path(), &["--tests", "write", "--file-size", "256m"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("free but the plan needs"), "{err}");
+    assert!(err.contains(&fs.path().display().to_string()), "{err}");
+    assert!(run_dirs(fs.path()).is_empty());
+}
+
+// ---- read-only, no permission, removed target ----
+
+#[test]
+fn a_read_only_filesystem_is_refused_and_nothing_is_written() {
+    let fs = match candor_lab::scratch("ext4", 32 << 20) {
+        Ok(fs) => fs,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    std::fs::write(fs.path().join("keep.txt"), b"before").unwrap();
+    let st = Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(fs.path())
+        .status()
+        .unwrap();
+    assert!(st.success(), "remount read-only");
+    let before = snapshot(fs.path());
+    let o = run(fs.path(), &["--tests", "write,read", "--file-size", "1m"]);
+    let _ = Command::new("mount")
+        .args(["-o", "remount,rw"])
+        .arg(fs.path())
+        .status();
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("read-only filesystem"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert_eq!(snapshot(fs.path()), before);
+}
+
+#[test]
+fn a_directory_without_permission_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run candor as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hidden = dir.path().join("hidden");
+    std::fs::create_dir(&hidden).unwrap();
+    std::fs::create_dir(hidden.join("inner")).unwrap();
+    std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (target, needle) in [
+        (locked.clone(), "permission denied"),
+        (hidden.join("inner"), "permission denied"),
+    ] {
+        let o = match Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_candor"))
+            .arg("run")
+            .arg(&target)
+            .args(["--quiet", "--tests", "write", "--file-size", "1m"])
+            .output()
+        {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("skipped: setpriv unavailable ({e})");
+                return;
+            }
+        };
+        let err = stderr(&o);
+        no_panic(&err);
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", target.display());
+        assert!(err.contains(needle), "{}: {err}", target.display());
+        assert!(err.contains(&target.display().to_string()), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(&locked).unwrap().count(), 0);
+}
+
+#[test]
+fn a_target_removed_during_the_run_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("victim");
+    std::fs::create_dir(&target).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let child = spawn_run(
+        &target,
+        &[
+            "--tests",
+            "write,read,randread,randwrite",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "3",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    wait_for("a test to start", 60, || data_file_exists(&target));
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::remove_dir_all(&target).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("No such file or directory"),
+        "the failure names what happened: {err}"
+    );
+    let doc = load(&json);
+    assert!(doc
+        .results
+        .iter()
+        .any(|r| r.status == "failed" && r.error.is_some()));
+    assert!(
+        !target.exists(),
+        "candor did not recreate the removed target"
+    );
+}
+
+#[test]
+fn files_vanishing_under_candor_fail_the_test_clearly() {
+    // Every data file is deleted behind candor's back when it is closed.
+    let Some((_dir, fs)) = faultfs(&Faults::new().vanish(".dat")) else {
+        return;
+    };
+    let o = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write,read,randread",
+            "--file-size",
+            "2m",
+            "--record-size",
+            "64k",
+        ],
+    );
+    let err = stderr(&o);
+    no_panic(&err);
+    assert!(fs.faults_injected() > 0, "{}", fs.log());
+    // A vanished file is rewritten before the next test that needs it, or the test fails
+    // with the reason; either way the figures never come from a missing file.
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{err}");
+    if o.status.code() == Some(1) {
+        assert!(err.contains("No such file"), "{err}");
+    }
+    assert!(run_dirs(fs.path()).is_empty());
+}
+
+// ---- signals ----
+
+#[derive(Clone, Copy, Debug)]
+enum Moment {
+    /// As soon as the run directory exists: plan, probes and the witness's setup.
+    Setup,
+    /// A data file exists and has been written for a while.
+    DuringTest,
+    /// The first result was saved: the next test is being prepared.
+    AfterFirstTest,
+}
+
+fn signal_at(sig: i32, name: &str, moment: Moment) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let mut child = spawn_run(
+        dir.path(),
+        &[
+            "--tests",
+            "write,read,randread,randwrite",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "5",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    match moment {
+        Moment::Setup => wait_for("the run directory", 30, || !run_dirs(dir.path()).is_empty()),
+        Moment::DuringTest => {
+            wait_for("a test to start", 60, || data_file_exists(dir.path()));
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Moment::AfterFirstTest => wait_for("the first result", 120, || json.exists()),
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    no_panic(&err);
+    assert_eq!(
+        status.code(),
+        Some(128 + sig),
+        "{name} at {moment:?}: {err}"
+    );
+    assert!(
+        err.contains(&format!("interrupted by {name}")),
+        "{moment:?}: {err}"
+    );
+    assert!(
+        run_dirs(dir.path()).is_empty(),
+        "{name} at {moment:?}: files left {:?}",
+        run_dirs(dir.path())
+    );
+    let doc = load(&json);
+    assert!(!doc.complete, "{moment:?}");
+    assert_eq!(
+        doc.stop_reason.as_deref(),
+        Some(format!("interrupted by {name}").as_str())
+    );
+    // What is in the JSON finished: every repetition of it.
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "{moment:?}: {}", r.test);
+        assert_eq!(r.repetitions, 5, "{moment:?}: {} is whole", r.test);
+    }
+    if matches!(moment, Moment::AfterFirstTest) {
+        assert!(!doc.results.is_empty());
+    }
+}
+
+#[test]
+fn sigint_sigterm_sighup_during_setup() {
+    signal_at(libc::SIGINT, "SIGINT", Moment::Setup);
+    signal_at(libc::SIGTERM, "SIGTERM", Moment::Setup);
+    signal_at(libc::SIGHUP, "SIGHUP", Moment::Setup);
+}
+
+#[test]
+fn sigint_sigterm_sighup_during_a_test() {
+    signal_at(libc::SIGINT, "SIGINT", Moment::DuringTest);
+    signal_at(libc::SIGTERM, "SIGTERM", Moment::DuringTest);
+    signal_at(libc::SIGHUP, "SIGHUP", Moment::DuringTest);
+}
+
+#[test]
+fn sigint_sigterm_sighup_between_tests() {
+    signal_at(libc::SIGINT, "SIGINT", Moment::AfterFirstTest);
+    signal_at(libc::SIGTERM, "SIGTERM", Moment::AfterFirstTest);
+    signal_at(libc::SIGHUP, "SIGHUP", Moment::AfterFirstTest);
+}
+
+// ---- I/O errors ----
+
+#[test]
+fn an_io_error_fails_that_test_and_the_others_continue() {
+    // Reads of the byte at 1 MiB + 4 KiB fail with EIO, in every file.
+    let Some((_dir, fs)) = faultfs(&Faults::new().eio_read((1 << 20) + 4096..(1 << 20) + 4097))
+    else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let o = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write,read,randwrite",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "64k",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(fs.faults_injected() > 0, "{}", fs.log());
+    let doc = load(&json);
+    assert!(doc.complete, "the run went on to the end");
+    let st: Vec<(&str, &str)> = doc
+        .results
+        .iter()
+        .map(|r| (r.test.as_str(), r.status.as_str()))
+        .collect();
+    assert_eq!(
+        st,
+        [("write", "ok"), ("read", "failed"), ("randwrite", "ok")]
+    );
+    let e = doc.results[1].error.clone().unwrap_or_default();
+    assert!(e.contains("Input/output error"), "{e}");
+    assert!(
+        e.contains("offset 1048576"),
+        "the failing record is named: {e}"
+    );
+    assert!(err.contains("read failed on"), "{err}");
+    assert!(run_dirs(fs.path()).is_empty());
+}
+
+#[test]
+fn an_io_error_on_write_is_named_too() {
+    let Some((_dir, fs)) = faultfs(&Faults::new().eio_write(3 << 20..(3 << 20) + 1)) else {
+        return;
+    };
+    let o = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "64k",
+            "--format",
+            "json",
+        ],
+    );
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc.results[0].status, "failed");
+    let e = doc.results[0].error.clone().unwrap_or_default();
+    assert!(
+        e.contains("Input/output error") && e.contains("offset 3145728"),
+        "{e}"
+    );
+    assert!(run_dirs(fs.path()).is_empty());
+}
+
+// ---- data verification ----
+
+#[test]
+fn verify_passes_on_honest_storage_across_generations() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = "write,rewrite,read,randwrite,randread,recrewrite,randmix,bkwdread,strideread";
+    // recrewrite at a queue depth above 1 is refused (see verify_refuses_what_it_cannot_check).
+    let no_rec = "write,rewrite,read,randwrite,randread,randmix,bkwdread,strideread,pwrite,pread,pwritev,preadv";
+    for (tests, extra) in [
+        (all, &["--engine", "psync"][..]),
+        (all, &["--engine", "sync"][..]),
+        (no_rec, &["--engine", "io_uring", "--iodepth", "8"][..]),
+        (all, &["--runtime", "30ms"][..]),
+        (
+            all,
+            &["--runtime", "30ms", "--time-based", "--threads", "2"][..],
+        ),
+    ] {
+        let mut args = vec![
+            "--verify",
+            "--tests",
+            tests,
+            "--file-size",
+            "4m",
+            "--record-size",
+            "4k,64k",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = run(dir.path(), &args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(doc.results.len(), tests.split(',').count() * 2);
+        for r in &doc.results {
+            let v = r.verify.as_ref().expect("a verify block");
+            assert_eq!(v["bad_records"], 0, "{extra:?} {}: {v}", r.test);
+            let reads = r.reps.iter().map(|x| x.ops).sum::<u64>();
+            if matches!(
+                r.test.as_str(),
+                "read" | "randread" | "bkwdread" | "strideread" | "pread" | "preadv"
+            ) {
+                assert_eq!(
+                    v["records_checked"], reads,
+                    "{}: every record read is checked",
+                    r.test
+                );
+            }
+            if matches!(
+                r.test.as_str(),
+                "write" | "rewrite" | "randwrite" | "recrewrite" | "pwrite" | "pwritev"
+            ) {
+                assert_eq!(
+                    v["records_written"], reads,
+                    "{}: every record written is stamped",
+                    r.test
+                );
+            }
+        }
+    }
+    assert!(run_dirs(dir.path()).is_empty());
+}
+
+#[test]
+fn verify_refuses_what_it_cannot_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (&["--verify", "--tests", "fwrite"][..], "stdio"),
+        (&["--verify", "--tests", "mmapread"][..], "mmap"),
+        (
+            &["--verify", "--tests", "write", "--record-size", "32"][..],
+            "64",
+        ),
+        (&["--verify", "--tests", "copy"][..], "not one"),
+        (
+            &[
+                "--verify",
+                "--tests",
+                "recrewrite",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                "4",
+            ][..],
+            "--iodepth 1",
+        ),
+        (
+            &["--buffer-pattern", "compressible=150%"][..],
+            "not a buffer pattern",
+        ),
+    ] {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["--file-size", "1m"]);
+        let o = run(dir.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    assert!(run_dirs(dir.path()).is_empty());
+}
+
+/// Overwrites part of candor's data file while read tests repeat over it.
+fn corrupt_during_reads(damage: impl Fn(&std::fs::File)) -> candor_model::RunDoc {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let child = spawn_run(
+        dir.path(),
+        &[
+            "--verify",
+            "--tests",
+            "read",
+            "--file-size",
+            "8m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "15",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    // The read test's file is written (untimed) first; damage it once it is whole.
+    let mut file = None;
+    wait_for("the prepared file", 60, || {
+        for d in run_dirs(dir.path()) {
+            let p = d.join("t0.dat");
+            if std::fs::metadata(&p)
+                .map(|m| m.len() == 8 << 20)
+                .unwrap_or(false)
+            {
+                file = Some(p);
+                return true;
+            }
+        }
+        false
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let p = file.unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&p)
+        .unwrap();
+    damage(&f);
+    f.sync_all().unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("data verification failed"), "{err}");
+    assert!(run_dirs(dir.path()).is_empty());
+    load(&json)
+}
+
+#[test]
+fn verify_finds_corruption_written_behind_candors_back() {
+    use std::os::unix::fs::FileExt;
+    let doc = corrupt_during_reads(|f| {
+        let mut b = vec![0u8; 4096];
+        f.read_exact_at(&mut b, 5 << 20).unwrap();
+        b[1000] ^= 0x40;
+        f.write_all_at(&b, 5 << 20).unwrap();
+    });
+    let r = &doc.results[0];
+    assert_eq!(r.status, "failed");
+    let v = r.verify.as_ref().unwrap();
+    assert!(v["bad_records"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["first_bad_offset"], 5 << 20, "{v}");
+    assert_eq!(v["first_bad_kind"], "corruption", "{v}");
+    assert!(r.error.as_deref().unwrap_or("").contains("offset 5242880"));
+}
+
+#[test]
+fn verify_finds_a_misdirected_write() {
+    use std::os::unix::fs::FileExt;
+    // Record 7 written where record 300 belongs.
+    let doc = corrupt_during_reads(|f| {
+        let mut b = vec![0u8; 4096];
+        f.read_exact_at(&mut b, 7 * 4096).unwrap();
+        f.write_all_at(&b, 300 * 4096).unwrap();
+    });
+    let v = doc.results[0].verify.as_ref().unwrap();
+    assert_eq!(v["first_bad_offset"], 300 * 4096, "{v}");
+    assert_eq!(v["first_bad_kind"], "misdirected", "{v}");
+    assert_eq!(v["kinds"]["corruption"], 0, "{v}");
+}
+
+#[test]
+fn verify_finds_a_lost_write_as_stale_or_missing() {
+    use std::os::unix::fs::FileExt;
+    // A hole where a record was: as if the write never reached the disk.
+    let doc = corrupt_during_reads(|f| {
+        f.write_all_at(&[0u8; 4096], 11 * 4096).unwrap();
+    });
+    let v = doc.results[0].verify.as_ref().unwrap();
+    assert_eq!(v["first_bad_offset"], 11 * 4096, "{v}");
+    assert_eq!(v["first_bad_kind"], "stale", "{v}");
+}
+
+// ---- symlinks and devices ----
+
+#[test]
+fn a_symlink_planted_in_the_run_directory_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = elsewhere.path().join("precious");
+    std::fs::write(&victim, b"someone's data").unwrap();
+    let before = snapshot(elsewhere.path());
+    for _ in 0..3 {
+        let child = spawn_run(
+            dir.path(),
+            &[
+                "--tests",
+                "write,read",
+                "--file-size",
+                "8m",
+                "--record-size",
+                "64k",
+            ],
+        );
+        // Race: plant links named like candor's next files as soon as its directory exists.
+        wait_for("the run directory", 30, || !run_dirs(dir.path()).is_empty());
+        for d in run_dirs(dir.path()) {
+            for name in ["t0.dat", "t1.dat", "direct-probe"] {
+                let _ = std::os::unix::fs::symlink(&victim, d.join(name));
+            }
+        }
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        no_panic(&err);
+        // Either candor removed the link before creating its file, or its exclusive,
+        // no-follow create failed and the test says so.
+        assert!(matches!(o.status.code(), Some(0) | Some(1)), "{err}");
+        assert!(run_dirs(dir.path()).is_empty());
+        assert_eq!(snapshot(elsewhere.path()), before, "the link was followed");
+    }
+
+    // A stale run directory holding a link to a directory: clean removes the link only.
+    let stale = dir.path().join(".candor-dead-1");
+    std::fs::create_dir(&stale).unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    std::fs::write(
+        stale.join("CANDOR-RUN"),
+        format!("{{\"pid\":4194997,\"boot_id\":\"{}\"}}", boot.trim()),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), stale.join("t0.dat")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), stale.join("sub")).unwrap();
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stale.exists());
+    assert_eq!(snapshot(elsewhere.path()), before, "clean followed a link");
+
+    // A `.candor-` symlink in the target (to someone's directory) is not candor's.
+    let fake = dir.path().join(".candor-fake-2");
+    std::os::unix::fs::symlink(elsewhere.path(), &fake).unwrap();
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("not candor's"));
+    assert!(std::fs::symlink_metadata(&fake).is_ok());
+    assert_eq!(snapshot(elsewhere.path()), before);
+}
+
+#[test]
+fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
+    if !is_root() {
+        eprintln!("skipped: needs root for a loop device");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("disk.img");
+    let content: Vec<u8> = (0..(8u32 << 20))
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    std::fs::write(&img, &content).unwrap();
+    let out = match Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&img)
+        .output()
+    {
+        Ok(o) if o.status.success() => o,
+        other => {
+            eprintln!("skipped: no loop device ({other:?})");
+            return;
+        }
+    };
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let modified_before = std::fs::metadata(&dev).and_then(|m| m.modified()).ok();
+    let o1 = candor()
+        .args([
+            "run",
+            &dev,
+            "--quiet",
+            "--tests",
+            "write",
+            "--file-size",
+            "1m",
+        ])
+        .output()
+        .unwrap();
+    let o2 = candor()
+        .args([
+            "run",
+            &dev,
+            "--quiet",
+            "--allow-device-writes",
+            "--tests",
+            "write",
+            "--file-size",
+            "1m",
+        ])
+        .output()
+        .unwrap();
+    let o3 = candor().args(["clean", &dev]).output().unwrap();
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    for o in [&o1, &o2, &o3] {
+        no_panic(&stderr(o));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    }
+    assert!(stderr(&o1).contains("block device"), "{}", stderr(&o1));
+    assert!(
+        stderr(&o1).contains("--allow-device-writes"),
+        "{}",
+        stderr(&o1)
+    );
+    assert_eq!(
+        std::fs::read(&img).unwrap(),
+        content,
+        "the device's bytes are unchanged"
+    );
+    let _ = modified_before;
+}
+
+// ---- soak ----
+
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn fd_count(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
+#[test]
+fn a_soak_holds_steady_memory_and_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let mut child = spawn_run(
+        dir.path(),
+        &[
+            "--duration",
+            "20s",
+            "--verify",
+            "--tests",
+            "write,read,randread,randwrite,randmix",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "4k,64k",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    let pid = child.id();
+    let t0 = Instant::now();
+    let mut samples: Vec<(f64, u64, usize)> = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        if let (Some(rss), Some(fds)) = (status_kib(pid, "VmRSS:"), fd_count(pid)) {
+            samples.push((t0.elapsed().as_secs_f64(), rss, fds));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let elapsed = t0.elapsed().as_secs_f64();
+    assert!(
+        elapsed >= 20.0,
+        "the soak ran its duration ({elapsed:.1} s)"
+    );
+    let early: Vec<&(f64, u64, usize)> =
+        samples.iter().filter(|s| s.0 > 3.0 && s.0 < 8.0).collect();
+    let late: Vec<&(f64, u64, usize)> = samples.iter().filter(|s| s.0 >= 15.0).collect();
+    assert!(early.len() > 5 && late.len() > 5, "{samples:?}");
+    let max = |v: &[&(f64, u64, usize)], f: fn(&(f64, u64, usize)) -> u64| {
+        v.iter().map(|s| f(s)).max().unwrap_or(0)
+    };
+    let rss_early = max(&early, |s| s.1);
+    let rss_late = max(&late, |s| s.1);
+    let fd_early = max(&early, |s| s.2 as u64);
+    let fd_late = max(&late, |s| s.2 as u64);
+    eprintln!(
+        "soak: {} samples; VmRSS max {rss_early} KiB at 3-8 s, {rss_late} KiB after 15 s; descriptors max {fd_early} then {fd_late}",
+        samples.len()
+    );
+    assert!(
+        rss_late <= rss_early + 4096,
+        "memory grew: {rss_early} KiB -> {rss_late} KiB"
+    );
+    assert!(
+        fd_late <= fd_early,
+        "descriptors leak: {fd_early} -> {fd_late}"
+    );
+    let doc = load(&json);
+    assert!(doc.complete);
+    assert_eq!(doc.results.len(), 10, "one result per test of the plan");
+    for r in &doc.results {
+        let rounds = r.extra["rounds_throughput"].as_array().unwrap().len();
+        assert!(rounds >= 2, "{}: {rounds} rounds", r.test);
+        assert_eq!(r.extra["failed_rounds"], 0);
+        assert_eq!(r.verify.as_ref().unwrap()["bad_records"], 0);
+    }
+    assert!(run_dirs(dir.path()).is_empty());
+}
