@@ -33,6 +33,8 @@ dl.host dt{color:var(--muted)}dl.host dd{margin:0}
 table.res{border-collapse:collapse;margin:8px 0;font-size:13px}
 table.res th,table.res td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
 table.res th{background:var(--soft);font-weight:600;white-space:nowrap}
+.scroll{max-height:760px;overflow:auto;border:1px solid var(--line);border-radius:6px}
+.scroll table.res{margin:0}.scroll table.res tr:first-child th{position:sticky;top:0;z-index:1}
 table.res td.l,table.res th.l{text-align:left}
 table.res tr.flag td{background:#fff4e5}
 table.res td.expl{color:var(--muted);min-width:300px;max-width:460px;text-align:left;font-size:12px}
@@ -270,6 +272,11 @@ fn summary(doc: &RunDoc, b: &mut String) {
         let (notes, refs) = view::number_notes(&g.results, next);
         next += notes.len();
         let any_eff = g.results.iter().any(|r| r.efficiency.is_some());
+        b.push_str(if g.results.len() > 30 {
+            "<div class=\"scroll\">"
+        } else {
+            "<div>"
+        });
         b.push_str("<table class=\"res\"><tr><th class=\"l\">test</th><th>file</th><th>record</th><th>threads</th><th>QD</th><th>MB/s (95% CI)</th><th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device MB/s</th>");
         if any_eff {
             b.push_str("<th>efficiency</th>");
@@ -319,7 +326,7 @@ fn summary(doc: &RunDoc, b: &mut String) {
                 esc(&n)
             );
         }
-        b.push_str("</table>");
+        b.push_str("</table></div>");
         if !notes.is_empty() {
             b.push_str("<ol class=\"notes\">");
             for n in &notes {

@@ -128,17 +128,24 @@ pub struct Note {
     pub kind: NoteKind,
     pub about: String,
     pub text: String,
+    /// The figure that makes the note, for a note folded with others of its kind ("9.3 MiB").
+    pub short: String,
 }
+
+/// Above this many notes of one routine kind (disturbed, noisy) under one table, they are
+/// folded into one note that lists the results, so the notes that need reading stay visible.
+pub const FOLD_NOTES: usize = 5;
 
 /// The notes of one result (not yet numbered: `number` is 0).
 pub fn result_notes(r: &TestResult) -> Vec<Note> {
     let mut out = Vec::new();
-    let mut add = |kind, text: String| {
+    let mut add = |kind, text: String, short: String| {
         out.push(Note {
             number: 0,
             kind,
             about: label(r),
             text,
+            short,
         })
     };
     if failed(r) {
@@ -150,6 +157,7 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
                     .clone()
                     .unwrap_or_else(|| "no reason recorded".into())
             ),
+            String::new(),
         );
     }
     if let Some(w) = &r.witness {
@@ -162,7 +170,7 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
             } else {
                 w.explanation.clone()
             };
-            add(NoteKind::Contradiction, text);
+            add(NoteKind::Contradiction, text, String::new());
         }
         if w.disturbed {
             add(
@@ -172,6 +180,7 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
                      rerun on a quiet machine or a lab filesystem (candor lab create).",
                     units::size_long(w.foreign_device_bytes)
                 ),
+                units::size_long(w.foreign_device_bytes),
             );
         }
         if w.verdict == "unverified" {
@@ -179,7 +188,11 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
                 .unverified_reason
                 .clone()
                 .unwrap_or_else(|| w.explanation.clone());
-            add(NoteKind::Unverified, format!("not verified: {why}"));
+            add(
+                NoteKind::Unverified,
+                format!("not verified: {why}"),
+                String::new(),
+            );
         }
     }
     if r.throughput.n >= 2 && r.throughput.cv > NOISY_CV {
@@ -190,29 +203,69 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
                 units::pct(r.throughput.cv),
                 units::pct(NOISY_CV)
             ),
+            units::pct(r.throughput.cv),
         );
     }
     if let Some(s) = rank_spread(r) {
-        add(NoteKind::Ranks, s);
+        add(NoteKind::Ranks, s, String::new());
     }
     out
 }
 
 /// Notes of a list of results, numbered from `first`; returns the notes and, per result, the
-/// numbers that belong to it ("1,2").
+/// numbers that belong to it ("1,2"). Routine notes (disturbed, noisy) are folded into one per
+/// kind when there are more than `FOLD_NOTES` of them.
 pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<String>) {
-    let mut notes = Vec::new();
+    let per: Vec<Vec<Note>> = results.iter().map(|r| result_notes(r)).collect();
+    let kinds: Vec<NoteKind> = per.iter().flatten().map(|n| n.kind).collect();
+    let count = |k: NoteKind| kinds.iter().filter(|x| **x == k).count();
+    let folded: Vec<NoteKind> = [NoteKind::Disturbed, NoteKind::Noisy]
+        .into_iter()
+        .filter(|k| count(*k) > FOLD_NOTES)
+        .collect();
+    let mut notes: Vec<Note> = Vec::new();
     let mut refs = Vec::new();
     let mut n = first;
-    for r in results {
-        let mut mine = Vec::new();
-        for mut note in result_notes(r) {
+    for mine in per {
+        let mut nums = Vec::new();
+        for mut note in mine {
+            if folded.contains(&note.kind) {
+                match notes.iter_mut().find(|o| o.kind == note.kind) {
+                    Some(o) => {
+                        o.text
+                            .push_str(&format!(", {} ({})", note.about, note.short));
+                        nums.push(o.number.to_string());
+                    }
+                    None => {
+                        let lead = match note.kind {
+                            NoteKind::Disturbed => "disturbed: the device moved data that candor did not cause (another process) during",
+                            _ => "repetitions vary by more than 10% (CV) in",
+                        };
+                        note.number = n;
+                        nums.push(n.to_string());
+                        n += 1;
+                        note.text = format!("{lead} {} ({})", note.about, note.short);
+                        notes.push(note);
+                    }
+                }
+                continue;
+            }
             note.number = n;
-            mine.push(n.to_string());
+            nums.push(n.to_string());
             n += 1;
             notes.push(note);
         }
-        refs.push(mine.join(","));
+        refs.push(nums.join(","));
+    }
+    for note in notes.iter_mut().filter(|o| folded.contains(&o.kind)) {
+        let k = count(note.kind);
+        note.about = format!("{k} results");
+        note.text.push_str(match note.kind {
+            NoteKind::Disturbed => {
+                ". Rerun on a quiet machine or a lab filesystem (candor lab create)."
+            }
+            _ => ". Use --repeat 5 or more, and a machine with nothing else running.",
+        });
     }
     (notes, refs)
 }
@@ -610,5 +663,42 @@ mod tests {
             "2 ranks: slowest rank 1 (n2) at 200 MB/s, fastest rank 0 (n1) at 300 MB/s; \
              lagging (below 90% of the median rank): 1. On n2 the reads were served by the page cache."
         );
+    }
+
+    #[test]
+    fn many_routine_notes_fold_into_one_and_the_rest_stay() {
+        let mk = |test: &str, disturbed: bool, contradicts: bool| TestResult {
+            test: test.into(),
+            file_size: 1 << 20,
+            record_size: 4096,
+            witness: Some(candor_model::Witness {
+                verdict: "device".into(),
+                disturbed,
+                foreign_device_bytes: 2 << 20,
+                contradicts_intent: contradicts,
+                explanation: "explained".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let rs: Vec<TestResult> = (0..7)
+            .map(|i| mk(if i == 3 { "read" } else { "write" }, true, i == 3))
+            .collect();
+        let refs: Vec<&TestResult> = rs.iter().collect();
+        let (notes, nums) = number_notes(&refs, 1);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes[0].kind, NoteKind::Disturbed);
+        assert_eq!(notes[0].about, "7 results");
+        assert!(
+            notes[0].text.contains("write 1m/4k (2 MiB)"),
+            "{}",
+            notes[0].text
+        );
+        assert_eq!(notes[1].kind, NoteKind::Contradiction);
+        assert_eq!(nums[0], "1");
+        assert_eq!(nums[3], "2,1");
+        // Few of them: one note each.
+        let (notes, _) = number_notes(&refs[..3], 1);
+        assert_eq!(notes.len(), 3);
     }
 }
