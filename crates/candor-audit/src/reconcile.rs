@@ -51,6 +51,11 @@ pub struct Row {
     pub device_write_bytes: Option<u64>,
     /// Device bytes in the window that the audited tree does not account for.
     pub foreign_device_bytes: Option<u64>,
+    /// Random tests, when offsets were seen: the share of the file the offsets reached
+    /// (from the highest power-of-two bucket of offsets, so a lower bound of the reach).
+    pub offset_reach: Option<f64>,
+    /// lseek calls in the phases (eBPF).
+    pub lseek_count: Option<u64>,
     /// "agrees", "overstated", "understated" or "unverified".
     pub verdict: String,
     pub explanation: String,
@@ -335,6 +340,17 @@ fn row(
         }
     }
     let direct = sel.iter().all(|p| p.direct);
+    r.lseek_count = sel.iter().map(|p| p.lseek_count).sum();
+    let highest = sel
+        .iter()
+        .flat_map(|p| p.offsets.iter())
+        .filter(|b| b[1] > 0)
+        .map(|b| b[0])
+        .max();
+    if let (Some(h), Some(fs)) = (highest, c.file_size.filter(|f| *f > 0)) {
+        // The bucket [h, 2h) holds offsets up to 2h; h is what is certainly reached.
+        r.offset_reach = Some((h as f64 / fs as f64).min(1.0));
+    }
     judge(c, &mut r, bytes, uncertainty, direct);
     r
 }
@@ -430,6 +446,16 @@ fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
                     share * 100.0
                 ));
             }
+        }
+    }
+    // Random tests that stay in a corner of the file.
+    let random = c.test.contains("rand") || has("random");
+    if let (true, Some(reach)) = (random, r.offset_reach) {
+        if reach < 0.25 {
+            why.push(format!(
+                "the random offsets stayed in the first {:.0}% of the file: the test did not cover it",
+                (reach * 2.0).min(1.0) * 100.0
+            ));
         }
     }
     // Reads served from memory.
@@ -732,6 +758,31 @@ mod tests {
             Some(32.0 * mb as f64 + 12.5 * mb as f64)
         );
         assert!(r.explanation.contains("stonewalling"), "{}", r.explanation);
+    }
+
+    #[test]
+    fn random_offsets_that_do_not_cover_the_file() {
+        let mb = 1 << 20;
+        let mut p = phase(1, "/t/f", 0.0, 1.0, 64 * mb, 0);
+        p.offsets = vec![[0, 10], [4096, 20], [2 * mb, 100]];
+        let c = claim("randread", Direction::Read, 64 * mb, 64.0 * mb as f64);
+        let rows = reconcile(
+            std::slice::from_ref(&c),
+            std::slice::from_ref(&p),
+            "/",
+            &no_device,
+        );
+        assert_eq!(rows[0].offset_reach, Some(2.0 / 64.0));
+        assert!(
+            rows[0]
+                .explanation
+                .contains("random offsets stayed in the first 6%"),
+            "{}",
+            rows[0].explanation
+        );
+        p.offsets.push([32 * mb, 100]);
+        let rows = reconcile(&[c], &[p], "/", &no_device);
+        assert!(!rows[0].explanation.contains("random offsets"));
     }
 
     #[test]

@@ -79,6 +79,9 @@ fn parse_json(v: &Value) -> Vec<Claim> {
         let size = opt(job, global, "size").and_then(parse_size);
         let filename = opt(job, global, "filename").map(str::to_string);
         let bs = opt(job, global, "bs").or_else(|| opt(job, global, "blocksize"));
+        let random = opt(job, global, "rw")
+            .or_else(|| opt(job, global, "readwrite"))
+            .is_some_and(|rw| rw.starts_with("rand"));
         for (key, dir) in [
             ("read", Direction::Read),
             ("write", Direction::Write),
@@ -133,6 +136,9 @@ fn parse_json(v: &Value) -> Vec<Claim> {
             }
             if direct {
                 c.flags.push("direct".into());
+            }
+            if random {
+                c.flags.push("random".into());
             }
             if end_fsync || fsync_on_close {
                 c.flags.push("fsync_in_timing".into());
@@ -367,6 +373,12 @@ pub fn apply_args(claims: &mut [Claim], argv: &[String]) {
         };
         if on("direct") {
             flag("direct");
+        }
+        if get("rw")
+            .or_else(|| get("readwrite"))
+            .is_some_and(|rw| rw.starts_with("rand"))
+        {
+            flag("random");
         }
         if on("end_fsync") || on("fsync_on_close") {
             flag("fsync_in_timing");
