@@ -436,7 +436,28 @@ fn surfaces(doc: &RunDoc, b: &mut String) {
             mbps,
             "MB/s",
         );
-        let series: Vec<Series> = files
+        // Lines for at most six file sizes, spread from the smallest to the largest: more
+        // would be a tangle (the heatmap beside it has them all).
+        let shown: Vec<u64> = if files.len() <= MAX_CURVES {
+            files.clone()
+        } else {
+            let step = (files.len() - 1) as f64 / (MAX_CURVES - 1) as f64;
+            let mut v: Vec<u64> = (0..MAX_CURVES)
+                .map(|k| files[((k as f64 * step).round() as usize).min(files.len() - 1)])
+                .collect();
+            v.dedup();
+            v
+        };
+        let lines_caption = if shown.len() < files.len() {
+            format!(
+                "One line per file size ({} of {}, spread from the smallest to the largest; the heatmap has them all).",
+                shown.len(),
+                files.len()
+            )
+        } else {
+            "One line per file size.".to_string()
+        };
+        let series: Vec<Series> = shown
             .iter()
             .map(|f| Series {
                 name: format!("file {}", units::size(*f)),
@@ -466,7 +487,7 @@ fn surfaces(doc: &RunDoc, b: &mut String) {
             "<h3>{}</h3><div class=\"charts\">{}{}</div>",
             esc(name),
             fig(heat, "Darker is faster. Blank cells did not run (record larger than the file, or not asked for)."),
-            fig(lines, "One line per file size.")
+            fig(lines, &lines_caption)
         );
     }
 }

@@ -428,9 +428,9 @@ pub fn heatmap(
     fmt: fn(f64) -> String,
     unit: &str,
 ) -> String {
-    let cw = (560.0 / cols.len().max(1) as f64).clamp(44.0, 96.0);
+    let cw = (540.0 / cols.len().max(1) as f64).clamp(40.0, 96.0);
     let ch = 26.0;
-    let left = 80.0;
+    let left = 64.0;
     let top = 40.0;
     let w = left + cw * cols.len() as f64 + 20.0;
     let h = top + ch * rows.len() as f64 + 66.0;

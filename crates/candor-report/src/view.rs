@@ -136,6 +136,9 @@ pub struct Note {
 /// folded into one note that lists the results, so the notes that need reading stay visible.
 pub const FOLD_NOTES: usize = 5;
 
+/// A folded note names at most this many results.
+pub const FOLD_LIST: usize = 12;
+
 /// The notes of one result (not yet numbered: `number` is 0).
 pub fn result_notes(r: &TestResult) -> Vec<Note> {
     let mut out = Vec::new();
@@ -226,14 +229,19 @@ pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<St
     let mut notes: Vec<Note> = Vec::new();
     let mut refs = Vec::new();
     let mut n = first;
+    // How many results each folded note names so far, by kind.
+    let mut listed = [1usize; 8];
     for mine in per {
         let mut nums = Vec::new();
         for mut note in mine {
             if folded.contains(&note.kind) {
                 match notes.iter_mut().find(|o| o.kind == note.kind) {
                     Some(o) => {
-                        o.text
-                            .push_str(&format!(", {} ({})", note.about, note.short));
+                        listed[note.kind as usize] += 1;
+                        if listed[note.kind as usize] <= FOLD_LIST {
+                            o.text
+                                .push_str(&format!(", {} ({})", note.about, note.short));
+                        }
                         nums.push(o.number.to_string());
                     }
                     None => {
@@ -260,6 +268,12 @@ pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<St
     for note in notes.iter_mut().filter(|o| folded.contains(&o.kind)) {
         let k = count(note.kind);
         note.about = format!("{k} results");
+        if k > FOLD_LIST {
+            note.text.push_str(&format!(
+                " and {} more (their rows carry this note's number)",
+                k - FOLD_LIST
+            ));
+        }
         note.text.push_str(match note.kind {
             NoteKind::Disturbed => {
                 ". Rerun on a quiet machine or a lab filesystem (candor lab create)."
