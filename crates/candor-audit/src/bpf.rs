@@ -14,6 +14,8 @@ pub struct BpfSource {
     /// Block counters by owner on every tick, for the storage bytes of each phase.
     snapshots: Vec<candor_bpf::Snapshot>,
     notes: Vec<String>,
+    /// /proc sampling beside the tracer, for each process's own counters.
+    counters: crate::procfs::ProcfsSource,
 }
 
 impl BpfSource {
@@ -38,6 +40,7 @@ impl BpfSource {
             raw: Vec::new(),
             snapshots: Vec::new(),
             notes,
+            counters: crate::procfs::ProcfsSource::new(0.02),
         })
     }
 
@@ -148,15 +151,21 @@ impl PhaseSource for BpfSource {
         self.tracer.add_pid(root).map_err(|e| e.to_string())?;
         self.tracer.remove_pid(self.me).map_err(|e| e.to_string())?;
         self.snapshot();
-        Ok(())
+        self.counters.attach(root, t0)
+    }
+
+    fn set_output_bytes(&mut self, bytes: u64) {
+        self.counters.set_output_bytes(bytes);
     }
 
     fn sample(&mut self) {
         self.drain();
         self.snapshot();
+        self.counters.sample();
     }
 
-    fn exited(&mut self, _pid: u32) {
+    fn exited(&mut self, pid: u32) {
+        self.counters.exited(pid);
         self.drain();
     }
 
@@ -190,7 +199,7 @@ impl PhaseSource for BpfSource {
         Observed {
             source: "bpf".into(),
             phases,
-            processes: Vec::new(),
+            processes: self.counters.finish().processes,
             notes,
         }
     }

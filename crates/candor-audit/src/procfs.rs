@@ -390,6 +390,11 @@ impl ProcfsSource {
         };
         p.gone = p.gone.saturating_sub(absorbed);
         p.total = total;
+        if p.rec.comm.is_empty() {
+            if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+                p.rec.comm = c.trim_end().to_string();
+            }
+        }
         p.rec.rchar = total.rchar;
         p.rec.wchar = total.wchar;
         p.rec.syscr = total.syscr;
