@@ -25,6 +25,7 @@ impl BpfSource {
         let me = std::process::id();
         let tracer = candor_bpf::Tracer::load(&candor_bpf::TraceOptions {
             seed_pids: vec![me],
+            phases: true,
         })
         .map_err(|e| e.to_string())?;
         let notes = tracer
