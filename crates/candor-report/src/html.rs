@@ -127,6 +127,7 @@ fn nines(v: f64) -> String {
 pub fn render(doc: &RunDoc) -> String {
     let mut b = String::new();
     header(doc, &mut b);
+    audit(doc, &mut b);
     summary(doc, &mut b);
     targets_compared(doc, &mut b);
     surfaces(doc, &mut b);
@@ -211,9 +212,9 @@ fn header(doc: &RunDoc, b: &mut String) {
         row(
             "MPI",
             format!(
-                "{} ranks on {} nodes ({}), {}",
-                m.ranks,
-                m.nodes,
+                "{} on {} ({}), {}",
+                table::plural(m.ranks, "rank"),
+                table::plural(m.nodes, "node"),
                 m.node_names.join(", "),
                 if m.shared_file {
                     "one shared file"
@@ -255,10 +256,13 @@ fn badge(r: &TestResult) -> String {
 }
 
 fn summary(doc: &RunDoc, b: &mut String) {
-    b.push_str("<h2 id=\"summary\">Summary</h2>");
     if doc.results.is_empty() {
-        b.push_str("<p>No results were recorded.</p>");
+        if doc.audit.is_none() {
+            b.push_str("<h2 id=\"summary\">Summary</h2><p>No results were recorded.</p>");
+        }
+        return;
     }
+    b.push_str("<h2 id=\"summary\">Summary</h2>");
     let mut next = 1;
     for g in view::groups(doc) {
         let _ = write!(b, "<h3>Target <code>{}</code>", esc(&g.path));
@@ -350,6 +354,60 @@ fn summary(doc: &RunDoc, b: &mut String) {
         }
         b.push_str("</ul></div>");
     }
+}
+
+/// `candor audit`: what the audited program claimed against what the witness observed.
+fn audit(doc: &RunDoc, b: &mut String) {
+    let Some(claims) = crate::audit::claims(doc) else {
+        return;
+    };
+    b.push_str("<h2 id=\"audit\">Claimed vs observed</h2>");
+    if let Some(l) = crate::audit::command_line(doc) {
+        let _ = write!(b, "<p class=\"mono\">{}</p>", esc(&l));
+    }
+    if claims.is_empty() {
+        b.push_str("<p>No figure of the audited program was recognised.</p>");
+        return;
+    }
+    let (g, notes) = crate::audit::grid(&claims);
+    b.push_str(&g.to_html());
+    if !notes.is_empty() {
+        b.push_str("<ol class=\"notes\">");
+        for n in &notes {
+            let _ = write!(b, "<li>{}</li>", esc(n));
+        }
+        b.push_str("</ol>");
+    }
+    let mut rows = Vec::new();
+    for c in &claims {
+        let label = format!("{} {}", c.program, c.test);
+        let point = |label: String, v: f64, colour: usize| IntervalRow {
+            label,
+            mean: v / 1e6,
+            lo: v / 1e6,
+            hi: v / 1e6,
+            samples: Vec::new(),
+            flagged: false,
+            colour: Some(colour),
+        };
+        rows.push(point(format!("{label}: claimed"), c.claimed, 1));
+        if let Some(o) = c.observed_wall {
+            rows.push(point(format!("{label}: observed"), o, 0));
+        }
+    }
+    let chart = svg::interval_chart(
+        "audit-0",
+        "Claimed and observed throughput",
+        "MB/s",
+        &rows,
+        mbps,
+        760.0,
+    );
+    let _ = write!(
+        b,
+        "<div class=\"charts\">{}</div>",
+        fig(chart, "Orange: what the program printed; blue: its bytes over the time from open to close, as the kernel saw them.")
+    );
 }
 
 /// Several targets in one run: the same tests side by side, as `candor compare` shows them.

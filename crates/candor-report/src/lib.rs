@@ -6,6 +6,7 @@
 //! device throughput, flags, grouping by target, scaling series). `compare` matches results of
 //! several runs; `html` draws the self-contained HTML report.
 
+pub mod audit;
 pub mod compare;
 mod csv;
 mod excel;

@@ -10,6 +10,7 @@ pub fn render(doc: &RunDoc) -> String {
     for l in table::header_lines(doc) {
         out.push_str(&format!("- {}\n", l.replace('|', "\\|")));
     }
+    out.push_str(&crate::audit::text(doc, true));
     let mut next = 1;
     for g in view::groups(doc) {
         out.push_str(&format!("\n## Target `{}`\n\n", g.path));

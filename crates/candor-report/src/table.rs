@@ -16,6 +16,7 @@ pub fn render(doc: &RunDoc) -> String {
         out.push_str(&l);
         out.push('\n');
     }
+    out.push_str(&crate::audit::text(doc, false));
     let mut next_note = 1;
     for g in view::groups(doc) {
         out.push('\n');
@@ -25,7 +26,9 @@ pub fn render(doc: &RunDoc) -> String {
         }
         out.push('\n');
         if g.results.is_empty() {
-            out.push_str("  no results\n");
+            if doc.audit.is_none() {
+                out.push_str("  no results\n");
+            }
             continue;
         }
         let (grid, notes) = results_grid(&g.results, next_note);
@@ -113,9 +116,9 @@ pub fn header_lines(doc: &RunDoc) -> Vec<String> {
     if let Some(m) = &doc.mpi {
         let per: Vec<String> = m.ranks_per_node.iter().map(|n| n.to_string()).collect();
         l.push(format!(
-            "MPI: {} ranks on {} nodes ({} per node), {}{}",
-            m.ranks,
-            m.nodes,
+            "MPI: {} on {} ({} per node), {}{}",
+            plural(m.ranks, "rank"),
+            plural(m.nodes, "node"),
             if per.is_empty() {
                 "?".into()
             } else {
@@ -136,9 +139,13 @@ pub fn header_lines(doc: &RunDoc) -> Vec<String> {
     l
 }
 
+/// "1 node", "4 ranks".
+pub fn plural(n: u32, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
 /// "1 core, 2 threads".
 pub fn cores(cores: u32, threads: u32) -> String {
-    let plural = |n: u32, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     format!("{}, {}", plural(cores, "core"), plural(threads, "thread"))
 }
 

@@ -55,6 +55,14 @@ fn study_markdown_snapshot() {
 }
 
 #[test]
+fn audit_table_snapshot() {
+    common::expect(
+        "audit.table.txt",
+        &render(&common::audit_doc(), Format::Table),
+    );
+}
+
+#[test]
 fn mpi_table_snapshot() {
     common::expect("mpi.table.txt", &render(&common::mpi_doc(), Format::Table));
 }

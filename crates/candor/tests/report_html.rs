@@ -212,6 +212,20 @@ fn a_run_over_several_targets_compares_them_in_its_report() {
 }
 
 #[test]
+fn an_audit_report_shows_claimed_against_observed() {
+    let Some(chromium) = chromium() else {
+        println!("skipped: chromium not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let html = dir.path().join("audit.html");
+    render(&fixture("audit.json"), &html);
+    let text = std::fs::read_to_string(&html).expect("written");
+    assert!(text.contains("Claimed vs observed") && text.contains("overstated"));
+    check_in_browser(&chromium, &html, &["audit-"], "report-audit.png");
+}
+
+#[test]
 fn the_compare_page_renders_in_a_browser() {
     let Some(chromium) = chromium() else {
         println!("skipped: chromium not installed");

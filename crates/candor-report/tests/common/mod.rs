@@ -551,3 +551,39 @@ pub fn study_run() -> RunDoc {
     }
     d
 }
+
+/// A `candor audit` of iozone whose write figure left the fsync out.
+pub fn audit_doc() -> RunDoc {
+    let mut d = RunDoc::new(
+        "audit",
+        [
+            "candor", "audit", "-o", "a.json", "--", "iozone", "-i0", "-i1", "-s", "64m", "-r",
+            "4k",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        "2026-11-22T03:00:00Z".into(),
+    );
+    d.candor_version = "0.1.0".into();
+    d.complete = true;
+    d.host = host();
+    d.targets = vec![target("/var/tmp", "ext4", "vda", "virtio_blk", true)];
+    d.audit = Some(serde_json::json!({
+        "command": ["iozone", "-i0", "-i1", "-s", "64m", "-r", "4k"],
+        "exit_message": null,
+        "reconciliation": [
+            {"test": "write", "program": "iozone", "direction": "write", "record_size": 4096,
+             "file_size": 67108864, "threads": 1, "claimed_Bps": 904761344.0,
+             "observed_syscall_Bps": 881000000.0, "observed_wall_Bps": 301000000.0, "ratio": 3.0058,
+             "cache_share": null, "verdict": "overstated",
+             "explanation": "iozone's timing ends before the fsync: with it, the write took 3.0x longer"},
+            {"test": "read", "program": "iozone", "direction": "read", "record_size": 4096,
+             "file_size": 67108864, "threads": 1, "claimed_Bps": 3821310000.0,
+             "observed_syscall_Bps": 3790000000.0, "observed_wall_Bps": 3750000000.0, "ratio": 1.019,
+             "cache_share": 1.0, "verdict": "agrees",
+             "explanation": "all of it came from the page cache: memory speed, as iozone read a file it had just written"}
+        ]
+    }));
+    d
+}

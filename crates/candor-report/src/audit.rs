@@ -1,0 +1,188 @@
+//! Results of `candor audit` (`RunDoc::audit`): what another benchmark claimed against what the
+//! witness observed, per claim. Read tolerantly from the saved JSON (the audit's
+//! `reconciliation` rows), so the report shows what the audit recorded without depending on the
+//! audit's own types.
+
+use crate::grid::{Align, Grid};
+use crate::units;
+use candor_model::RunDoc;
+use serde_json::Value;
+
+/// One claim against its observation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Claim {
+    pub test: String,
+    pub program: String,
+    pub record_size: Option<u64>,
+    pub file_size: Option<u64>,
+    pub threads: u32,
+    /// Bytes per second the program printed.
+    pub claimed: f64,
+    /// Bytes over the wall time from open to close, as observed.
+    pub observed_wall: Option<f64>,
+    /// Bytes over the time inside the I/O calls, as observed.
+    pub observed_syscall: Option<f64>,
+    pub ratio: Option<f64>,
+    pub cache_share: Option<f64>,
+    /// "agrees", "overstated", "understated" or "unverified".
+    pub verdict: String,
+    pub explanation: String,
+}
+
+fn f(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(|x| x.as_f64())
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(|x| x.as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The audit's claims, when the document is an audit.
+pub fn claims(doc: &RunDoc) -> Option<Vec<Claim>> {
+    let rows = doc.audit.as_ref()?.get("reconciliation")?.as_array()?;
+    Some(
+        rows.iter()
+            .map(|r| Claim {
+                test: s(r, "test"),
+                program: s(r, "program"),
+                record_size: r.get("record_size").and_then(|x| x.as_u64()),
+                file_size: r.get("file_size").and_then(|x| x.as_u64()),
+                threads: r.get("threads").and_then(|x| x.as_u64()).unwrap_or(1) as u32,
+                claimed: f(r, "claimed_Bps").unwrap_or(0.0),
+                observed_wall: f(r, "observed_wall_Bps"),
+                observed_syscall: f(r, "observed_syscall_Bps"),
+                ratio: f(r, "ratio"),
+                cache_share: f(r, "cache_share"),
+                verdict: s(r, "verdict"),
+                explanation: s(r, "explanation"),
+            })
+            .collect(),
+    )
+}
+
+/// The audited command and how it ended, in one line.
+pub fn command_line(doc: &RunDoc) -> Option<String> {
+    let a = doc.audit.as_ref()?;
+    let cmd: Vec<&str> = a
+        .get("command")
+        .and_then(|c| c.as_array())
+        .map(|c| c.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    let mut l = format!("Audited: {}", cmd.join(" "));
+    if let Some(m) = a.get("exit_message").and_then(|m| m.as_str()) {
+        l.push_str(&format!(" ({m})"));
+    }
+    Some(l)
+}
+
+/// Claimed vs observed, one row per claim, with the explanations numbered under it.
+pub fn grid(claims: &[Claim]) -> (Grid, Vec<String>) {
+    let mut g = Grid::new(&[
+        ("program", Align::Left),
+        ("test", Align::Left),
+        ("file", Align::Right),
+        ("rec", Align::Right),
+        ("thr", Align::Right),
+        ("claimed MB/s", Align::Right),
+        ("observed MB/s", Align::Right),
+        ("in calls MB/s", Align::Right),
+        ("claimed/observed", Align::Right),
+        ("cache", Align::Right),
+        ("verdict", Align::Left),
+        ("note", Align::Left),
+    ]);
+    let mut notes = Vec::new();
+    for c in claims {
+        let note = if c.explanation.is_empty() {
+            String::new()
+        } else {
+            notes.push(format!("{} {}: {}", c.program, c.test, c.explanation));
+            notes.len().to_string()
+        };
+        g.push(vec![
+            c.program.clone(),
+            c.test.clone(),
+            c.file_size.map(units::size).unwrap_or("-".into()),
+            c.record_size.map(units::size).unwrap_or("-".into()),
+            c.threads.max(1).to_string(),
+            units::mb_s(c.claimed),
+            c.observed_wall.map(units::mb_s).unwrap_or("-".into()),
+            c.observed_syscall.map(units::mb_s).unwrap_or("-".into()),
+            c.ratio.map(units::ratio).unwrap_or("-".into()),
+            c.cache_share.map(units::pct).unwrap_or_default(),
+            c.verdict.clone(),
+            note,
+        ]);
+    }
+    (g, notes)
+}
+
+/// The audit section of the text reports; empty for a run.
+pub fn text(doc: &RunDoc, markdown: bool) -> String {
+    let Some(claims) = claims(doc) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if markdown {
+        out.push_str("\n## Claimed vs observed\n\n");
+    } else {
+        out.push_str("\nClaimed vs observed\n");
+    }
+    if let Some(l) = command_line(doc) {
+        out.push_str(&format!("{l}\n"));
+        if markdown {
+            out.push('\n');
+        }
+    }
+    if claims.is_empty() {
+        out.push_str("No figure of the audited program was recognised.\n");
+        return out;
+    }
+    let (g, notes) = grid(&claims);
+    out.push_str(&if markdown {
+        g.to_markdown()
+    } else {
+        g.to_text()
+    });
+    for (i, n) in notes.iter().enumerate() {
+        out.push_str(&format!("  [{}] {n}\n", i + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_read_from_the_saved_audit() {
+        let mut doc = RunDoc::default();
+        assert_eq!(claims(&doc), None);
+        doc.audit = Some(serde_json::json!({
+            "command": ["iozone", "-i0", "-s", "64m"],
+            "exit_message": null,
+            "reconciliation": [{
+                "test": "write", "program": "iozone", "record_size": 4096, "file_size": 67108864,
+                "threads": 1, "claimed_Bps": 904761344.0, "observed_wall_Bps": 302000000.0,
+                "observed_syscall_Bps": 880000000.0, "ratio": 2.99, "verdict": "overstated",
+                "explanation": "the timing left out the fsync"
+            }]
+        }));
+        let c = claims(&doc).unwrap_or_default();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].verdict, "overstated");
+        let t = text(&doc, false);
+        assert!(t.contains("Audited: iozone -i0 -s 64m"), "{t}");
+        assert!(
+            t.contains("905") && t.contains("302") && t.contains("2.99x"),
+            "{t}"
+        );
+        assert!(
+            t.contains("[1] iozone write: the timing left out the fsync"),
+            "{t}"
+        );
+    }
+}
