@@ -182,6 +182,7 @@ pub struct ProcfsSource {
     out_total: u64,
     out_applied: u64,
     unattributed: Io,
+    extra_notes: Vec<String>,
 }
 
 impl ProcfsSource {
@@ -198,6 +199,7 @@ impl ProcfsSource {
             out_total: 0,
             out_applied: 0,
             unattributed: Io::default(),
+            extra_notes: Vec::new(),
         }
     }
 
@@ -314,10 +316,27 @@ impl ProcfsSource {
     }
 
     fn read(pid: u32) -> Reading {
+        let total = Io::read(&format!("/proc/{pid}/io"));
+        // A zombie's threads are gone: its whole reading is all there is.
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| {
+                t.rfind(')')
+                    .map(|i| t[i + 1..].trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false);
         Reading {
-            total: Io::read(&format!("/proc/{pid}/io")),
-            threads: Self::read_threads(pid),
-            fds: Self::read_fds(pid),
+            total,
+            threads: if zombie {
+                None
+            } else {
+                Self::read_threads(pid)
+            },
+            fds: if zombie {
+                Vec::new()
+            } else {
+                Self::read_fds(pid)
+            },
         }
     }
 
@@ -345,7 +364,6 @@ impl ProcfsSource {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
-        let whole = total.saturating_sub(p.total);
         // Own activity: the live threads' deltas (new threads count from zero). What the
         // whole reading holds beyond the threads (dead threads, reaped children) only grows
         // when something ends; the whole is read a moment before the threads, so the
@@ -371,12 +389,14 @@ impl ProcfsSource {
                 (own, growth)
             }
             None => {
-                p.known = total;
+                // Against what was already counted (the threads are read after the whole,
+                // so `known` may be ahead of the last whole reading).
+                let fresh = total.saturating_sub(p.known);
+                p.known = max_io(p.known, total);
                 if p.gone.is_zero() {
-                    (whole, Io::default())
+                    (fresh, Io::default())
                 } else {
-                    let absorbed = whole;
-                    (Io::default(), absorbed)
+                    (Io::default(), fresh)
                 }
             }
         };
@@ -649,7 +669,15 @@ impl PhaseSource for ProcfsSource {
 
     fn exited(&mut self, pid: u32) {
         // A zombie: its files are closed and its counters final; one more tick gives its
-        // last bytes to the files it had open.
+        // last bytes to the files it had open. An ended process's /proc files belong to
+        // root, so without root its last bytes cannot be read.
+        if Io::read(&format!("/proc/{pid}/io")).is_none() {
+            self.extra_notes.push(format!(
+                "the command's counters could not be read after it ended (only root can read an ended process's /proc files): \
+                 what it did after the last reading, at {:.3} s, is missing; run as root for exact bytes",
+                self.prev_tick_s
+            ));
+        }
         self.sample();
         let now = self.now_s();
         if let Some(p) = self.procs.get_mut(&pid) {
@@ -684,6 +712,7 @@ impl PhaseSource for ProcfsSource {
                 self.unattributed.rchar, self.unattributed.wchar
             ));
         }
+        notes.append(&mut self.extra_notes);
         Observed {
             source: "procfs".into(),
             phases,
