@@ -130,4 +130,5 @@ fn saved_result_files() {
         "study-run.json",
         &render(&common::study_run(), Format::Json),
     );
+    common::expect("audit.json", &render(&common::audit_doc(), Format::Json));
 }
