@@ -367,7 +367,7 @@ pub fn line_chart(c: &LineChart) -> String {
             if let Some((lo, hi)) = s.err.get(j) {
                 if *hi > *lo && (c.y_kind == AxisKind::Linear || *lo > 0.0) {
                     let x = xs.map(p.0);
-                    let (y0, y1) = (ys.map(*lo), ys.map(*hi));
+                    let (y0, y1) = (ys.map(lo.max(ys.lo)), ys.map(hi.min(ys.hi)));
                     let _ = write!(
                         body,
                         "<path d=\"M{x:.1},{y0:.1}V{y1:.1}M{:.1},{y0:.1}h8M{:.1},{y1:.1}h8\" stroke=\"{col}\" stroke-width=\"1.4\" fill=\"none\"/>",
@@ -598,7 +598,8 @@ pub fn interval_chart(
             esc(&fmt(r.lo)),
             esc(&fmt(r.hi))
         );
-        let (x0, x1, ym) = (xs.map(r.lo), xs.map(r.hi), y + rh / 2.0);
+        // An interval reaching below zero (two noisy repetitions) stops at the axis.
+        let (x0, x1, ym) = (xs.map(r.lo.max(0.0)), xs.map(r.hi), y + rh / 2.0);
         let _ = write!(
             b,
             "<path d=\"M{x0:.1},{ym:.1}H{x1:.1}M{x0:.1},{:.1}v8M{x1:.1},{:.1}v8M{:.1},{:.1}v{:.1}\" stroke=\"{col}\" stroke-width=\"1.6\" fill=\"none\"/>",
