@@ -316,7 +316,7 @@ pub fn line_chart(c: &LineChart) -> String {
             s.points
                 .iter()
                 .map(|p| p.1)
-                .chain(s.err.iter().flat_map(|e| [e.0, e.1]))
+                .chain(s.err.iter().flat_map(|e| [e.0.max(0.0), e.1]))
         }),
         c.y_kind,
     );
