@@ -7,6 +7,7 @@ use crate::World;
 use candor_engine::runner::Coordinator;
 use candor_model::{MpiInfo, TestResult};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::AtomicBool;
 
 /// Where every rank runs and how its clock relates to rank 0's.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -153,6 +154,14 @@ impl Coordinator for MpiCoordinator<'_> {
 
     fn before_timed(&mut self) {
         self.world.barrier();
+    }
+
+    fn spans_processes(&self) -> bool {
+        true
+    }
+
+    fn stonewall(&mut self, stop: &AtomicBool) -> bool {
+        self.world.first_done(stop)
     }
 
     fn point_done(&mut self, results: Vec<TestResult>) -> Option<Vec<TestResult>> {

@@ -40,6 +40,9 @@ impl World {
     pub fn clock_offsets(&self, _now: fn() -> u64, _rounds: usize) -> Vec<Offset> {
         match self.0 {}
     }
+    pub fn first_done(&self, _stop: &std::sync::atomic::AtomicBool) -> bool {
+        match self.0 {}
+    }
     pub fn abort(&self, _code: i32) -> ! {
         match self.0 {}
     }

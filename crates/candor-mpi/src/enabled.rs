@@ -10,6 +10,8 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 pub struct World {
     comm: SimpleCommunicator,
@@ -182,6 +184,62 @@ impl World {
                 uncertainty_ns: c[1].max(0) as u64,
             })
             .collect()
+    }
+
+    /// First-done across ranks, for one repetition: when `stop` is set here (this rank's
+    /// first thread finished, or failed) this rank tells every other rank; when another
+    /// rank's word comes first, `stop` is set here. Every rank sends exactly one word to
+    /// every other rank and receives exactly one from each before returning, so nothing is
+    /// left in flight for the next repetition. Only the main thread calls MPI (the I/O
+    /// threads only read `stop`). Returns true when another rank finished first.
+    pub fn first_done(&self, stop: &AtomicBool) -> bool {
+        const TAG: i32 = 0x5707;
+        // How often the main thread looks: the reaction time of the stonewall. Sleeping
+        // keeps the poll off the CPUs the I/O threads use.
+        const POLL: Duration = Duration::from_micros(200);
+        let me = self.comm.rank();
+        let n = self.comm.size();
+        let word = 1u8;
+        let mut heard = 0;
+        let mut stopped_by_other = false;
+        mpi::request::scope(|scope| {
+            let mut sends = Vec::new();
+            loop {
+                while self
+                    .comm
+                    .any_process()
+                    .immediate_probe_with_tag(TAG)
+                    .is_some()
+                {
+                    let (_w, _status) = self.comm.any_process().receive_with_tag::<u8>(TAG);
+                    heard += 1;
+                    if sends.is_empty() && !stop.load(Ordering::SeqCst) {
+                        stopped_by_other = true;
+                    }
+                    stop.store(true, Ordering::SeqCst);
+                }
+                if sends.is_empty() && stop.load(Ordering::SeqCst) {
+                    for r in (0..n).filter(|&r| r != me) {
+                        sends.push(
+                            self.comm
+                                .process_at_rank(r)
+                                .immediate_send_with_tag(scope, &word, TAG),
+                        );
+                    }
+                    if sends.is_empty() {
+                        break; // a single rank
+                    }
+                }
+                if !sends.is_empty() && heard >= n - 1 {
+                    break;
+                }
+                std::thread::sleep(POLL);
+            }
+            for s in sends {
+                s.wait();
+            }
+        });
+        stopped_by_other
     }
 
     /// Ends every rank of the job (when one rank cannot go on, the others would wait for

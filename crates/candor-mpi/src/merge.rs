@@ -361,6 +361,10 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
             .collect();
         moments.merge(&welford(&rates));
         let w = r.witness.as_ref();
+        let full_ops = r
+            .file_size
+            .checked_div(r.record_size)
+            .map_or(0, |n| n * r.threads as u64);
         per_rank.push(RankFigures {
             rank: p.rank,
             node: node_name(p.node),
@@ -379,7 +383,9 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
             latency_ns: r.latency_ns.clone(),
             latency_histogram: r.latency_histogram.clone(),
             truncated: r.reps.iter().any(|x| x.truncated),
-            stonewalled: r.thread_aggregate.as_ref().is_some_and(|t| t.stonewalled),
+            // Stopped early but not by --runtime: another thread or rank finished first.
+            stonewalled: r.thread_aggregate.as_ref().is_some_and(|t| t.stonewalled)
+                || (full_ops > 0 && r.reps.iter().any(|x| !x.truncated && x.ops < full_ops)),
             verdict: w.map(|w| w.verdict.clone()),
             cache_hit_ratio: w.and_then(|w| w.cache_hit_ratio),
             write_amplification: w.and_then(|w| w.write_amplification),

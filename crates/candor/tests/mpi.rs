@@ -279,3 +279,42 @@ fn two_ranks_report_the_spread_and_the_node_cache() {
         assert_eq!(ranks["per_node"].as_array().unwrap().len(), 1);
     }
 }
+
+#[test]
+fn stonewall_stops_every_rank_when_the_first_finishes() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_ranks(4, dir.path(), &["--stonewall"]);
+    let full = 8u64 << 20;
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        let ranks = r.ranks.as_ref().unwrap();
+        let per = ranks["per_rank"].as_array().unwrap();
+        for k in 0..2 {
+            let moved: Vec<u64> = per
+                .iter()
+                .map(|p| p["rep_bytes"][k].as_u64().unwrap())
+                .collect();
+            assert!(
+                moved.contains(&full),
+                "{} rep {k}: the first rank to finish moved its whole file: {moved:?}",
+                r.test
+            );
+            assert!(moved.iter().all(|&b| b <= full), "{moved:?}");
+            assert_eq!(r.reps[k].bytes, moved.iter().sum::<u64>());
+            assert!(!r.reps[k].truncated, "a stonewall is not a --runtime cap");
+        }
+        for p in per {
+            let short = (0..2).any(|k| p["rep_bytes"][k].as_u64().unwrap() < full);
+            assert_eq!(
+                p["stonewalled"].as_bool().unwrap(),
+                short,
+                "rank {}: stonewalled exactly when it stopped short",
+                p["rank"]
+            );
+        }
+    }
+}
