@@ -705,3 +705,140 @@ fn json(c: &Comparison) -> String {
     let v = json!({"sides": sides, "rows": rows, "not_compared": unmatched});
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_model::Summary;
+
+    fn result(test: &str, rec: u64, samples: &[f64]) -> TestResult {
+        TestResult {
+            target: "/t".into(),
+            test: test.into(),
+            engine: "psync".into(),
+            file_size: 1 << 26,
+            record_size: rec,
+            threads: 1,
+            iodepth: 1,
+            status: "ok".into(),
+            throughput: candor_stats::summarize(samples),
+            ..Default::default()
+        }
+    }
+
+    fn side(name: &str, results: Vec<TestResult>) -> Side {
+        Side {
+            letter: String::new(),
+            source: name.into(),
+            target: None,
+            mpi_ranks: None,
+            results,
+        }
+    }
+
+    fn lettered(mut v: Vec<Side>) -> Vec<Side> {
+        for (i, s) in v.iter_mut().enumerate() {
+            s.letter = letter(i);
+        }
+        v
+    }
+
+    #[test]
+    fn same_tests_are_matched_with_ratio_and_welch() {
+        let a = side("a.json", vec![result("read", 4096, &[100e6, 102e6, 98e6])]);
+        let b = side("b.json", vec![result("read", 4096, &[200e6, 205e6, 195e6])]);
+        let c = compare(lettered(vec![a, b]));
+        assert_eq!(c.rows.len(), 1);
+        assert!(c.unmatched.is_empty());
+        let cell = c.rows[0].cells[1].as_ref().expect("B has the test");
+        assert!((cell.ratio.unwrap_or(0.0) - 2.0).abs() < 1e-9);
+        match cell.significance {
+            Significance::Welch { p, significant } => assert!(significant && p < 0.001, "{p}"),
+            ref s => panic!("expected Welch, got {s:?}"),
+        }
+        assert_eq!(
+            c.rows[0].cells[0].as_ref().map(|c| &c.significance),
+            Some(&Significance::Baseline)
+        );
+    }
+
+    #[test]
+    fn noise_is_not_called_a_difference() {
+        let a = side("a", vec![result("read", 4096, &[100e6, 110e6, 90e6])]);
+        let b = side("b", vec![result("read", 4096, &[104e6, 96e6, 108e6])]);
+        let c = compare(lettered(vec![a, b]));
+        let s = &c.rows[0].cells[1].as_ref().expect("cell").significance;
+        assert!(!s.is_significant(), "{s:?}");
+        assert!(s.cell().starts_with("no (p="), "{}", s.cell());
+    }
+
+    #[test]
+    fn without_spread_intervals_decide_and_one_run_says_nothing() {
+        let mut a = result("read", 4096, &[100e6, 100e6]);
+        let mut b = result("read", 4096, &[120e6, 120e6]);
+        a.throughput.ci95 = [100e6, 100e6];
+        b.throughput.ci95 = [120e6, 120e6];
+        assert_eq!(
+            significance(&a, &b),
+            Significance::Intervals { overlap: false }
+        );
+        let one = TestResult {
+            throughput: Summary {
+                mean: 1.0,
+                n: 1,
+                samples: vec![1.0],
+                ..Default::default()
+            },
+            ..a.clone()
+        };
+        assert_eq!(significance(&one, &b), Significance::TooFewRuns);
+        assert_eq!(Significance::TooFewRuns.cell(), "n/a (1 run)");
+    }
+
+    #[test]
+    fn results_without_a_counterpart_are_named_with_what_differs() {
+        let a = side(
+            "a.json",
+            vec![
+                result("read", 4096, &[1e8, 1e8]),
+                result("write", 4096, &[1e8, 1e8]),
+            ],
+        );
+        let b = side("b.json", vec![result("read", 8192, &[1e8, 1e8])]);
+        let c = compare(lettered(vec![a, b]));
+        assert!(c.rows.is_empty(), "nothing is matched by approximation");
+        let read = c
+            .unmatched
+            .iter()
+            .find(|u| u.key.test == "read" && u.side.starts_with('A'))
+            .expect("A's read is named");
+        assert_eq!(
+            read.sentence(),
+            "read 64m/4k psync in A (a.json) has no counterpart in B (b.json) (closest there: read 64m/8k psync; differs in record size 4k vs 8k)"
+        );
+        let write = c
+            .unmatched
+            .iter()
+            .find(|u| u.key.test == "write")
+            .expect("write is named");
+        assert!(
+            write.sentence().ends_with("(no write there at all)"),
+            "{}",
+            write.sentence()
+        );
+    }
+
+    #[test]
+    fn a_file_with_several_targets_gives_one_side_per_target() {
+        let mut doc = RunDoc::default();
+        for t in ["/a", "/b"] {
+            let mut r = result("read", 4096, &[1e8, 1e8]);
+            r.target = t.into();
+            doc.results.push(r);
+        }
+        let sides = sides(&[("run.json".to_string(), doc)]);
+        assert_eq!(sides.len(), 2);
+        assert_eq!(sides[0].letter, "A");
+        assert_eq!(sides[1].source, "run.json /b");
+    }
+}
