@@ -56,7 +56,7 @@ pub fn run(a: super::Args) -> CmdResult {
 
 /// Whether this process reports (rank 0, or the only process).
 pub fn is_root(s: Option<&Session>) -> bool {
-    s.map_or(true, |s| s.world.rank() == 0)
+    !matches!(s, Some(s) if s.world.rank() != 0)
 }
 
 /// The run id: rank 0's, on every rank, with the rank appended so that each rank has its
