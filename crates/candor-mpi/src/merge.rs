@@ -616,6 +616,56 @@ mod tests {
         assert!(r.reps.is_empty(), "no repetition is complete on every rank");
     }
 
+    fn witness(app_write: u64, device_write: u64, seconds: f64) -> Witness {
+        use candor_witness::verdict::{DiskDelta, Facts};
+        let mib = 1u64 << 20;
+        let dev = DiskDelta {
+            write_bytes: device_write * mib,
+            write_ios: device_write,
+            ..Default::default()
+        };
+        let f = Facts {
+            test: "write".into(),
+            intent: "device".into(),
+            is_write: true,
+            app_write: app_write * mib,
+            timed_seconds: seconds,
+            headline_bps: (app_write * mib) as f64 / seconds,
+            device_window: dev,
+            device_total: dev,
+            window_seconds: seconds,
+            total_seconds: seconds,
+            repetitions: 1,
+            ..Default::default()
+        };
+        let mut w = Witness::default();
+        w.extra
+            .insert("facts".into(), serde_json::to_value(&f).unwrap());
+        w
+    }
+
+    #[test]
+    fn side_by_side_ranks_count_a_node_device_once_and_every_rank_bytes() {
+        // Ranks 0 and 1 share node 0: each wrote 100 MiB and each saw the node's 200 MiB.
+        // Rank 2 is alone on node 1 and wrote 100 MiB, which its device saw.
+        let ws = vec![
+            (0, witness(100, 200, 1.0)),
+            (0, witness(100, 200, 1.1)),
+            (1, witness(100, 100, 0.9)),
+        ];
+        let w = combine_parallel(ws).unwrap();
+        let f = facts_of(&w).unwrap();
+        let mib = 1u64 << 20;
+        assert_eq!(f.app_write, 300 * mib, "every rank's bytes");
+        assert_eq!(
+            f.device_total.write_bytes,
+            300 * mib,
+            "node 0 once, node 1 once"
+        );
+        assert!((f.timed_seconds - 1.0).abs() < 1e-12, "one span, not a sum");
+        assert!((f.headline_bps - (300 * mib) as f64).abs() < 1.0);
+    }
+
     #[test]
     fn bucket_widths_follow_the_histogram() {
         // Every value lands in the bucket whose [lo, lo + width) holds it.
