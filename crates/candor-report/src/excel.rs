@@ -1,6 +1,8 @@
 //! `--format excel`: what `iozone -R` prints — the table, then "Excel output is below:" and one
 //! block per test ("Writer report", "Re-writer report", ...): a header row of record sizes in kB
-//! and one row per file size, figures in kB/s. Old spreadsheets and scripts read it unchanged.
+//! and one row per file size, figures in kB/s; multi-thread results follow in iozone's
+//! throughput report ("Throughput report Y-axis is type of test X-axis is number of
+//! processes"). Old spreadsheets and scripts read it unchanged.
 
 use crate::iozone;
 use crate::view;
@@ -94,6 +96,77 @@ pub fn block(title: &str, test: &str, results: &[&TestResult]) -> Option<String>
     Some(s)
 }
 
+/// iozone's names of the tests in its throughput report, padded as it pads them.
+fn throughput_name(test: &str) -> String {
+    let name = match test {
+        "write" => "Initial write",
+        "rewrite" => "Rewrite",
+        "read" => "Read",
+        "reread" => "Re-read",
+        "bkwdread" => "Reverse Read",
+        "strideread" => "Stride read",
+        "randread" => "Random read",
+        "randmix" => "Mixed workload",
+        "randwrite" => "Random write",
+        "pwrite" => "Pwrite",
+        "pread" => "Pread",
+        "fwrite" => "Fwrite",
+        "fread" => "Fread",
+        other => other,
+    };
+    format!("{name:>15}")
+}
+
+/// iozone's throughput report (`-R` with `-t`): per record size, one row per test with the
+/// aggregate ("children see") kB/s at each thread count, in the order the counts ran.
+pub fn throughput_report(results: &[&TestResult]) -> Option<String> {
+    let multi: Vec<&TestResult> = results
+        .iter()
+        .copied()
+        .filter(|r| r.threads > 1 && r.iodepth <= 1 && !view::failed(r))
+        .collect();
+    if multi.is_empty() {
+        return None;
+    }
+    let mut recs: Vec<u64> = multi.iter().map(|r| r.record_size).collect();
+    recs.sort();
+    recs.dedup();
+    let mut out = String::from(
+        "\n\"Throughput report Y-axis is type of test X-axis is number of processes\"\n",
+    );
+    for rec in recs {
+        out.push_str(&format!(
+            "\"Record size = {} kBytes \"\n\"Output is in kBytes/sec\"\n\n",
+            rec / 1024
+        ));
+        let mut tests: Vec<&str> = Vec::new();
+        for r in multi.iter().filter(|r| r.record_size == rec) {
+            if !tests.contains(&r.test.as_str()) {
+                tests.push(&r.test);
+            }
+        }
+        for t in tests {
+            let mut rs: Vec<&&TestResult> = multi
+                .iter()
+                .filter(|r| r.record_size == rec && r.test == t)
+                .collect();
+            rs.sort_by_key(|r| r.threads);
+            out.push_str(&format!("\"{}\" ", throughput_name(t)));
+            for r in rs {
+                let children = r
+                    .thread_aggregate
+                    .as_ref()
+                    .map(|a| a.children_see)
+                    .filter(|c| *c > 0.0)
+                    .unwrap_or(r.throughput.mean);
+                out.push_str(&format!(" {:.2} ", children / 1024.0));
+            }
+            out.push_str("\n\n");
+        }
+    }
+    Some(out)
+}
+
 pub fn render(doc: &RunDoc) -> String {
     let mut out = iozone::render(doc);
     out.push_str("Excel output is below:\n");
@@ -108,6 +181,9 @@ pub fn render(doc: &RunDoc) -> String {
                 out.push('\n');
                 out.push_str(&b);
             }
+        }
+        if let Some(t) = throughput_report(&g.results) {
+            out.push_str(&t);
         }
     }
     out
