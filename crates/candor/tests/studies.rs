@@ -1,0 +1,480 @@
+//! Studies driven through the binary: several targets in one run, ext4 / xfs / btrfs made by
+//! `candor lab` (as root) with their write amplification compared, a thread sweep with one
+//! result per point and its efficiency against a given device spec, and the copy and metadata
+//! workloads on every lab filesystem. Files are small and runs short: the point is that each
+//! study produces the figures it promises, measured, not a benchmark of this machine.
+//!
+//! What the write-amplification assertion rests on (measured on the project's VMs, buffered
+//! 4 KiB random writes over a 16 MiB file, fsync in the timing, ten runs): ext4 1.001, xfs
+//! 1.000, btrfs 1.31 to 1.39. Smaller files (4 MiB) gave btrfs 1.017 every time, larger ones
+//! (64 MiB) 2.4, beyond what the procfs witness attributes to candor (see docs/studies.md).
+
+use candor_model::{RunDoc, TestResult};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn candor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+        .args(args)
+        .output()
+        .expect("candor runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: exit {:?}\n{}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn have(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// Why a lab of ext4, xfs and btrfs cannot be made here, if it cannot.
+fn lab_skip_reason() -> Option<String> {
+    if !is_root() {
+        return Some("needs root".into());
+    }
+    for p in [
+        "losetup",
+        "mount",
+        "umount",
+        "mkfs.ext4",
+        "mkfs.xfs",
+        "mkfs.btrfs",
+    ] {
+        if !have(p) {
+            return Some(format!("{p} is not installed"));
+        }
+    }
+    None
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("read the directory")
+        .map(|e| e.expect("an entry").path())
+        .collect()
+}
+
+/// A lab of ext4, xfs and btrfs in a temporary directory, destroyed when dropped, also when
+/// an assertion fails half-way.
+struct Lab {
+    dir: tempfile::TempDir,
+    mounts: Vec<(String, PathBuf)>,
+}
+
+impl Lab {
+    fn create() -> Lab {
+        let dir = tempfile::Builder::new()
+            .prefix("candor-study-lab")
+            .tempdir()
+            .expect("a temporary directory");
+        let d = dir.path().to_str().expect("a UTF-8 path").to_string();
+        let mut lab = Lab {
+            dir,
+            mounts: Vec::new(),
+        };
+        let o = candor(&[
+            "lab",
+            "create",
+            "--fs",
+            "ext4,xfs,btrfs",
+            "--size",
+            "512m",
+            "--dir",
+            &d,
+        ]);
+        ok(&o, "candor lab create");
+        for line in text(&o.stdout).lines().filter(|l| !l.trim().is_empty()) {
+            let p = PathBuf::from(line.trim());
+            let fs = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            lab.mounts.push((fs, p));
+        }
+        let names: Vec<&str> = lab.mounts.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["ext4", "xfs", "btrfs"], "one mount point per line");
+        lab
+    }
+
+    fn paths(&self) -> Vec<&str> {
+        self.mounts
+            .iter()
+            .map(|(_, p)| p.to_str().expect("a UTF-8 path"))
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let d = self.dir.path().to_str().unwrap_or_default().to_string();
+        let o = candor(&["lab", "destroy", "--dir", &d]);
+        if !o.status.success() {
+            eprintln!("candor lab destroy failed: {}", text(&o.stderr));
+        }
+    }
+}
+
+/// Runs `candor run` over `targets`, saving the JSON, and loads it back.
+fn run(targets: &[&str], args: &[&str]) -> RunDoc {
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let json = out.path().join("run.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_candor"))
+        .arg("run")
+        .args(targets)
+        .args(args)
+        .args(["--quiet", "--format", "table", "-o"])
+        .arg(&json)
+        .output()
+        .expect("candor runs");
+    ok(&o, "candor run");
+    candor_model::load_result(&json).expect("the saved JSON loads back")
+}
+
+fn by_target<'a>(doc: &'a RunDoc, target: &str) -> Vec<&'a TestResult> {
+    doc.results.iter().filter(|r| r.target == target).collect()
+}
+
+/// The device's bytes written over the application's, both as the witness counted them.
+fn device_per_app(r: &TestResult) -> f64 {
+    let w = r.witness.as_ref().expect("a witness");
+    let dev = w.device.as_ref().expect("a block device under the lab");
+    dev.write_bytes as f64 / w.app.write_bytes.max(1) as f64
+}
+
+#[test]
+fn ext4_xfs_btrfs_lab_write_amplification_copy_and_metadata() {
+    if let Some(why) = lab_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let lab = Lab::create();
+    let paths = lab.paths();
+
+    // Small random writes, buffered, the fsync inside the timing (the default).
+    let doc = run(
+        &paths,
+        &[
+            "--tests",
+            "randwrite",
+            "--file-size",
+            "16m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert!(doc.complete);
+    assert_eq!(doc.targets.len(), 3, "every target described");
+    let mut wa = Vec::new();
+    for ((fs, _), (path, info)) in lab.mounts.iter().zip(paths.iter().zip(&doc.targets)) {
+        assert_eq!(&info.path, path);
+        assert_eq!(&info.fs_type, fs, "the target's filesystem is recorded");
+        let dev = info.device.as_ref().expect("a block device");
+        assert!(dev.name.starts_with("loop"), "{fs} sits on {}", dev.name);
+        let rs = by_target(&doc, path);
+        assert_eq!(rs.len(), 1, "{fs}: one result per target and point");
+        let r = rs[0];
+        assert_eq!(r.status, "ok", "{fs}: {:?}", r.error);
+        assert!(r.fsync_in_timing && !r.direct);
+        assert_eq!(r.reps.len(), 2);
+        let w = r.witness.as_ref().expect("the witness judged the test");
+        assert_eq!(w.verdict, "device", "{fs}: {}", w.explanation);
+        assert_eq!(w.app.write_bytes, 2 * (16 << 20), "{fs}: app bytes");
+        let a = w
+            .write_amplification
+            .expect("write tests carry the write amplification");
+        let raw = device_per_app(r);
+        eprintln!(
+            "{fs}: write amplification {a:.3}, device/app {raw:.3}, disturbed {}",
+            w.disturbed
+        );
+        // The file is on the device after the fsync: nothing less than the app's bytes.
+        assert!(a >= 0.99 && raw >= 0.99, "{fs}: {a} / {raw}");
+        wa.push((fs.clone(), a, raw, w.disturbed));
+    }
+    let (ext4, xfs, btrfs) = (&wa[0], &wa[1], &wa[2]);
+    // ext4 and xfs write each dirty page once, with little journal on top.
+    for j in [ext4, xfs] {
+        assert!(!j.3, "{}: nobody else uses a lab's loop device", j.0);
+        assert!(j.1 < 1.1, "{}: write amplification {}", j.0, j.1);
+    }
+    // btrfs copies on write and updates its checksum and extent trees: its device wrote
+    // 2.9x to 3.0x the application's bytes on a fresh lab (1.3x to 1.4x on a lab that had
+    // seen other runs), against ext4's 1.001x and xfs's 1.000x.
+    assert!(
+        btrfs.2 > ext4.2 * 1.1 && btrfs.2 > xfs.2 * 1.1,
+        "btrfs wrote {:.3}x, ext4 {:.3}x, xfs {:.3}x",
+        btrfs.2,
+        ext4.2,
+        xfs.2
+    );
+    // The headline figure either says so, or the bytes it does not attribute to candor are
+    // flagged: the procfs witness attributes at most the process's bytes plus an allowance
+    // (2 MiB + 50%); beyond, it reports the excess as foreign traffic and marks the result
+    // disturbed (docs/witness.md). Never hidden: attributed + allowance + foreign = device.
+    let r = by_target(&doc, paths[2])[0];
+    let w = r.witness.as_ref().expect("a witness");
+    let dev = w.device.as_ref().expect("a device");
+    if btrfs.1 > ext4.1 * 1.1 {
+        eprintln!("btrfs: the headline write amplification shows the difference");
+    } else {
+        let own = btrfs.1 * w.app.write_bytes as f64;
+        let written = w.process_io.as_ref().map(|p| p.write_bytes).unwrap_or(0) as f64;
+        let allowance = (2u64 << 20) as f64 + written / 2.0;
+        let foreign = w.foreign_device_bytes as f64;
+        eprintln!(
+            "btrfs: {} device bytes = {own:.0} attributed + {foreign:.0} foreign + the allowance",
+            dev.write_bytes
+        );
+        assert!(
+            btrfs.3 && own + allowance + foreign >= dev.write_bytes as f64 - (1 << 20) as f64,
+            "btrfs: {} device bytes, {own:.0} attributed to candor, {foreign:.0} foreign, disturbed {}",
+            dev.write_bytes,
+            btrfs.3
+        );
+        assert!(w.explanation.contains("traffic"), "{}", w.explanation);
+    }
+
+    // Interleaved by repetition: every target's first repetition before any second one.
+    let starts: Vec<Vec<f64>> = paths
+        .iter()
+        .map(|p| {
+            by_target(&doc, p)[0]
+                .reps
+                .iter()
+                .map(|x| x.started_s)
+                .collect()
+        })
+        .collect();
+    let last_first = starts.iter().map(|s| s[0]).fold(f64::MIN, f64::max);
+    let first_second = starts.iter().map(|s| s[1]).fold(f64::MAX, f64::min);
+    assert!(
+        last_first < first_second,
+        "repetitions interleaved: {starts:?}"
+    );
+
+    // UnixBench's file copy and the metadata tests on every lab filesystem.
+    let doc = run(
+        &paths,
+        &[
+            "--tests",
+            "copy,create,stat,open,readdir,unlink,mkdir,rmdir",
+            "--file-size",
+            "4m",
+            "--files",
+            "200",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert!(doc.complete);
+    for (fs, path) in lab.mounts.iter().map(|(f, p)| (f, p.to_str().unwrap())) {
+        let rs = by_target(&doc, path);
+        assert_eq!(
+            rs.len(),
+            3 + 7,
+            "{fs}: three copies and seven metadata tests"
+        );
+        let copies: Vec<&&TestResult> = rs.iter().filter(|r| r.test == "copy").collect();
+        assert_eq!(
+            copies.iter().map(|r| r.record_size).collect::<Vec<_>>(),
+            [256, 1024, 4096],
+            "{fs}: UnixBench's buffer sizes"
+        );
+        for r in &copies {
+            assert_eq!(r.status, "ok", "{fs} copy: {:?}", r.error);
+            assert_eq!(r.reps[0].bytes, 4 << 20, "{fs}: the whole file is copied");
+            // Between 100 kB/s and 100 GB/s: a real copy through the page cache.
+            assert!(
+                r.throughput.mean > 1e5 && r.throughput.mean < 1e11,
+                "{fs} copy {}: {} B/s",
+                r.record_size,
+                r.throughput.mean
+            );
+        }
+        // Larger buffers, fewer calls: the copying itself (the flush left out, which
+        // dominates and varies), at its quickest of the two repetitions, took 4x to 30x less
+        // time with 4096-byte buffers than with 256-byte ones in every measured run.
+        let io = |r: &TestResult| {
+            r.reps
+                .iter()
+                .map(|x| x.io_seconds)
+                .fold(f64::INFINITY, f64::min)
+        };
+        assert!(
+            io(copies[2]) < io(copies[0]),
+            "{fs}: copying with 4096-byte buffers took {} s, with 256-byte ones {} s",
+            io(copies[2]),
+            io(copies[0])
+        );
+        for name in ["create", "stat", "open", "unlink", "mkdir", "rmdir"] {
+            let r = rs.iter().find(|r| r.test == name).expect("the test ran");
+            assert_eq!(r.status, "ok", "{fs} {name}: {:?}", r.error);
+            assert_eq!(r.reps[0].ops, 200, "{fs} {name}: every entry once");
+            // A metadata operation takes between 100 ns and 100 ms here.
+            assert!(
+                r.iops.mean > 10.0 && r.iops.mean < 1e7,
+                "{fs} {name}: {} ops/s",
+                r.iops.mean
+            );
+            assert!(r.latency_ns.p50 > 0 && r.latency_ns.p50 <= r.latency_ns.p99);
+        }
+        let rd = rs
+            .iter()
+            .find(|r| r.test == "readdir")
+            .expect("readdir ran");
+        assert_eq!(rd.reps[0].ops, 202, "{fs}: 200 entries plus . and ..");
+    }
+    for (fs, p) in &lab.mounts {
+        let left: Vec<PathBuf> = entries(p)
+            .into_iter()
+            .filter(|e| !e.ends_with("lost+found"))
+            .collect();
+        assert!(left.is_empty(), "{fs}: candor left {left:?}");
+    }
+    drop(lab);
+}
+
+#[test]
+fn thread_sweep_gives_one_result_per_point_with_its_efficiency() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let target = dir.path().to_str().expect("a UTF-8 path");
+    let threads = [1u32, 2, 4, 8];
+    let doc = run(
+        &[target],
+        &[
+            "--tests",
+            "read,randread",
+            "--threads",
+            "1,2,4,8",
+            "--file-size",
+            "2m",
+            "--record-size",
+            "4k",
+            "--device-spec",
+            "seq=510MB/s,iops=95000",
+        ],
+    );
+    assert!(doc.complete);
+    assert_eq!(doc.results.len(), 2 * threads.len(), "one result per point");
+    let spec = doc
+        .options
+        .get("device_spec")
+        .expect("the spec is recorded in the options");
+    assert_eq!(spec["source"], "spec");
+    assert_eq!(spec["seq_read"], 510e6);
+    assert_eq!(spec["iops_read"], 95000.0);
+    for test in ["read", "randread"] {
+        let got: Vec<u32> = doc
+            .results
+            .iter()
+            .filter(|r| r.test == test)
+            .map(|r| r.threads)
+            .collect();
+        assert_eq!(got, threads, "{test}: every thread count once, in order");
+    }
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "{} x{}: {:?}", r.test, r.threads, r.error);
+        let ops = (2u64 << 20) / 4096 * r.threads as u64;
+        assert_eq!(r.reps[0].ops, ops, "every thread covers its file");
+        let e = r.efficiency.as_ref().expect("efficiency against the spec");
+        assert_eq!(e.source, "spec");
+        // Sequential reads are judged in bytes/s, 4 KiB random ones in IOPS.
+        let (basis, ceiling, value) = if r.test == "read" {
+            ("seq", 510e6, r.throughput.mean)
+        } else {
+            ("iops", 95000.0, r.iops.mean)
+        };
+        assert_eq!(e.basis, basis);
+        assert_eq!(e.ceiling, ceiling);
+        assert!(
+            (e.share - value / ceiling).abs() < 1e-9,
+            "{} x{}: share {} for {value}",
+            r.test,
+            r.threads,
+            e.share
+        );
+        assert!(e.share > 0.0);
+    }
+    assert!(entries(dir.path()).is_empty(), "candor's files are gone");
+}
+
+#[test]
+fn several_plain_targets_are_grouped_and_compared() {
+    let a = tempfile::tempdir().expect("a temporary directory");
+    let b = tempfile::tempdir().expect("a temporary directory");
+    let (pa, pb) = (
+        a.path().to_str().expect("a UTF-8 path"),
+        b.path().to_str().expect("a UTF-8 path"),
+    );
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let json = out.path().join("two.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_candor"))
+        .args(["run", pa, pb])
+        .args([
+            "--tests",
+            "write,read,randwrite,randread",
+            "--file-size",
+            "1m,4m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "3",
+            "--quiet",
+            "-o",
+        ])
+        .arg(&json)
+        .output()
+        .expect("candor runs");
+    ok(&o, "candor run on two targets");
+    let table = text(&o.stdout);
+    assert!(
+        table.contains(&format!("Target {pa}")) && table.contains(&format!("Target {pb}")),
+        "the table groups by target:\n{table}"
+    );
+    let doc = candor_model::load_result(&json).expect("the JSON loads");
+    for p in [pa, pb] {
+        let rs = by_target(&doc, p);
+        assert_eq!(rs.len(), 8, "{p}: 4 tests x 2 file sizes");
+        for r in rs {
+            assert_eq!(r.status, "ok", "{} {}: {:?}", r.test, r.file_size, r.error);
+            assert_eq!(r.reps.len(), 3, "three repetitions");
+            assert_eq!(r.throughput.n, 3);
+            assert!(r.throughput.mean > 0.0 && r.throughput.stddev >= 0.0);
+        }
+    }
+    // The study table of a multi-target result: per filesystem and file size, the
+    // operations with their mean time and its standard deviation.
+    let o = candor(&["compare", json.to_str().expect("a UTF-8 path")]);
+    ok(&o, "candor compare");
+    let t = text(&o.stdout);
+    for needle in [
+        "Read Sequential",
+        "Read Random",
+        "Write Sequential",
+        "Write Random",
+        "1 MiB",
+        "4 MiB",
+        "std dev",
+    ] {
+        assert!(t.contains(needle), "compare lacks '{needle}':\n{t}");
+    }
+    assert!(entries(a.path()).is_empty() && entries(b.path()).is_empty());
+}
