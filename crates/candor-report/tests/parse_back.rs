@@ -1,5 +1,6 @@
 //! Parse-back tests: the CSV and iozone outputs are read back and must give the JSON's
-//! figures; the iozone reader is first checked against real iozone 3.487 outputs, so the
+//! figures; the iozone reader is first checked against real iozone 3.487 outputs (kept in
+//! crates/candor-audit/tests/data/iozone), so the
 //! layout candor writes is the layout iozone's readers expect.
 
 mod common;
@@ -158,9 +159,14 @@ fn iozone_table(text: &str) -> BTreeMap<(u64, u64), BTreeMap<String, u64>> {
     out
 }
 
+/// Real iozone 3.487 outputs, kept in the repository with the audit's tests.
+fn iozone_outputs() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../candor-audit/tests/data/iozone")
+}
+
 #[test]
 fn the_iozone_reader_reads_real_iozone_output() {
-    let dir = std::path::Path::new("/work/shared/fixtures/iozone");
+    let dir = iozone_outputs();
     let Ok(e) = std::fs::read_to_string(dir.join("table-all-tests-E.txt")) else {
         println!("skipped: iozone fixtures not present");
         return;
@@ -187,7 +193,7 @@ fn one(test: &str, file: u64, rec: u64, kbps: f64) -> TestResult {
 
 #[test]
 fn candor_reproduces_iozones_table_byte_for_byte() {
-    let dir = std::path::Path::new("/work/shared/fixtures/iozone");
+    let dir = iozone_outputs();
     for name in [
         "table-i0-i1-i2.txt",
         "table-all-tests-E.txt",
@@ -227,7 +233,7 @@ fn candor_reproduces_iozones_table_byte_for_byte() {
 
 #[test]
 fn excel_blocks_match_iozone_minus_r() {
-    let path = std::path::Path::new("/work/shared/fixtures/iozone/auto-excel-R.txt");
+    let path = iozone_outputs().join("auto-excel-R.txt");
     let Ok(text) = std::fs::read_to_string(path) else {
         println!("skipped: iozone fixtures not present");
         return;
