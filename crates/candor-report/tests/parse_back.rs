@@ -1,7 +1,7 @@
 //! Parse-back tests: the CSV and iozone outputs are read back and must give the JSON's
-//! figures; the iozone reader is first checked against real iozone 3.487 outputs (kept in
-//! crates/candor-audit/tests/data/iozone), so the
-//! layout candor writes is the layout iozone's readers expect.
+//! figures. The iozone reader is first checked against real iozone 3.487 outputs (kept in
+//! crates/candor-audit/tests/data/iozone), so the layout candor writes is the layout iozone's
+//! readers expect.
 
 mod common;
 
