@@ -387,10 +387,19 @@ pub fn rank_spread(r: &TestResult) -> Option<String> {
     s.push('.');
     if let Some(notes) = v.and_then(|v| v.get("notes")).and_then(|n| n.as_array()) {
         for n in notes.iter().filter_map(|n| n.as_str()) {
-            s.push_str(&format!(" {}{}.", n[..1].to_uppercase(), &n[1..]));
+            s.push_str(&format!(" {}.", sentence_case(n)));
         }
     }
     Some(s)
+}
+
+/// The text with its first letter in upper case (notes are saved as clauses).
+fn sentence_case(t: &str) -> String {
+    let mut c = t.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 /// Results of one target, with what the run recorded about it.
