@@ -659,6 +659,37 @@ mod tests {
         }
     }
 
+    /// The CPU cost of verification alone, in memory (docs/reliability.md quotes it):
+    /// `cargo test --release -p candor-engine --lib verify::tests::cost -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn cost() {
+        for rs in [4096usize, 65536, 1 << 20] {
+            let records = (256usize << 20) / rs;
+            let v = FileVerify::new(VerifyConfig::new("cost", 1), 0, (records * rs) as u64, rs);
+            let mut buf = vec![0u8; rs];
+            let t = std::time::Instant::now();
+            for r in 0..records {
+                v.stamp(&mut buf, (r * rs) as u64);
+            }
+            let stamp = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let mut bad = 0;
+            for r in 0..records {
+                v.stamp_as(&mut buf, 0, (r * rs) as u64, 1);
+                bad += v.check(&buf, (r * rs) as u64).is_some() as usize;
+            }
+            let both = t.elapsed().as_secs_f64();
+            assert_eq!(bad, 0);
+            let gb = (records * rs) as f64 / 1e9;
+            println!(
+                "record {rs}: stamp {:.1} GB/s, check {:.1} GB/s",
+                gb / stamp,
+                gb / (both - stamp).max(1e-9)
+            );
+        }
+    }
+
     #[test]
     fn buffer_patterns_parse_and_fill() {
         assert_eq!(BufferPattern::parse("zero"), Ok(BufferPattern::Zero));
