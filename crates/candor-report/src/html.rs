@@ -293,14 +293,14 @@ fn summary(doc: &RunDoc, b: &mut String) {
                 "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
                 if flag { " class=\"flag\"" } else { "" },
                 esc(&r.test),
-                units::size(r.file_size),
-                units::size(r.record_size),
+                view::size_cell(r.file_size),
+                view::size_cell(r.record_size),
                 r.threads.max(1),
                 r.iodepth.max(1),
                 if view::failed(r) {
                     "failed".to_string()
                 } else {
-                    esc(&units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n))
+                    esc(&view::throughput_cell(r))
                 },
                 if view::failed(r) { "-".into() } else { units::count(r.iops.mean) },
                 units::us(r.latency_ns.p50 as f64),

@@ -179,8 +179,8 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
     for (r, note) in results.iter().zip(refs) {
         let mut row = vec![
             r.test.clone(),
-            units::size(r.file_size),
-            units::size(r.record_size),
+            view::size_cell(r.file_size),
+            view::size_cell(r.record_size),
             r.threads.max(1).to_string(),
             r.iodepth.max(1).to_string(),
         ];
@@ -193,11 +193,7 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
             g.push(row);
             continue;
         }
-        row.push(units::mb_s_ci(
-            r.throughput.mean,
-            r.throughput.ci95,
-            r.throughput.n,
-        ));
+        row.push(view::throughput_cell(r));
         if any_flushless {
             row.push(flushless(r).map(units::mb_s).unwrap_or_default());
         }

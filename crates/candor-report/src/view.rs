@@ -88,6 +88,24 @@ pub fn verdict_cell(r: &TestResult) -> String {
     v
 }
 
+/// A size cell: "-" for tests that have none (metadata operations).
+pub fn size_cell(bytes: u64) -> String {
+    if bytes == 0 {
+        "-".to_string()
+    } else {
+        units::size(bytes)
+    }
+}
+
+/// The throughput cell: mean ± CI, or "-" for a test that moves no bytes (metadata
+/// operations, whose figure is operations per second).
+pub fn throughput_cell(r: &TestResult) -> String {
+    if r.throughput.mean == 0.0 && r.throughput.max == 0.0 && r.iops.mean > 0.0 {
+        return "-".to_string();
+    }
+    units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n)
+}
+
 /// True when the result is not ok.
 pub fn failed(r: &TestResult) -> bool {
     !(r.status.is_empty() || r.status == "ok")
@@ -95,12 +113,17 @@ pub fn failed(r: &TestResult) -> bool {
 
 /// "write 64m/1m", plus threads and depth when they are not 1: "randread 1g/4k x4 qd32".
 pub fn label(r: &TestResult) -> String {
-    let mut s = format!(
-        "{} {}/{}",
-        r.test,
-        units::size(r.file_size),
-        units::size(r.record_size)
-    );
+    let mut s = if r.file_size == 0 && r.record_size == 0 {
+        // Metadata tests have no file or record size.
+        r.test.clone()
+    } else {
+        format!(
+            "{} {}/{}",
+            r.test,
+            units::size(r.file_size),
+            units::size(r.record_size)
+        )
+    };
     if r.threads > 1 {
         s.push_str(&format!(" x{}", r.threads));
     }
