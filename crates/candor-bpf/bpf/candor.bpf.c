@@ -11,6 +11,11 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+/* Set by the loader before the programs are verified (read-only data, so the verifier
+ * removes the code it turns off). 0: no per-file phases or per-file totals, only the
+ * per-syscall figures (what `candor run` needs; cheaper per call). */
+volatile const __u32 candor_phases = 1;
+
 #define NSLOTS 17
 #define SLOT_READ 0
 #define SLOT_WRITE 1
@@ -110,6 +115,7 @@ struct file_stat {
 	__u64 misses;
 	__u64 fsyncs;
 	__u64 fsync_ns;
+	__u64 closes;
 };
 
 struct blk_key {
@@ -383,6 +389,17 @@ static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino)
 	return 0;
 }
 
+static __always_inline struct file_stat *file_stat_of(__u32 dev, __u64 ino)
+{
+	struct file_key k = { .dev = dev, .ino = ino };
+	struct file_stat *s = bpf_map_lookup_elem(&files, &k);
+	if (s)
+		return s;
+	struct file_stat z = {};
+	bpf_map_update_elem(&files, &k, &z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&files, &k);
+}
+
 static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 					       const char *user_path)
 {
@@ -403,23 +420,13 @@ static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 		bpf_probe_read_user_str(p->path, sizeof(p->path), user_path);
 		p->flags = PHASE_OPENED;
 	}
+	file_stat_of(dev, ino);
 	struct fd_key k = { .tgid = tgid, .fd = fd };
 	if (bpf_map_update_elem(&fds, &k, p, BPF_ANY)) {
 		diag_inc(DIAG_FDS_FULL);
 		return 0;
 	}
 	return bpf_map_lookup_elem(&fds, &k);
-}
-
-static __always_inline struct file_stat *file_stat_of(__u32 dev, __u64 ino)
-{
-	struct file_key k = { .dev = dev, .ino = ino };
-	struct file_stat *s = bpf_map_lookup_elem(&files, &k);
-	if (s)
-		return s;
-	struct file_stat z = {};
-	bpf_map_update_elem(&files, &k, &z, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&files, &k);
 }
 
 /* ---- process set ---- */
@@ -434,6 +441,9 @@ int candor_fork(void *ctx)
 	bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + 20);
 	__u8 one = 1;
 	bpf_map_update_elem(&tracked, &child, &one, BPF_ANY);
+	/* Every tracked thread has an (idle) syscall slot: sys_enter needs no other lookup. */
+	struct sys_start idle = {};
+	bpf_map_update_elem(&starts, &child, &idle, BPF_NOEXIST);
 	return 0;
 }
 
@@ -456,72 +466,67 @@ int candor_exit(void *ctx)
 
 /* ---- syscalls ---- */
 
-struct sys_enter_ctx {
-	__u64 common;
-	__s32 nr;
-	__u32 pad;
-	__u64 args[6];
-};
+/* Syscalls are traced on the raw tracepoints raw_syscalls:sys_enter/sys_exit: a raw
+ * tracepoint runs the program straight from the kernel's hook, without the copy into a
+ * perf record that a classic tracepoint makes, which costs several hundred nanoseconds
+ * per call. Arguments come from the saved user registers (x86_64 struct pt_regs, whose
+ * layout is user-visible ABI). */
+#define PT_REGS_R10 56
+#define PT_REGS_SI 104
+#define PT_REGS_DI 112
 
-struct sys_exit_ctx {
-	__u64 common;
-	__s32 nr;
-	__u32 pad;
-	__s64 ret;
-};
-
-/* The kernel refuses to attach a program that may read past the end of a tracepoint's
- * record, so the syscalls are split by how many arguments are read: the fd only, the
- * fd and openat's path, the fd and the file offset of the positional calls. */
-static __always_inline int sys_enter_common(__s32 nr, __u64 fd, __u64 arg)
+static __always_inline __u64 reg(const void *regs, int off)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	if (!is_tracked_tgid(tgid))
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (const char *)regs + off);
+	return v;
+}
+
+/* `starts` has one entry per tracked thread (made by user space for the threads that
+ * exist when a process is added, by the fork program for later ones, removed at thread
+ * exit), reused from call to call (ts = 0 when idle): its lookup is also the "is this
+ * thread tracked" test, and an in-place write is much cheaper than a hash insert and
+ * delete on every call. */
+SEC("raw_tp/sys_enter")
+int candor_sys_enter(__u64 *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sys_start *sp = bpf_map_lookup_elem(&starts, &tid);
+	if (!sp)
 		return 0;
-	int slot = slot_of(nr);
+	int slot = slot_of((__s32)ctx[1]);
 	if (slot < 0)
 		return 0;
-	struct sys_start s = {};
-	s.slot = slot;
-	s.fd = (__u32)fd;
-	s.arg = arg;
-	s.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
-		diag_inc(DIAG_STARTS_FULL);
+	sp->slot = slot;
+	if (candor_phases) {
+		const void *regs = (const void *)ctx[0];
+		__u64 arg = 0;
+		if (slot == SLOT_OPENAT)
+			arg = reg(regs, PT_REGS_SI);
+		else if (is_positional(slot))
+			arg = reg(regs, PT_REGS_R10);
+		sp->arg = arg;
+		sp->fd = (__u32)reg(regs, PT_REGS_DI);
+	}
+	sp->ts = bpf_ktime_get_ns();
 	return 0;
-}
-
-/* Context reads at fixed offsets (volatile): the verifier refuses loads through a context
- * pointer the compiler has offset. */
-SEC("tracepoint/syscalls/sys_enter")
-int candor_sys_enter(struct sys_enter_ctx *ctx)
-{
-	__s32 nr = *(volatile __s32 *)&ctx->nr;
-	__u64 a0 = *(volatile __u64 *)&ctx->args[0];
-	return sys_enter_common(nr, a0, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_open")
-int candor_sys_enter_open(struct sys_enter_ctx *ctx)
-{
-	__s32 nr = *(volatile __s32 *)&ctx->nr;
-	__u64 a0 = *(volatile __u64 *)&ctx->args[0];
-	__u64 a1 = *(volatile __u64 *)&ctx->args[1];
-	return sys_enter_common(nr, a0, a1);
-}
-
-SEC("tracepoint/syscalls/sys_enter_pos")
-int candor_sys_enter_pos(struct sys_enter_ctx *ctx)
-{
-	__s32 nr = *(volatile __s32 *)&ctx->nr;
-	__u64 a0 = *(volatile __u64 *)&ctx->args[0];
-	__u64 a3 = *(volatile __u64 *)&ctx->args[3];
-	return sys_enter_common(nr, a0, a3);
 }
 
 static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 now)
 {
+	/* The per-file totals take a phase's counters when it ends; user space adds the
+	 * phases still open (see Snapshot::decode). */
+	struct file_stat *fs = file_stat_of(p->dev, p->ino);
+	if (fs) {
+		__sync_fetch_and_add(&fs->rcalls, p->rcalls);
+		__sync_fetch_and_add(&fs->wcalls, p->wcalls);
+		__sync_fetch_and_add(&fs->rbytes, p->rbytes);
+		__sync_fetch_and_add(&fs->wbytes, p->wbytes);
+		__sync_fetch_and_add(&fs->io_ns, p->io_ns);
+		__sync_fetch_and_add(&fs->fsyncs, p->fsyncs);
+		__sync_fetch_and_add(&fs->fsync_ns, p->fsync_ns);
+		__sync_fetch_and_add(&fs->closes, 1);
+	}
 	p->close_ns = now;
 	p->flags |= PHASE_CLOSED;
 	if (bpf_ringbuf_output(&phases, p, sizeof(*p), 0))
@@ -529,20 +534,20 @@ static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 
 	bpf_map_delete_elem(&fds, k);
 }
 
-SEC("tracepoint/syscalls/sys_exit")
-int candor_sys_exit(struct sys_exit_ctx *ctx)
+SEC("raw_tp/sys_exit")
+int candor_sys_exit(__u64 *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct sys_start *sp = bpf_map_lookup_elem(&starts, &tid);
-	if (!sp)
+	if (!sp || !sp->ts)
 		return 0;
 	struct sys_start s = *sp;
-	bpf_map_delete_elem(&starts, &tid);
+	sp->ts = 0;
 
 	__u64 now = bpf_ktime_get_ns();
 	__u64 lat = now - s.ts;
-	__s64 ret = ctx->ret;
+	__s64 ret = (__s64)ctx[1];
 	__u32 slot = s.slot;
 	if (slot >= NSLOTS)
 		return 0;
@@ -566,7 +571,7 @@ int candor_sys_exit(struct sys_exit_ctx *ctx)
 		if (h)
 			h->b[l2_bucket(ret)] += 1;
 	}
-	if (slot == SLOT_IO_URING_ENTER)
+	if (slot == SLOT_IO_URING_ENTER || !candor_phases)
 		return 0;
 	if (slot == SLOT_OPENAT) {
 		new_phase(tgid, (__u32)ret, now, (const char *)s.arg);
@@ -587,7 +592,6 @@ int candor_sys_exit(struct sys_exit_ctx *ctx)
 	if (!p->first_ns)
 		p->first_ns = s.ts;
 	p->last_ns = now;
-	struct file_stat *fs = file_stat_of(p->dev, p->ino);
 	if (rd || wr) {
 		__u64 off = p->pos;
 		if (is_positional(slot) && (__s64)s.arg >= 0)
@@ -604,26 +608,12 @@ int candor_sys_exit(struct sys_exit_ctx *ctx)
 			__sync_fetch_and_add(&p->wcalls, 1);
 			__sync_fetch_and_add(&p->wbytes, ret);
 		}
-		if (fs) {
-			__sync_fetch_and_add(&fs->io_ns, lat);
-			if (rd) {
-				__sync_fetch_and_add(&fs->rcalls, 1);
-				__sync_fetch_and_add(&fs->rbytes, ret);
-			} else {
-				__sync_fetch_and_add(&fs->wcalls, 1);
-				__sync_fetch_and_add(&fs->wbytes, ret);
-			}
-		}
 	} else if (slot == SLOT_LSEEK) {
 		__sync_fetch_and_add(&p->lseeks, 1);
 		p->pos = ret;
 	} else if (slot == SLOT_FSYNC || slot == SLOT_FDATASYNC) {
 		__sync_fetch_and_add(&p->fsyncs, 1);
 		__sync_fetch_and_add(&p->fsync_ns, lat);
-		if (fs) {
-			__sync_fetch_and_add(&fs->fsyncs, 1);
-			__sync_fetch_and_add(&fs->fsync_ns, lat);
-		}
 	}
 	return 0;
 }

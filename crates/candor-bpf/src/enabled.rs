@@ -2,15 +2,15 @@
 //! tracepoints listed by `probe::tracepoints`, and copies the maps out. Only loader code
 //! lives here; everything it reads is decoded by pure functions elsewhere.
 
-use crate::probe::{self, TracepointState};
+use crate::probe::{self, Attach, TracepointState};
 use crate::raw::{
-    BlkKey, BlkStat, FdKey, FileKey, FileStat, L2Hist, RawPhase, RawSnapshot, SysStat, NDIAG,
-    SLOT_NAMES,
+    BlkKey, BlkStat, FdKey, FileKey, FileStat, L2Hist, RawPhase, RawSnapshot, SysStart, SysStat,
+    NDIAG, SLOT_NAMES,
 };
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::TracePoint;
-use aya::Ebpf;
+use aya::programs::{RawTracePoint, TracePoint};
+use aya::{Ebpf, EbpfLoader};
 use std::collections::HashSet;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/candor.bpf.o"));
@@ -36,7 +36,11 @@ impl Loaded {
         if let Some(why) = host.blocker() {
             return Err(why);
         }
-        let mut ebpf = Ebpf::load(OBJECT).map_err(|e| Unavailable::Load(format!("{e:#}")))?;
+        let phases = u32::from(opts.phases);
+        let mut ebpf = EbpfLoader::new()
+            .override_global("candor_phases", &phases, true)
+            .load(OBJECT)
+            .map_err(|e| Unavailable::Load(format!("{e:#}")))?;
         let mut loaded = Loaded {
             ring: RingBuf::try_from(
                 ebpf.take_map("phases")
@@ -52,25 +56,38 @@ impl Loaded {
         let mut programs_loaded = HashSet::new();
         for status in host.tracepoints {
             let spec = status.spec;
-            let attach =
-                |ebpf: &mut Ebpf, loaded_set: &mut HashSet<&'static str>| -> Result<(), String> {
-                    if status.state == TracepointState::Missing {
-                        return Err("not in this kernel".into());
+            let attach = |ebpf: &mut Ebpf,
+                          loaded_set: &mut HashSet<&'static str>|
+             -> Result<(), String> {
+                if status.state == TracepointState::Missing {
+                    return Err("not in this kernel".into());
+                }
+                if let TracepointState::Layout(why) = &status.state {
+                    return Err(why.clone());
+                }
+                let prog = ebpf
+                    .program_mut(spec.program)
+                    .ok_or_else(|| format!("program {} missing", spec.program))?;
+                let first = loaded_set.insert(spec.program);
+                match spec.attach {
+                    Attach::Tracepoint => {
+                        let tp: &mut TracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+                        if first {
+                            tp.load().map_err(|e| verifier_message(&e))?;
+                        }
+                        tp.attach(spec.category, &spec.name)
+                            .map_err(|e| chain(&e))?;
                     }
-                    if let TracepointState::Layout(why) = &status.state {
-                        return Err(why.clone());
+                    Attach::Raw => {
+                        let tp: &mut RawTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+                        if first {
+                            tp.load().map_err(|e| verifier_message(&e))?;
+                        }
+                        tp.attach(&spec.name).map_err(|e| chain(&e))?;
                     }
-                    let prog = ebpf
-                        .program_mut(spec.program)
-                        .ok_or_else(|| format!("program {} missing", spec.program))?;
-                    let tp: &mut TracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
-                    if loaded_set.insert(spec.program) {
-                        tp.load().map_err(|e| verifier_message(&e))?;
-                    }
-                    tp.attach(spec.category, &spec.name)
-                        .map_err(|e| chain(&e))?;
-                    Ok(())
-                };
+                }
+                Ok(())
+            };
             if let Err(why) = attach(&mut loaded.ebpf, &mut programs_loaded) {
                 if spec.required {
                     return Err(Unavailable::Attach(spec.full_name(), why));
@@ -86,12 +103,29 @@ impl Loaded {
     }
 
     pub fn add_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        // The process first, so the fork program gives threads created from now on their
+        // syscall slot; then a slot for each thread that exists already.
         let map = self
             .ebpf
             .map_mut("tracked")
             .ok_or_else(|| TraceError("map tracked missing".into()))?;
         let mut m: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(|e| err("tracked", e))?;
-        m.insert(pid, 1, 0).map_err(|e| err("tracked insert", e))
+        m.insert(pid, 1, 0).map_err(|e| err("tracked insert", e))?;
+        let map = self
+            .ebpf
+            .map_mut("starts")
+            .ok_or_else(|| TraceError("map starts missing".into()))?;
+        let mut starts: HashMap<_, u32, SysStart> =
+            HashMap::try_from(map).map_err(|e| err("starts", e))?;
+        let mut tids = threads_of(pid);
+        if tids.is_empty() {
+            tids.push(pid);
+        }
+        for tid in tids {
+            // BPF_NOEXIST: a thread already in a call keeps its start time.
+            let _ = starts.insert(tid, SysStart::default(), 1);
+        }
+        Ok(())
     }
 
     pub fn remove_pid(&mut self, pid: u32) -> Result<(), TraceError> {
@@ -102,6 +136,15 @@ impl Loaded {
         let mut m: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(|e| err("tracked", e))?;
         // Already gone (the process ended) is fine.
         let _ = m.remove(&pid);
+        let map = self
+            .ebpf
+            .map_mut("starts")
+            .ok_or_else(|| TraceError("map starts missing".into()))?;
+        let mut starts: HashMap<_, u32, SysStart> =
+            HashMap::try_from(map).map_err(|e| err("starts", e))?;
+        for tid in threads_of(pid).into_iter().chain([pid]) {
+            let _ = starts.remove(&tid);
+        }
         Ok(())
     }
 
@@ -155,9 +198,27 @@ impl Loaded {
                 .iter()
                 .sum();
         }
+        // Per-file totals take a phase's counters when it closes: read the totals, the
+        // open phases, and the totals again, and retry if a close came in between (so no
+        // phase is counted twice or missed).
         let files_map: HashMap<_, FileKey, FileStat> =
             HashMap::try_from(self.map("files")?).map_err(|e| err("files", e))?;
-        let files = files_map.iter().filter_map(Result::ok).collect();
+        let read_files = || {
+            let mut v: Vec<(FileKey, FileStat)> = files_map.iter().filter_map(Result::ok).collect();
+            v.sort_by_key(|(k, _)| *k);
+            v
+        };
+        let mut files = read_files();
+        let mut open = self.open()?;
+        for _ in 0..8 {
+            let again = read_files();
+            let closes = |v: &[(FileKey, FileStat)]| v.iter().map(|(_, s)| s.closes).sum::<u64>();
+            if closes(&again) == closes(&files) {
+                break;
+            }
+            files = again;
+            open = self.open()?;
+        }
         let blk_map: HashMap<_, BlkKey, BlkStat> =
             HashMap::try_from(self.map("blk_stats")?).map_err(|e| err("blk_stats", e))?;
         let blk = blk_map.iter().filter_map(Result::ok).collect();
@@ -168,6 +229,7 @@ impl Loaded {
             cache_misses,
             diag,
             files,
+            open,
             blk,
         })
     }
@@ -209,6 +271,17 @@ impl Loaded {
             HashMap::try_from(self.map("fds")?).map_err(|e| err("fds", e))?;
         Ok(fds.iter().filter_map(Result::ok).map(|(_, v)| v).collect())
     }
+}
+
+/// The thread ids of a process, from /proc (empty when it is gone).
+fn threads_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// An error with its causes, on one line.

@@ -61,11 +61,23 @@ pub enum Unavailable {
 pub struct TraceError(pub String);
 
 /// What to trace.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TraceOptions {
     /// Processes to follow from the start (their threads and later children are added
     /// by the kernel as they appear).
     pub seed_pids: Vec<u32>,
+    /// Keep per-file phases and per-file totals (what `candor audit` needs). Off, the
+    /// tracer keeps only per-syscall, block and cache figures and costs less per call.
+    pub phases: bool,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions {
+            seed_pids: Vec::new(),
+            phases: true,
+        }
+    }
 }
 
 impl TraceOptions {
@@ -73,7 +85,14 @@ impl TraceOptions {
     pub fn this_process() -> TraceOptions {
         TraceOptions {
             seed_pids: vec![std::process::id()],
+            ..Default::default()
         }
+    }
+
+    /// Without per-file phases.
+    pub fn without_phases(mut self) -> TraceOptions {
+        self.phases = false;
+        self
     }
 }
 

@@ -4,9 +4,19 @@
 
 use std::path::{Path, PathBuf};
 
+/// How a program is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// A classic tracepoint: the program reads the event's record (checked layout).
+    Tracepoint,
+    /// A raw tracepoint: the program gets the hook's arguments directly (cheaper).
+    Raw,
+}
+
 /// One tracepoint the programs attach to.
 #[derive(Clone, Debug)]
 pub struct TracepointSpec {
+    pub attach: Attach,
     pub category: &'static str,
     pub name: String,
     /// The BPF program (function name in bpf/candor.bpf.c) attached to it.
@@ -25,7 +35,7 @@ impl TracepointSpec {
     }
 }
 
-/// Syscalls traced through their own sys_enter_/sys_exit_ tracepoints.
+/// Syscalls the programs decode (on raw_syscalls:sys_enter/sys_exit; others are ignored).
 pub const SYSCALLS: [&str; 16] = [
     "read",
     "write",
@@ -52,6 +62,7 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
     let tp =
         |category, name: &str, program, required, fields: &[(&'static str, usize)], purpose| {
             TracepointSpec {
+                attach: Attach::Tracepoint,
                 category,
                 name: name.to_string(),
                 program,
@@ -78,37 +89,14 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             "process exits",
         ),
     ];
-    for s in SYSCALLS {
-        let required = s != "io_uring_enter";
-        // Which program reads which arguments: see sys_enter_common in the C source.
-        let (program, fields): (_, &[(&str, usize)]) = match s {
-            "openat" => (
-                "candor_sys_enter_open",
-                &[("__syscall_nr", 8), ("filename", 24)],
-            ),
-            "pread64" | "pwrite64" => ("candor_sys_enter_pos", &[("__syscall_nr", 8), ("pos", 40)]),
-            "preadv" | "pwritev" | "preadv2" | "pwritev2" => (
-                "candor_sys_enter_pos",
-                &[("__syscall_nr", 8), ("pos_l", 40)],
-            ),
-            _ => ("candor_sys_enter", &[("__syscall_nr", 8)]),
-        };
-        v.push(tp(
-            "syscalls",
-            &format!("sys_enter_{s}"),
-            program,
-            required,
-            fields,
-            "syscall counts",
-        ));
-        v.push(tp(
-            "syscalls",
-            &format!("sys_exit_{s}"),
-            "candor_sys_exit",
-            required,
-            &[("__syscall_nr", 8), ("ret", 16)],
-            "syscall counts",
-        ));
+    for (name, program) in [
+        ("sys_enter", "candor_sys_enter"),
+        ("sys_exit", "candor_sys_exit"),
+    ] {
+        v.push(TracepointSpec {
+            attach: Attach::Raw,
+            ..tp("raw_syscalls", name, program, true, &[], "syscall counts")
+        });
     }
     v.extend([
         tp(
@@ -448,11 +436,18 @@ format:
     }
 
     #[test]
-    fn every_syscall_has_enter_and_exit() {
+    fn syscalls_go_through_raw_tracepoints() {
         let all = tracepoints();
+        for name in ["sys_enter", "sys_exit"] {
+            let t = all.iter().find(|t| t.name == name);
+            assert!(
+                t.is_some_and(|t| t.attach == Attach::Raw && t.required),
+                "{name}"
+            );
+        }
+        // Every decoded syscall has a slot with the same name in the raw tables.
         for s in SYSCALLS {
-            assert!(all.iter().any(|t| t.name == format!("sys_enter_{s}")));
-            assert!(all.iter().any(|t| t.name == format!("sys_exit_{s}")));
+            assert!(crate::raw::SLOT_NAMES.contains(&s), "{s}");
         }
     }
 

@@ -73,6 +73,16 @@ impl SysStat {
     }
 }
 
+/// A thread's syscall slot (`starts` map): what call it is in, since when (0: idle).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SysStart {
+    pub ts: u64,
+    pub arg: u64,
+    pub slot: u32,
+    pub fd: u32,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct L2Hist {
@@ -178,6 +188,8 @@ pub struct FileStat {
     pub misses: u64,
     pub fsyncs: u64,
     pub fsync_ns: u64,
+    /// Phases (open..close) folded in; their I/O counters are added at close.
+    pub closes: u64,
 }
 
 #[repr(C)]
@@ -226,6 +238,7 @@ impl Default for BlkStat {
 // SAFETY (all impls below): #[repr(C)], Copy, made only of integers and arrays of
 // integers, so every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for SysStat {}
+unsafe impl aya::Pod for SysStart {}
 unsafe impl aya::Pod for L2Hist {}
 unsafe impl aya::Pod for FdKey {}
 unsafe impl aya::Pod for RawPhase {}
@@ -249,7 +262,10 @@ pub struct RawSnapshot {
     pub lseek: L2Hist,
     pub cache_misses: u64,
     pub diag: [u64; NDIAG as usize],
+    /// Per-file totals of the phases that have ended.
     pub files: Vec<(FileKey, FileStat)>,
+    /// Phases still open (their counters are not in `files` yet).
+    pub open: Vec<RawPhase>,
     pub blk: Vec<(BlkKey, BlkStat)>,
 }
 
@@ -276,10 +292,11 @@ mod tests {
             16 + 8 + 13 * 8 + 64 * 4 * 2 + 256
         );
         assert_eq!(std::mem::size_of::<FileKey>(), 16);
-        assert_eq!(std::mem::size_of::<FileStat>(), 64);
+        assert_eq!(std::mem::size_of::<FileStat>(), 72);
         assert_eq!(std::mem::size_of::<BlkKey>(), 8);
         assert_eq!(std::mem::size_of::<BlkStat>(), 8 * 8 + 64 * 8 * 2 + 256 * 8);
         assert_eq!(std::mem::size_of::<FdKey>(), 8);
+        assert_eq!(std::mem::size_of::<SysStart>(), 24);
     }
 
     #[test]

@@ -341,28 +341,37 @@ impl Snapshot {
             };
             block.entry(key).and_modify(|e| e.add(&c)).or_insert(c);
         }
-        let files = raw
-            .files
-            .iter()
-            .map(|(k, v)| {
-                (
-                    FileId {
-                        dev: DevId::from_kernel(k.dev),
-                        inode: k.ino,
-                    },
-                    FileCounters {
-                        read_calls: v.rcalls,
-                        write_calls: v.wcalls,
-                        read_bytes: v.rbytes,
-                        write_bytes: v.wbytes,
-                        io_ns: v.io_ns,
-                        cache_misses: v.misses,
-                        fsyncs: v.fsyncs,
-                        fsync_ns: v.fsync_ns,
-                    },
-                )
-            })
-            .collect();
+        let mut files: BTreeMap<FileId, FileCounters> = BTreeMap::new();
+        for (k, v) in &raw.files {
+            let id = FileId {
+                dev: DevId::from_kernel(k.dev),
+                inode: k.ino,
+            };
+            let f = files.entry(id).or_default();
+            f.read_calls += v.rcalls;
+            f.write_calls += v.wcalls;
+            f.read_bytes += v.rbytes;
+            f.write_bytes += v.wbytes;
+            f.io_ns += v.io_ns;
+            f.cache_misses += v.misses;
+            f.fsyncs += v.fsyncs;
+            f.fsync_ns += v.fsync_ns;
+        }
+        // Open phases have not been folded into the per-file totals yet.
+        for p in &raw.open {
+            let id = FileId {
+                dev: DevId::from_kernel(p.dev),
+                inode: p.ino,
+            };
+            let f = files.entry(id).or_default();
+            f.read_calls += p.rcalls;
+            f.write_calls += p.wcalls;
+            f.read_bytes += p.rbytes;
+            f.write_bytes += p.wbytes;
+            f.io_ns += p.io_ns;
+            f.fsyncs += p.fsyncs;
+            f.fsync_ns += p.fsync_ns;
+        }
         Snapshot {
             taken_ns: raw.taken_ns,
             syscalls,
