@@ -23,6 +23,8 @@ pub struct Side {
     /// Where it came from: "ext4.json" or "run.json /mnt/xfs".
     pub source: String,
     pub target: Option<TargetInfo>,
+    /// The machine the side ran on (named in the side's line when sides differ in it).
+    pub host: String,
     pub mpi_ranks: Option<u32>,
     pub results: Vec<TestResult>,
 }
@@ -288,6 +290,7 @@ pub fn sides(files: &[(String, RunDoc)]) -> Vec<Side> {
                     (false, _) => name.clone(),
                 },
                 target: g.info.cloned(),
+                host: doc.host.hostname.clone(),
                 mpi_ranks: doc.mpi.as_ref().map(|m| m.ranks),
                 results: g.results.into_iter().cloned().collect(),
             });
@@ -547,12 +550,13 @@ fn text(c: &Comparison, markdown: bool) -> String {
     if markdown {
         out.push('\n');
     }
+    let hosts_differ = c.sides.iter().any(|s| s.host != c.sides[0].host);
     for s in &c.sides {
-        out.push_str(&format!(
-            "{}{}\n",
-            if markdown { "- " } else { "  " },
-            side_line(s)
-        ));
+        let mut line = side_line(s);
+        if hosts_differ && !s.host.is_empty() {
+            line.push_str(&format!(" (host {})", s.host));
+        }
+        out.push_str(&format!("{}{}\n", if markdown { "- " } else { "  " }, line));
     }
     out.push('\n');
     if c.rows.is_empty() {
@@ -731,6 +735,7 @@ mod tests {
             letter: String::new(),
             source: name.into(),
             target: None,
+            host: String::new(),
             mpi_ranks: None,
             results,
         }
