@@ -139,6 +139,8 @@ struct OpenFile {
     info: FdInfo,
     /// How far the position moved since the previous tick (shares bytes between files).
     moved: u64,
+    /// The position has only moved forward so far (a sequential pass).
+    sequential: bool,
 }
 
 struct Proc {
@@ -423,17 +425,61 @@ impl ProcfsSource {
         p.rec.write_bytes = total.write_bytes;
         p.rec.cancelled_write_bytes = total.cancelled_write_bytes;
 
+        // stdout/stderr bytes are in wchar but are not file bytes.
+        let mut own = own;
+        let take = self
+            .out_total
+            .saturating_sub(self.out_applied)
+            .min(own.wchar);
+        own.wchar -= take;
+        self.out_applied += take;
         // New files open a phase now (their bytes of this tick are theirs).
         let mut seen = HashSet::new();
         let mut replaced = Vec::new();
         for (fd, path, info) in r.fds {
             seen.insert(fd);
-            if p.files.get(&fd).is_some_and(|f| f.phase.path == path) {
-                if let Some(f) = p.files.get_mut(&fd) {
+            if let Some(f) = p.files.get_mut(&fd).filter(|f| f.phase.path == path) {
+                // The same path on the same descriptor may still be a new open: the program
+                // closed and reopened it between two ticks (iozone does, test after test).
+                // Signs: other open flags, or a position that started over from zero
+                // within this tick on a file that had only moved forward.
+                let moved_now = if info.writes() { own.wchar } else { own.rchar };
+                let restarted = f.sequential && info.pos < f.info.pos && info.pos <= moved_now;
+                if info.flags == f.info.flags && !restarted {
+                    f.sequential &= info.pos >= f.info.pos;
                     f.moved = info.pos.abs_diff(f.info.pos);
                     f.info = info;
+                    continue;
                 }
-                continue;
+                // The old phase keeps what was moved before the new open: in a direction
+                // the new open does not take, all of this tick's bytes; in a shared one,
+                // what the new position does not account for.
+                let split = |moved: u64, old_dir: bool, new_dir: bool| -> u64 {
+                    match (old_dir, new_dir) {
+                        (true, false) => moved,
+                        (true, true) => moved.saturating_sub(info.pos),
+                        _ => 0,
+                    }
+                };
+                let w = split(own.wchar, f.info.writes(), info.writes());
+                let r = split(own.rchar, f.info.reads(), info.reads());
+                let part = |x: u64, of: u64, total: u64| -> u64 {
+                    if total == 0 {
+                        0
+                    } else {
+                        ((x as f64 * of as f64 / total as f64).round() as u64).min(x)
+                    }
+                };
+                let sw = part(own.write_bytes, w, own.wchar);
+                let sr = part(own.read_bytes, r, own.rchar);
+                f.phase.write_bytes += w;
+                f.phase.read_bytes += r;
+                *f.phase.storage_write_bytes.get_or_insert(0) += sw;
+                *f.phase.storage_read_bytes.get_or_insert(0) += sr;
+                own.wchar -= w;
+                own.rchar -= r;
+                own.write_bytes -= sw;
+                own.read_bytes -= sr;
             }
             let Ok(md) = std::fs::metadata(&path) else {
                 continue;
@@ -459,19 +505,12 @@ impl ProcfsSource {
                 },
                 info,
                 moved: info.pos,
+                sequential: true,
             };
             if let Some(old) = p.files.insert(fd, file) {
                 replaced.push(old);
             }
         }
-        // stdout/stderr bytes are in wchar but are not file bytes.
-        let mut own = own;
-        let take = self
-            .out_total
-            .saturating_sub(self.out_applied)
-            .min(own.wchar);
-        own.wchar -= take;
-        self.out_applied += take;
         let rest = Self::attribute(p, own);
         self.unattributed = self.unattributed.plus(rest);
         for old in replaced {

@@ -112,3 +112,121 @@ fn bytes_of_a_known_pattern_with_procfs() {
     assert_eq!(on_file[0].direction(), Direction::Write);
     assert_eq!(on_file.last().map(|p| p.direction()), Some(Direction::Read));
 }
+
+fn iozone_like(source: SourceChoice) -> Option<candor_audit::Audit> {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!(
+        "candor-iozone-like-{}-{:?}",
+        std::process::id(),
+        source
+    ));
+    std::fs::create_dir_all(&dir).ok()?;
+    let argv = vec![
+        env!("CARGO_BIN_EXE_candor-pattern").to_string(),
+        "--iozone-like".to_string(),
+        dir.join("iozone.tmp").display().to_string(),
+        "131072".to_string(),
+        "1024".to_string(),
+    ];
+    let opts = Options {
+        source,
+        pass_through: false,
+        ..Options::default()
+    };
+    let a = audit(&argv, &opts);
+    let _ = std::fs::remove_dir_all(&dir);
+    a.map_err(|e| eprintln!("skipped: {}", e.0)).ok()
+}
+
+#[test]
+fn iozone_layout_end_to_end_with_ebpf() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let Some(a) = iozone_like(SourceChoice::Bpf) else {
+        return;
+    };
+    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    let tests: Vec<&str> = a.rows.iter().map(|r| r.test.as_str()).collect();
+    assert_eq!(
+        tests,
+        [
+            "write",
+            "rewrite",
+            "read",
+            "reread",
+            "randread",
+            "randwrite"
+        ]
+    );
+    for r in &a.rows {
+        assert_eq!(r.phases.len(), 1, "{r:#?}");
+        assert_eq!(r.observed_bytes, Some(128 << 20), "{r:#?}");
+        // The program times its calls only: claimed agrees with bytes over the time
+        // inside them, up to the time it spends between calls (on a shared 2-CPU machine,
+        // being scheduled out between two writes shows here).
+        let rs = r.ratio_syscall.unwrap_or(0.0);
+        if r.direction == Direction::Write {
+            assert!((rs - 1.0).abs() < 0.10, "{r:#?}");
+            // The fsync is outside the timer, and the audit says so when it matters.
+            assert_eq!(r.fsync_count, Some(1));
+            if r.ratio.unwrap_or(0.0) > 1.05 {
+                assert!(
+                    r.explanation.contains("timer stopped before the fsync"),
+                    "{}",
+                    r.explanation
+                );
+            }
+        }
+    }
+    let rand = &a.rows[4];
+    assert!(
+        rand.offset_reach.unwrap_or(0.0) >= 0.25,
+        "random reads cover the file: {rand:#?}"
+    );
+}
+
+#[test]
+fn iozone_layout_end_to_end_with_procfs() {
+    let Some(a) = iozone_like(SourceChoice::Procfs) else {
+        return;
+    };
+    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    assert_eq!(a.rows.len(), 6);
+    let matched = a.rows.iter().filter(|r| !r.phases.is_empty()).count();
+    if matched < 6 {
+        eprintln!(
+            "skipped: a test was shorter than one sampling period here: {:#?}",
+            a.observed.phases
+        );
+        return;
+    }
+    // Each test is a reopen of the same file on the same descriptor: the phases are told
+    // apart by the open flags and by the position starting over. Where one test ends
+    // inside a tick is not known (pread leaves the position alone), so a boundary can move
+    // a tick's worth of bytes between neighbours; the totals are kept.
+    let total = |d: Direction| -> u64 {
+        a.rows
+            .iter()
+            .filter(|r| r.direction == d)
+            .map(|r| r.observed_bytes.unwrap_or(0))
+            .sum()
+    };
+    // Bytes the program wrote to its stdout are taken out; if one tick reads the counters
+    // just before candor has read those bytes from the pipe, they can stay with the file.
+    assert!(
+        total(Direction::Write).abs_diff(3 * (128 << 20)) <= 4096,
+        "{}",
+        total(Direction::Write)
+    );
+    let reads = total(Direction::Read) as f64;
+    assert!(
+        (reads / (3u64 * (128 << 20)) as f64 - 1.0).abs() < 0.02,
+        "{reads}"
+    );
+    for r in &a.rows {
+        let b = r.observed_bytes.unwrap_or(0) as f64;
+        assert!((b / (128u64 << 20) as f64 - 1.0).abs() < 0.5, "{r:#?}");
+    }
+}
