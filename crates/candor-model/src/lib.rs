@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod load;
-pub use load::{load_result, LoadError};
+pub use load::{load_result, parse_result, LoadError};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.
 pub const SCHEMA_VERSION: u32 = 1;
