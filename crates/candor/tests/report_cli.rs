@@ -77,6 +77,44 @@ fn output_files_are_written_whole() {
 }
 
 #[test]
+fn the_output_name_chooses_the_format_unless_one_is_given() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let json = fixture("sample.json");
+    for (name, starts) in [
+        ("r.html", "<!DOCTYPE html>"),
+        ("r.csv", "target,fs_type"),
+        ("r.md", "# candor results"),
+        ("r.txt", "candor 0.1.0 on bench-1"),
+        ("r.report", "<!DOCTYPE html>"),
+    ] {
+        let out = dir.path().join(name);
+        let o = candor(&[os("report"), json.as_os_str(), os("-o"), out.as_os_str()]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&out).expect("written");
+        assert!(
+            text.starts_with(starts),
+            "{name}: {}",
+            &text[..text.len().min(80)]
+        );
+    }
+    let out = dir.path().join("r.csv");
+    let o = candor(&[
+        os("report"),
+        json.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+        os("--format"),
+        os("iozone"),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = std::fs::read_to_string(&out).expect("written");
+    assert!(
+        text.contains("Iozone-compatible output"),
+        "--format wins over the name"
+    );
+}
+
+#[test]
 fn bad_inputs_get_one_sentence_and_exit_code_2() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let foreign = dir.path().join("foreign.json");

@@ -1,5 +1,6 @@
-//! `candor report`: re-renders a saved result — the HTML report with `-o FILE`, or any text
-//! format (`--format table|json|csv|markdown|iozone|excel`) to stdout or to `-o FILE`.
+//! `candor report`: re-renders a saved result — the HTML report with `-o FILE` (or the text
+//! format the file's name asks for), or any text format
+//! (`--format table|json|csv|markdown|iozone|excel`) to stdout or to `-o FILE`.
 //! Everything comes from the JSON; nothing is measured again.
 
 use crate::exit::{CmdResult, Failure, OK};
@@ -12,7 +13,8 @@ pub struct Args {
     /// A result file written by `candor run -o FILE.json`.
     #[arg(value_name = "RESULT.json")]
     pub result: PathBuf,
-    /// Write the report to FILE: the HTML report, or the --format given.
+    /// Write the report to FILE: the --format given, else the format its name asks for
+    /// (.csv, .md, .json, .txt), else the HTML report.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// table, json, csv, markdown, iozone or excel (default: table on stdout, HTML with -o).
@@ -32,11 +34,27 @@ pub fn run(args: Args) -> CmdResult {
     };
     let doc = candor_model::load_result(&args.result).map_err(|e| Failure::usage(e.to_string()))?;
     match (&args.output, format) {
-        (Some(path), None) => write_file(path, &candor_report::render_html(&doc))?,
+        (Some(path), None) => match format_of(path) {
+            Some(f) => write_file(path, &candor_report::render(&doc, f))?,
+            None => write_file(path, &candor_report::render_html(&doc))?,
+        },
         (Some(path), Some(f)) => write_file(path, &candor_report::render(&doc, f))?,
         (None, f) => to_stdout(&candor_report::render(&doc, f.unwrap_or(Format::Table)))?,
     }
     Ok(OK)
+}
+
+/// The text format a file name asks for (`r.csv`, `r.md`, `r.json`, `r.txt`); None for HTML
+/// (`.html` and anything else).
+fn format_of(path: &Path) -> Option<Format> {
+    let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
+    match ext.as_str() {
+        "csv" => Some(Format::Csv),
+        "md" | "markdown" => Some(Format::Markdown),
+        "json" => Some(Format::Json),
+        "txt" => Some(Format::Table),
+        _ => None,
+    }
 }
 
 /// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
