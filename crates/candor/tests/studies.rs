@@ -478,3 +478,56 @@ fn several_plain_targets_are_grouped_and_compared() {
     }
     assert!(entries(a.path()).is_empty() && entries(b.path()).is_empty());
 }
+
+#[test]
+fn a_measured_ceiling_says_which_targets_it_does_not_cover() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipped: no /dev/shm for a target on another device");
+        return;
+    }
+    let disk = tempfile::tempdir().expect("a temporary directory");
+    let memory = tempfile::tempdir_in(shm).expect("a directory in /dev/shm");
+    let (pd, pm) = (
+        disk.path().to_str().expect("a UTF-8 path"),
+        memory.path().to_str().expect("a UTF-8 path"),
+    );
+    if st_dev(pd) == st_dev(pm) {
+        eprintln!("skipped: the temporary directory is on the same device as /dev/shm");
+        return;
+    }
+    let doc = run(
+        &[pd, pm],
+        &[
+            "--tests",
+            "read",
+            "--file-size",
+            "1m",
+            "--device-spec",
+            "auto",
+        ],
+    );
+    let spec = doc
+        .options
+        .get("device_spec")
+        .expect("the ceiling is saved");
+    assert_eq!(spec["source"], "measured");
+    assert!(spec["seq_read"].as_f64().is_some_and(|v| v > 0.0));
+    let w = doc
+        .warnings
+        .iter()
+        .find(|w| w.contains("measured under"))
+        .expect("a warning about the single ceiling");
+    assert!(w.contains(pd) && w.contains(pm), "{w}");
+    for r in &doc.results {
+        let e = r.efficiency.as_ref().expect("efficiency for every target");
+        assert_eq!(e.source, "measured");
+        assert!((e.share - r.throughput.mean / e.ceiling).abs() < 1e-9);
+    }
+}
+
+/// The st_dev of a path, to tell whether two directories share a device.
+fn st_dev(p: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).map(|m| m.dev()).unwrap_or(0)
+}

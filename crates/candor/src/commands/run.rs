@@ -1167,6 +1167,27 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         (None, Some("auto")) => Some(measure_ceiling(&mut run_targets, &planned, &mut doc)?),
         _ => None,
     };
+    if device_spec.is_some() && a.device_spec.as_deref() == Some("auto") {
+        // One ceiling serves every target: say so when the targets sit on other devices.
+        let dev = |t: &TargetInfo| t.device.as_ref().map(|d| d.name.clone());
+        if let Some(first) = doc.targets.first().map(dev) {
+            let others: Vec<String> = doc
+                .targets
+                .iter()
+                .filter(|t| dev(t) != first)
+                .map(|t| t.path.clone())
+                .collect();
+            if !others.is_empty() {
+                let w = format!(
+                    "the device's ceiling was measured under {} only: the efficiency of {} is against that device's ceiling, not their own; run them separately with --device-spec auto, or give --device-spec",
+                    doc.targets[0].path,
+                    others.join(", ")
+                );
+                eprintln!("candor: {w}");
+                doc.warnings.push(w);
+            }
+        }
+    }
     if let Some(spec) = &device_spec {
         doc.options.insert(
             "device_spec".into(),
