@@ -54,9 +54,11 @@ pub fn device_bps(r: &TestResult) -> Option<f64> {
     let d = w.device.as_ref()?;
     let (dev, app) = match direction(r) {
         Direction::Read => (d.read_bytes, w.app.read_bytes),
-        Direction::Write => (d.write_bytes, w.app.write_bytes),
+        // Writes count only what reached the device inside the timed region: the rest came
+        // with the flush after it, and the figure did not wait for it.
+        Direction::Write => (d.write_bytes_in_window, w.app.write_bytes),
         Direction::Both => (
-            d.read_bytes + d.write_bytes,
+            d.read_bytes + d.write_bytes_in_window,
             w.app.read_bytes + w.app.write_bytes,
         ),
     };
