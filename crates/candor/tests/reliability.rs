@@ -470,7 +470,9 @@ fn a_target_removed_during_the_run_fails_clearly() {
 
 #[test]
 fn files_vanishing_under_candor_fail_the_test_clearly() {
-    // Every data file is deleted behind candor's back when it is closed.
+    // Every data file is deleted behind candor's back when it is closed: the write test
+    // completes (its figure is of bytes that were written), and the read tests, whose
+    // file is rewritten and vanishes again before they open it, fail with the reason.
     let Some((_dir, fs)) = faultfs(&Faults::new().vanish(".dat")) else {
         return;
     };
@@ -483,16 +485,27 @@ fn files_vanishing_under_candor_fail_the_test_clearly() {
             "2m",
             "--record-size",
             "64k",
+            "--format",
+            "json",
         ],
     );
     let err = stderr(&o);
     no_panic(&err);
     assert!(fs.faults_injected() > 0, "{}", fs.log());
-    // A vanished file is rewritten before the next test that needs it, or the test fails
-    // with the reason; either way the figures never come from a missing file.
-    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{err}");
-    if o.status.code() == Some(1) {
-        assert!(err.contains("No such file"), "{err}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    let st: Vec<(&str, &str)> = doc
+        .results
+        .iter()
+        .map(|r| (r.test.as_str(), r.status.as_str()))
+        .collect();
+    assert_eq!(
+        st,
+        [("write", "ok"), ("read", "failed"), ("randread", "failed")]
+    );
+    for r in &doc.results[1..] {
+        let e = r.error.as_deref().unwrap_or("");
+        assert!(e.starts_with("open ") && e.contains("No such file"), "{e}");
     }
     assert!(run_dirs(fs.path()).is_empty());
 }
