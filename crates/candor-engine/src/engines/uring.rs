@@ -19,6 +19,13 @@ pub struct UringEngine {
     fd: Fd,
     ring: Option<IoUring>,
     bufs: Vec<AlignedBuf>,
+    /// Per slot, made in `open` (nothing is allocated in `run`): the operation index and the
+    /// clock value of the system call that submitted it.
+    slot_op: Vec<u64>,
+    slot_t: Vec<u64>,
+    /// Slots ready for a new I/O, and those queued since the last system call.
+    free: Vec<usize>,
+    batch: Vec<usize>,
     fixed_bufs: bool,
     fixed_file: bool,
     /// Which setup flags the kernel accepted ("single_issuer+defer_taskrun", ...).
@@ -71,23 +78,39 @@ impl Engine for UringEngine {
         self.fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         self.fixed_file = ring.submitter().register_files(&[self.fd.raw()]).is_ok();
         self.ring = Some(ring);
+        let depth = depth as usize;
+        self.slot_op = vec![0; depth];
+        self.slot_t = vec![0; depth];
+        self.free = Vec::with_capacity(depth);
+        self.batch = Vec::with_capacity(depth);
         Ok(())
     }
 
     fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
-        let Some(ring) = self.ring.as_mut() else {
+        let UringEngine {
+            fd,
+            ring,
+            bufs,
+            slot_op,
+            slot_t,
+            free,
+            batch,
+            fixed_bufs,
+            fixed_file,
+            ..
+        } = self;
+        let Some(ring) = ring.as_mut() else {
             return Ok(());
         };
-        let path = self.fd.path.clone();
-        let fd = self.fd.raw();
-        let depth = self.bufs.len();
+        let (fixed_bufs, fixed_file) = (*fixed_bufs, *fixed_file);
+        let path = &fd.path;
+        let fd = fd.raw();
+        let depth = bufs.len().min(slot_op.len()).min(slot_t.len());
         let len = job.record_size as u32;
         let n = job.pattern.len();
-        // Per slot: the op index and the batch timestamp it was submitted in.
-        let mut slot_op = vec![0u64; depth];
-        let mut slot_t = vec![0u64; depth];
-        let mut batch: Vec<usize> = Vec::with_capacity(depth);
-        let mut free: Vec<usize> = (0..depth).rev().collect();
+        free.clear();
+        free.extend((0..depth).rev());
+        batch.clear();
         let mut next: u64 = 0;
         let mut inflight = 0usize;
         let mut stopping = false;
@@ -103,12 +126,12 @@ impl Engine for UringEngine {
                 let Some(slot) = free.pop() else { break };
                 let off = job.offset(next);
                 let w = job.is_write(next);
-                let buf = &mut self.bufs[slot];
+                let buf = &mut bufs[slot];
                 if let (Some(v), true) = (job.verify, w) {
                     v.stamp(buf.as_mut_slice(), off);
                 }
                 let ptr = buf.as_mut_ptr();
-                let entry = match (w, self.fixed_bufs, self.fixed_file) {
+                let entry = match (w, fixed_bufs, fixed_file) {
                     (false, true, true) => {
                         opcode::ReadFixed::new(types::Fixed(0), ptr, len, slot as u16)
                             .offset(off)
@@ -158,7 +181,7 @@ impl Engine for UringEngine {
                     // frees a slot would otherwise end the pass silently.
                     return Err(EngineError::new(
                         "io_uring submit",
-                        &path,
+                        path,
                         None,
                         io::Error::other("the submission ring stayed full"),
                     ));
@@ -175,7 +198,7 @@ impl Engine for UringEngine {
                 Err(e)
                     if e.raw_os_error() == Some(libc::EINTR)
                         || e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => return Err(EngineError::new("io_uring_enter", &path, None, e)),
+                Err(e) => return Err(EngineError::new("io_uring_enter", path, None, e)),
             }
             now = now_ns();
             cq.sync();
@@ -188,7 +211,7 @@ impl Engine for UringEngine {
                     let off = job.offset(op);
                     return Err(EngineError::new(
                         if w { "io_uring write" } else { "io_uring read" },
-                        &path,
+                        path,
                         Some(off),
                         io::Error::from_raw_os_error(-res),
                     ));
@@ -197,7 +220,7 @@ impl Engine for UringEngine {
                     let off = job.offset(op);
                     return Err(EngineError::new(
                         if w { "io_uring write" } else { "io_uring read" },
-                        &path,
+                        path,
                         Some(off),
                         io::Error::new(
                             io::ErrorKind::UnexpectedEof,
@@ -206,7 +229,7 @@ impl Engine for UringEngine {
                     ));
                 }
                 if let (Some(v), false) = (job.verify, w) {
-                    if let Some(b) = self.bufs.get(slot) {
+                    if let Some(b) = bufs.get(slot) {
                         v.check(b.as_slice(), job.offset(op));
                     }
                 }
