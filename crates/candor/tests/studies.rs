@@ -353,7 +353,7 @@ fn ext4_xfs_btrfs_lab_write_amplification_copy_and_metadata() {
 }
 
 #[test]
-fn thread_sweep_gives_one_result_per_point_with_its_efficiency() {
+fn thread_and_depth_sweeps_give_one_result_per_point_with_its_efficiency() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let target = dir.path().to_str().expect("a UTF-8 path");
     let threads = [1u32, 2, 4, 8];
@@ -412,6 +412,33 @@ fn thread_sweep_gives_one_result_per_point_with_its_efficiency() {
             e.share
         );
         assert!(e.share > 0.0);
+    }
+    assert!(entries(dir.path()).is_empty(), "candor's files are gone");
+
+    // A queue-depth sweep: one result per depth, through io_uring.
+    let doc = run(
+        &[target],
+        &[
+            "--tests",
+            "randread",
+            "--iodepth",
+            "1,4,16",
+            "--file-size",
+            "2m",
+            "--record-size",
+            "4k",
+            "--device-spec",
+            "seq=510MB/s,iops=95000",
+        ],
+    );
+    let depths: Vec<u32> = doc.results.iter().map(|r| r.iodepth).collect();
+    assert_eq!(depths, [1, 4, 16], "one result per depth, in order");
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "QD {}: {:?}", r.iodepth, r.error);
+        assert_eq!(r.engine, "io_uring");
+        assert_eq!(r.reps[0].ops, (2 << 20) / 4096);
+        let e = r.efficiency.as_ref().expect("efficiency at every depth");
+        assert!((e.share - r.iops.mean / 95000.0).abs() < 1e-9);
     }
     assert!(entries(dir.path()).is_empty(), "candor's files are gone");
 }
