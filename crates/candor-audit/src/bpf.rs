@@ -146,6 +146,12 @@ impl PhaseSource for BpfSource {
         "bpf"
     }
 
+    fn before_spawn(&mut self) -> Result<(), String> {
+        // A first reading of the block counters, so phases that open at once have a start.
+        self.snapshot();
+        Ok(())
+    }
+
     fn attach(&mut self, root: u32, t0: Instant) -> Result<(), String> {
         let elapsed = t0.elapsed().as_nanos() as u64;
         self.t0_ns = candor_bpf::monotonic_ns().saturating_sub(elapsed);

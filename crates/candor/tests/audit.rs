@@ -242,8 +242,10 @@ fn dd_direct_write_bytes_are_exact() {
             .iter()
             .map(|p| p["storage_write_bytes"].as_u64().unwrap_or(0))
             .sum();
+        // O_DIRECT bytes go to storage. (With eBPF, a request the block layer issues from
+        // a kernel thread is counted as that thread's, so allow a sliver.)
         assert!(
-            storage >= 64 << 20,
+            storage.abs_diff(64 << 20) <= (64 << 20) / 100,
             "O_DIRECT bytes went to storage: {on_file:#?}"
         );
     }
