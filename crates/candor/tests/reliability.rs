@@ -689,6 +689,125 @@ fn an_io_error_on_write_is_named_too() {
     assert!(run_dirs(fs.path()).is_empty());
 }
 
+/// A loop device and its mount, undone on drop (also when an assertion fails).
+struct LoopMount {
+    dev: String,
+    mnt: PathBuf,
+}
+
+impl Drop for LoopMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+#[test]
+fn a_failing_block_device_under_the_filesystem() {
+    // ext4 on a loop device whose backing file sits on candor-faultfs, which fails every
+    // read of the image's second half: the block device under the filesystem fails as a
+    // dying disk would, and the kernel hands candor EIO.
+    if !is_root() {
+        eprintln!("skipped: needs root for a loop device");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (backing, fmnt, mnt) = (
+        dir.path().join("b"),
+        dir.path().join("f"),
+        dir.path().join("m"),
+    );
+    for d in [&backing, &fmnt, &mnt] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let img = backing.join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    match Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&img)
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        other => {
+            eprintln!("skipped: mkfs.ext4 unavailable ({other:?})");
+            return;
+        }
+    }
+    let fs = match FaultFs::mount(
+        &backing,
+        &fmnt,
+        &Faults::new().eio_read(128 << 20..256 << 20),
+    ) {
+        Ok(fs) => fs,
+        Err(MountError::Skip(why)) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(fs.path().join("disk.img"))
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "skipped: no loop device ({})",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let lm = LoopMount {
+        dev: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        mnt: mnt.clone(),
+    };
+    assert!(Command::new("mount")
+        .arg(&lm.dev)
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success());
+    // A 160 MiB file in a 256 MiB filesystem reaches the failing half.
+    let o = run(
+        &mnt,
+        &[
+            "--tests",
+            "write,read,randread",
+            "--file-size",
+            "160m",
+            "--record-size",
+            "1m",
+            "--format",
+            "json",
+        ],
+    );
+    let err = stderr(&o);
+    no_panic(&err);
+    assert!(fs.faults_injected() > 0, "{}", fs.log());
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc.results.len(), 3, "every test ran");
+    let failed: Vec<&candor_model::TestResult> = doc
+        .results
+        .iter()
+        .filter(|r| r.status == "failed")
+        .collect();
+    assert!(!failed.is_empty(), "a read of the failing half fails");
+    for r in failed {
+        let e = r.error.as_deref().unwrap_or("");
+        assert!(
+            e.contains("Input/output error") && e.contains("at offset"),
+            "{}: {e}",
+            r.test
+        );
+    }
+    assert!(run_dirs(&mnt).is_empty(), "candor's files removed");
+    drop(lm);
+}
+
 // ---- data verification ----
 
 #[test]
