@@ -333,6 +333,96 @@ fn enospc_in_the_middle_of_a_write_test() {
 }
 
 #[test]
+fn enospc_on_a_real_filesystem_filled_during_the_run() {
+    // A 64 MiB ext4 on a loop device: the plan fits when candor starts, then another
+    // writer takes every free block while candor's write test repeats.
+    let fs = match candor_lab::scratch("ext4", 64 << 20) {
+        Ok(fs) => fs,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let child = spawn_run(
+        fs.path(),
+        &[
+            "--tests",
+            "write",
+            "--file-size",
+            "16m",
+            "--record-size",
+            "64k",
+            "--repeat",
+            "500",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    wait_for("a test to start", 60, || data_file_exists(fs.path()));
+    let filler = fs.path().join("someone-elses-file");
+    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (filler, done) = (filler.clone(), done.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&filler).unwrap();
+            let chunk = vec![0x5au8; 256 << 10];
+            let mut full = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                match f.write(&chunk) {
+                    Ok(_) => full = 0,
+                    Err(_) => {
+                        full += 1;
+                        std::thread::sleep(Duration::from_millis(if full > 5 { 5 } else { 1 }));
+                    }
+                }
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.lock().unwrap().try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    let mut child = std::sync::Arc::try_unwrap(child)
+        .ok()
+        .unwrap()
+        .into_inner()
+        .unwrap();
+    if status.is_none() {
+        let _ = child.kill();
+        panic!("candor never met the full filesystem");
+    }
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    no_panic(&err);
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("ran out of space"))
+        .unwrap_or_else(|| panic!("no sentence about the space: {err}"));
+    assert!(line.contains(&fs.path().display().to_string()), "{line}");
+    assert!(line.contains("16M per file"), "{line}");
+    let doc = load(&json);
+    assert!(!doc.complete);
+    assert!(run_dirs(fs.path()).is_empty(), "candor's files removed");
+    assert!(filler.exists(), "the other writer's file is left alone");
+}
+
+#[test]
 fn a_filesystem_too_small_for_the_plan_is_refused_before_writing() {
     let fs = match candor_lab::scratch("ext4", 48 << 20) {
         Ok(fs) => fs,
