@@ -54,6 +54,21 @@ impl DevId {
         parse_major_minor(s.trim())
     }
 
+    /// The whole disk of a partition (what block tracepoints report); the device itself
+    /// when it is not a partition or sysfs does not say.
+    pub fn whole_disk(self) -> DevId {
+        let sys = std::path::PathBuf::from(format!("/sys/dev/block/{}:{}", self.major, self.minor));
+        if sys.join("partition").exists() {
+            if let Some(d) = std::fs::read_to_string(sys.join("../dev"))
+                .ok()
+                .and_then(|s| parse_major_minor(s.trim()))
+            {
+                return d;
+            }
+        }
+        self
+    }
+
     /// The whole disk under a path's filesystem (a partition's disk; the device itself
     /// otherwise), which is what block tracepoints report. None for filesystems without
     /// a block device (tmpfs, FUSE...).
@@ -65,11 +80,7 @@ impl DevId {
         if !sys.exists() {
             return None;
         }
-        if sys.join("partition").exists() {
-            let parent = std::fs::read_to_string(sys.join("../dev")).ok()?;
-            return parse_major_minor(parent.trim());
-        }
-        Some(dev)
+        Some(dev.whole_disk())
     }
 }
 
