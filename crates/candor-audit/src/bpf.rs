@@ -161,6 +161,10 @@ impl PhaseSource for BpfSource {
         self.counters.attach(root, t0)
     }
 
+    fn output_probe(&mut self, probe: Box<dyn Fn() -> u64 + Send>) {
+        self.counters.output_probe(probe);
+    }
+
     fn set_output_bytes(&mut self, bytes: u64) {
         self.counters.set_output_bytes(bytes);
     }

@@ -176,5 +176,8 @@ pub trait PhaseSource {
     /// Bytes the tree wrote to its stdout and stderr so far (captured by the runner), so a
     /// source that only sees per-process totals can leave them out of the file bytes.
     fn set_output_bytes(&mut self, _bytes: u64) {}
+    /// A function giving the same count at any moment (bytes read by candor plus bytes
+    /// still waiting in the pipes), for a source to call right after it reads the counters.
+    fn output_probe(&mut self, _probe: Box<dyn Fn() -> u64 + Send>) {}
     fn finish(&mut self) -> Observed;
 }

@@ -185,6 +185,7 @@ pub struct ProcfsSource {
     out_applied: u64,
     unattributed: Io,
     extra_notes: Vec<String>,
+    output_probe: Option<Box<dyn Fn() -> u64 + Send>>,
 }
 
 impl ProcfsSource {
@@ -202,6 +203,7 @@ impl ProcfsSource {
             out_applied: 0,
             unattributed: Io::default(),
             extra_notes: Vec::new(),
+            output_probe: None,
         }
     }
 
@@ -692,6 +694,10 @@ impl PhaseSource for ProcfsSource {
             .collect();
         let readings: Vec<(u32, Reading)> =
             pids.into_iter().map(|pid| (pid, Self::read(pid))).collect();
+        // Output written before the readings is in the pipes or already read by now.
+        if let Some(probe) = &self.output_probe {
+            self.out_total = self.out_total.max(probe());
+        }
         let mid = (self.prev_tick_s + now) / 2.0;
         for (pid, r) in &readings {
             if r.total.is_none() {
@@ -727,7 +733,11 @@ impl PhaseSource for ProcfsSource {
     }
 
     fn set_output_bytes(&mut self, bytes: u64) {
-        self.out_total = bytes;
+        self.out_total = self.out_total.max(bytes);
+    }
+
+    fn output_probe(&mut self, probe: Box<dyn Fn() -> u64 + Send>) {
+        self.output_probe = Some(probe);
     }
 
     fn finish(&mut self) -> Observed {

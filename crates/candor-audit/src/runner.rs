@@ -5,6 +5,7 @@
 use crate::disk::{device_name, DiskTimeline};
 use crate::phase::{Observed, PhaseSource};
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -55,25 +56,38 @@ fn pump<R: Read + Send + 'static>(
     mut sink: impl Write + Send + 'static,
     buf: Arc<Mutex<Vec<u8>>>,
     count: Arc<AtomicU64>,
+    open: Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        // The pipe is closed when `from` drops, at the end of this thread; `open` goes
+        // false first, so the sampler never asks a closed (or reused) descriptor.
+        let _closing = Closing(open);
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match from.read(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => {
+                    // Counted first: the sampler adds what is still in the pipe to this.
+                    count.fetch_add(n as u64, Ordering::SeqCst);
                     let _ = sink.write_all(&chunk[..n]);
                     let _ = sink.flush();
                     if let Ok(mut b) = buf.lock() {
                         b.extend_from_slice(&chunk[..n]);
                     }
-                    count.fetch_add(n as u64, Ordering::SeqCst);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             }
         }
     })
+}
+
+struct Closing(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 /// What the kernel says about a child that ended (without reaping it): Some(exit) once
@@ -213,13 +227,17 @@ pub fn run(
     let err_buf = Arc::new(Mutex::new(Vec::new()));
     let count = Arc::new(AtomicU64::new(0));
     let mut pumps = Vec::new();
+    // The pipes' read ends, to add the bytes written but not yet read to the count.
+    let mut pipes: Vec<(i32, Arc<std::sync::atomic::AtomicBool>)> = Vec::new();
     if let Some(o) = child.stdout.take() {
         let sink: Box<dyn Write + Send> = if pass_through {
             Box::new(std::io::stdout())
         } else {
             Box::new(std::io::sink())
         };
-        pumps.push(pump(o, sink, out_buf.clone(), count.clone()));
+        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        pipes.push((o.as_raw_fd(), open.clone()));
+        pumps.push(pump(o, sink, out_buf.clone(), count.clone(), open));
     }
     if let Some(e) = child.stderr.take() {
         let sink: Box<dyn Write + Send> = if pass_through {
@@ -227,8 +245,25 @@ pub fn run(
         } else {
             Box::new(std::io::sink())
         };
-        pumps.push(pump(e, sink, err_buf.clone(), count.clone()));
+        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        pipes.push((e.as_raw_fd(), open.clone()));
+        pumps.push(pump(e, sink, err_buf.clone(), count.clone(), open));
     }
+    let counter = count.clone();
+    source.output_probe(Box::new(move || {
+        let mut n = counter.load(Ordering::SeqCst);
+        for (fd, open) in &pipes {
+            if !open.load(Ordering::SeqCst) {
+                continue;
+            }
+            let mut waiting: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int into `waiting`.
+            if unsafe { libc::ioctl(*fd, libc::FIONREAD, &mut waiting) } == 0 && waiting > 0 {
+                n += waiting as u64;
+            }
+        }
+        n
+    }));
     let exit = loop {
         source.set_output_bytes(count.load(Ordering::SeqCst));
         source.sample();
