@@ -76,6 +76,11 @@ pub struct Audit {
 pub struct SourceUnavailable(pub String);
 
 /// Runs `argv` under the chosen source, then parses its claims and reconciles them.
+///
+/// The calling process becomes a child subreaper (orphans of the command are re-parented
+/// to it, so they stay observable) and installs SIGTERM/SIGHUP/SIGINT handlers that pass
+/// the signal on to the command. Every child of the calling process counts as part of the
+/// audited tree, so run one audit at a time and start no other children meanwhile.
 pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable> {
     runner::catch_signals();
     let cwd = std::env::current_dir()

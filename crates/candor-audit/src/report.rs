@@ -318,6 +318,89 @@ mod tests {
         assert_eq!(size(None), "-");
     }
 
+    fn audit_with(rows: Vec<Row>, phases: Vec<crate::Phase>, exit: Exit) -> Audit {
+        Audit {
+            argv: vec!["fio".into(), "--name=r".into()],
+            cwd: "/".into(),
+            exit,
+            stdout: String::new(),
+            stderr: String::new(),
+            observed: crate::Observed {
+                source: "bpf".into(),
+                phases,
+                processes: Vec::new(),
+                notes: vec!["a note".into()],
+            },
+            disks: crate::disk::DiskTimeline::default(),
+            devices: vec!["vda".into()],
+            wall_s: 1.5,
+            claims: Vec::new(),
+            rows,
+        }
+    }
+
+    #[test]
+    fn table_has_one_line_per_figure_and_the_reasons() {
+        let row = Row {
+            test: "r".into(),
+            file_size: Some(512 << 20),
+            record_size: Some(128 << 10),
+            claimed_bps: 400.0 * 1048576.0,
+            observed_wall_bps: Some(200.0 * 1048576.0),
+            observed_syscall_bps: Some(390.0 * 1048576.0),
+            ratio: Some(2.0),
+            ratio_syscall: Some(400.0 / 390.0),
+            verdict: "overstated".into(),
+            explanation: "the timer stopped before the fsync: 1.28 s of flush were left out".into(),
+            ..Default::default()
+        };
+        let t = render_table(&audit_with(vec![row], Vec::new(), Exit::Code(0)));
+        let lines: Vec<&str> = t.lines().collect();
+        let head = lines
+            .iter()
+            .position(|l| l.starts_with("test"))
+            .expect("a header");
+        assert!(lines[head].contains("claimed") && lines[head].ends_with("verdict"));
+        let row = lines[head + 1];
+        for cell in [
+            "r",
+            "512 MiB",
+            "128 KiB",
+            "400 MiB/s",
+            "200 MiB/s",
+            "2.00",
+            "overstated",
+        ] {
+            assert!(row.contains(cell), "{cell} in {row:?}");
+        }
+        assert!(t.contains("1. r: the timer stopped before the fsync: 1.28 s"));
+        assert!(t.contains("inside the I/O calls only: 390 MiB/s (ratio 1.03)"));
+        assert!(t.contains("note: a note"));
+        let v = audit_value(&audit_with(Vec::new(), Vec::new(), Exit::Signal(9)));
+        assert_eq!(v["exit"]["code"], 137);
+        assert_eq!(v["reconciliation"].as_array().map(Vec::len), Some(0));
+    }
+
+    #[test]
+    fn without_figures_the_phases_are_the_report() {
+        let p = crate::Phase {
+            pid: 7,
+            path: "/data/f".into(),
+            open_s: 0.5,
+            close_s: 1.5,
+            write_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let t = render_table(&audit_with(Vec::new(), vec![p], Exit::Code(0)));
+        assert!(t.contains("no figures recognised"), "{t}");
+        assert!(t.contains("/data/f") && t.contains("write"), "{t}");
+        let t = render_table(&audit_with(Vec::new(), Vec::new(), Exit::NotFound));
+        assert!(
+            t.contains("touched no regular file") && t.contains("command not found"),
+            "{t}"
+        );
+    }
+
     #[test]
     fn exits_in_words() {
         assert_eq!(exit_sentence(&Exit::Code(0), "fio"), None);
