@@ -23,6 +23,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn quiet_thread(&mut self, _tid: u32) -> Result<(), TraceError> {
+        match *self {}
+    }
+
     pub fn remove_pid(&mut self, _pid: u32) -> Result<(), TraceError> {
         match *self {}
     }

@@ -23,6 +23,18 @@ pub struct Loaded {
     ebpf: Ebpf,
     ring: RingBuf<MapData>,
     skipped: Vec<(String, String)>,
+    quiet: [u8; 16],
+}
+
+/// A thread name as the kernel stores it (15 bytes and a NUL); all zero for none.
+fn quiet_comm(name: Option<&str>) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    if let Some(n) = name {
+        let b = n.as_bytes();
+        let len = b.len().min(15);
+        c[..len].copy_from_slice(&b[..len]);
+    }
+    c
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> TraceError {
@@ -37,8 +49,10 @@ impl Loaded {
             return Err(why);
         }
         let phases = u32::from(opts.phases);
+        let quiet = quiet_comm(opts.quiet_thread_name.as_deref());
         let mut ebpf = EbpfLoader::new()
             .override_global("candor_phases", &phases, true)
+            .override_global("candor_quiet_comm", &quiet, true)
             .load(OBJECT)
             .map_err(|e| Unavailable::Load(format!("{e:#}")))?;
         let mut loaded = Loaded {
@@ -49,6 +63,7 @@ impl Loaded {
             .map_err(|e| Unavailable::Load(e.to_string()))?,
             ebpf,
             skipped: Vec::new(),
+            quiet,
         };
         for pid in &opts.seed_pids {
             loaded.add_pid(*pid).map_err(|e| Unavailable::Load(e.0))?;
@@ -122,9 +137,23 @@ impl Loaded {
             tids.push(pid);
         }
         for tid in tids {
+            if self.quiet[0] != 0 && thread_comm(pid, tid) == self.quiet {
+                continue;
+            }
             // BPF_NOEXIST: a thread already in a call keeps its start time.
             let _ = starts.insert(tid, SysStart::default(), 1);
         }
+        Ok(())
+    }
+
+    pub fn quiet_thread(&mut self, tid: u32) -> Result<(), TraceError> {
+        let map = self
+            .ebpf
+            .map_mut("starts")
+            .ok_or_else(|| TraceError("map starts missing".into()))?;
+        let mut starts: HashMap<_, u32, SysStart> =
+            HashMap::try_from(map).map_err(|e| err("starts", e))?;
+        let _ = starts.remove(&tid);
         Ok(())
     }
 
@@ -282,6 +311,12 @@ fn threads_of(pid: u32) -> Vec<u32> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A thread's name from /proc, in the kernel's 16-byte form.
+fn thread_comm(pid: u32, tid: u32) -> [u8; 16] {
+    let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+    quiet_comm(Some(name.trim_end_matches('\n')))
 }
 
 /// An error with its causes, on one line.

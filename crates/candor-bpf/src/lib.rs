@@ -69,6 +69,10 @@ pub struct TraceOptions {
     /// Keep per-file phases and per-file totals (what `candor audit` needs). Off, the
     /// tracer keeps only per-syscall, block and cache figures and costs less per call.
     pub phases: bool,
+    /// Threads of the tracked set with this name (at most 15 bytes) are left out of the
+    /// syscall figures: a monitor's own sampling thread inside the traced process (the
+    /// witness names its thread "candor-witness"). Their block I/O still counts.
+    pub quiet_thread_name: Option<String>,
 }
 
 impl Default for TraceOptions {
@@ -76,6 +80,7 @@ impl Default for TraceOptions {
         TraceOptions {
             seed_pids: Vec::new(),
             phases: true,
+            quiet_thread_name: None,
         }
     }
 }
@@ -116,6 +121,11 @@ impl Tracer {
     /// Adds a process (and, from now on, its children) to the tracked set.
     pub fn add_pid(&mut self, pid: u32) -> Result<(), TraceError> {
         self.inner.add_pid(pid)
+    }
+
+    /// Leaves one thread of a tracked process out of the syscall figures from now on.
+    pub fn quiet_thread(&mut self, tid: u32) -> Result<(), TraceError> {
+        self.inner.quiet_thread(tid)
     }
 
     /// Stops following a process (its children already added stay).

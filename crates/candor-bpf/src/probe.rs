@@ -185,6 +185,14 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             &[],
             "mmap page faults",
         ),
+        tp(
+            "task",
+            "task_rename",
+            "candor_rename",
+            false,
+            &[("pid", 8), ("newcomm", 28)],
+            "leaving a named monitor thread out",
+        ),
     ]);
     v
 }

@@ -360,3 +360,40 @@ fn buffered_writeback_is_attributed_through_the_inode() {
         d.cache_misses
     );
 }
+
+/// A thread that names itself like the witness's sampler is left out of the syscall
+/// figures; its sibling is counted call by call.
+#[test]
+fn a_quiet_thread_is_left_out_of_syscall_counts() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let opts = TraceOptions {
+        quiet_thread_name: Some("candor-quiet".into()),
+        ..TraceOptions::this_process()
+    };
+    let Some(t) = tracer(&opts) else {
+        return;
+    };
+    let file = std::env::temp_dir().join(format!("candor-bpf-q-{}", std::process::id()));
+    std::fs::write(&file, vec![1u8; 4096]).expect("write");
+    let s0 = t.snapshot().expect("snapshot");
+    let spawn = |name: &str, n: usize| {
+        let f = std::fs::File::open(&file).expect("open");
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                use std::os::unix::fs::FileExt;
+                let mut b = [0u8; 512];
+                for i in 0..n {
+                    f.read_at(&mut b, (i % 8) as u64 * 512).expect("pread");
+                }
+            })
+            .expect("spawn")
+    };
+    let quiet = spawn("candor-quiet", 100);
+    let counted = spawn("candor-counted", 50);
+    quiet.join().expect("join");
+    counted.join().expect("join");
+    let d = t.snapshot().expect("snapshot").delta(&s0);
+    assert_eq!(d.syscall("pread64"), (50, 50 * 512));
+    let _ = std::fs::remove_file(&file);
+}
