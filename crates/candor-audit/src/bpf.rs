@@ -26,6 +26,7 @@ impl BpfSource {
         let tracer = candor_bpf::Tracer::load(&candor_bpf::TraceOptions {
             seed_pids: vec![me],
             phases: true,
+            ..Default::default()
         })
         .map_err(|e| e.to_string())?;
         let notes = tracer
