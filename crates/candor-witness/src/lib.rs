@@ -325,6 +325,7 @@ fn facts_from(
         own_window: own_delta(begin, end),
         own_total: own_delta(begin, last),
         exact: None,
+        others_io: sample::others_delta(begin, last),
         window_seconds: end.at.saturating_duration_since(begin.at).as_secs_f64(),
         total_seconds: last.at.saturating_duration_since(begin.at).as_secs_f64(),
         repetitions: 1,

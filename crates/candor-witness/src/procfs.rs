@@ -266,6 +266,62 @@ fn read(path: &str) -> Option<String> {
     Some(t)
 }
 
+/// Block-layer bytes (read + written, less cancelled writes) of every other process, by pid:
+/// what lets the witness tell a filesystem's own extra traffic from another process's. None
+/// when any process's counters cannot be read (without root, other users' processes are
+/// hidden), because a partial sum could not clear the device of foreign traffic.
+pub fn read_others_io(own_pid: u32) -> Option<BTreeMap<u32, [u64; 2]>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == own_pid {
+            continue;
+        }
+        match std::fs::read_to_string(format!("/proc/{pid}/io")) {
+            Ok(t) => {
+                WITNESS_READ_BYTES.fetch_add(t.len() as u64, Ordering::Relaxed);
+                if let Some(io) = parse_self_io(&t) {
+                    out.insert(
+                        pid,
+                        [
+                            io.read_bytes,
+                            io.write_bytes.saturating_sub(io.cancelled_write_bytes),
+                        ],
+                    );
+                }
+            }
+            // The process ended between the listing and the read: nothing to count.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// What other processes moved between two readings of [`read_others_io`]: a process absent
+/// from the first reading started in between, so all its bytes count.
+pub fn others_delta(a: &BTreeMap<u32, [u64; 2]>, b: &BTreeMap<u32, [u64; 2]>) -> [u64; 2] {
+    let mut d = [0u64; 2];
+    for (pid, v) in b {
+        let before = a.get(pid).copied().unwrap_or([0, 0]);
+        // A smaller value means the pid was reused by a new process.
+        let grown = |i: usize| {
+            if v[i] >= before[i] {
+                v[i] - before[i]
+            } else {
+                v[i]
+            }
+        };
+        d[0] += grown(0);
+        d[1] += grown(1);
+    }
+    d
+}
+
 pub fn read_diskstats() -> Option<Vec<DiskStat>> {
     read("/proc/diskstats").map(|t| parse_diskstats(&t))
 }
@@ -282,6 +338,37 @@ pub fn read_vmstat() -> BTreeMap<String, i64> {
 }
 pub fn read_pressure() -> Option<[u64; 2]> {
     read("/proc/pressure/io").and_then(|t| parse_pressure(&t))
+}
+
+#[cfg(test)]
+mod others_tests {
+    use super::*;
+
+    #[test]
+    fn others_delta_counts_growth_and_newcomers() {
+        let a: BTreeMap<u32, [u64; 2]> = [(1, [10, 20]), (2, [5, 5])].into_iter().collect();
+        let b: BTreeMap<u32, [u64; 2]> = [(1, [15, 20]), (2, [5, 9]), (3, [100, 7])]
+            .into_iter()
+            .collect();
+        assert_eq!(others_delta(&a, &b), [5 + 100, 4 + 7]);
+        // pid reuse: a smaller value is a new process
+        let c: BTreeMap<u32, [u64; 2]> = [(1, [3, 0])].into_iter().collect();
+        assert_eq!(others_delta(&a, &c), [3, 0]);
+    }
+
+    #[test]
+    fn others_io_reads_as_root_and_excludes_self() {
+        let own = std::process::id();
+        match read_others_io(own) {
+            Some(m) => {
+                assert!(!m.contains_key(&own));
+                assert!(m.contains_key(&1), "pid 1 is readable as root");
+            }
+            None => eprintln!(
+                "skipped: other processes' /proc/<pid>/io is not readable here (needs root)"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub struct Sample {
     pub mem: Option<MemInfo>,
     pub vmstat: BTreeMap<String, i64>,
     pub pressure: Option<[u64; 2]>,
+    /// Other processes' block-layer bytes by pid (full samples only; None when hidden).
+    pub others: Option<BTreeMap<u32, [u64; 2]>>,
 }
 
 /// Sums the diskstats lines of the named devices; None when a name is missing (a device
@@ -64,6 +66,7 @@ impl Sample {
             mem: procfs::read_meminfo(),
             vmstat: procfs::read_vmstat(),
             pressure: procfs::read_pressure(),
+            others: procfs::read_others_io(std::process::id()),
         }
     }
 
@@ -85,6 +88,7 @@ impl Sample {
             mem: procfs::read_meminfo(),
             vmstat: BTreeMap::new(),
             pressure: None,
+            others: None,
         }
     }
 }
@@ -100,6 +104,10 @@ pub fn io_delta(a: &Sample, b: &Sample) -> Option<SelfIo> {
         .rchar
         .saturating_sub(b.witness_read.saturating_sub(a.witness_read));
     Some(d)
+}
+/// What other processes moved between two full samples: [read, write] bytes.
+pub fn others_delta(a: &Sample, b: &Sample) -> Option<[u64; 2]> {
+    Some(procfs::others_delta(a.others.as_ref()?, b.others.as_ref()?))
 }
 pub fn vmstat_delta(a: &Sample, b: &Sample) -> BTreeMap<String, i64> {
     b.vmstat
@@ -307,6 +315,7 @@ mod tests {
             mem: None,
             vmstat: BTreeMap::new(),
             pressure: Some([10, 5]),
+            others: None,
         };
         let b = Sample {
             at: t0 + Duration::from_millis(500),
@@ -323,6 +332,7 @@ mod tests {
             }),
             vmstat: BTreeMap::new(),
             pressure: Some([30, 5]),
+            others: None,
         };
         let p = point(t0, &a, &b);
         assert!((p.t - 0.5).abs() < 1e-9);

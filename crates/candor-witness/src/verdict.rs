@@ -106,6 +106,9 @@ pub struct Facts {
     pub own_window: Option<OwnIo>,
     pub own_total: Option<OwnIo>,
     pub exact: Option<Exact>,
+    /// Block-layer [read, write] bytes of every other process over begin -> finish; None
+    /// when other processes' counters cannot be read (not root).
+    pub others_io: Option<[u64; 2]>,
     /// Seconds between the witness's samples: begin -> timed_end and begin -> finish.
     pub window_seconds: f64,
     pub total_seconds: f64,
@@ -160,6 +163,10 @@ impl Facts {
         self.device_total.add(&o.device_total);
         add_opt(&mut self.own_window, &o.own_window, OwnIo::add);
         add_opt(&mut self.own_total, &o.own_total, OwnIo::add);
+        add_opt(&mut self.others_io, &o.others_io, |a, b| {
+            a[0] += b[0];
+            a[1] += b[1];
+        });
         add_opt(&mut self.exact, &o.exact, |a, b| {
             a.own_read_window += b.own_read_window;
             a.own_read_total += b.own_read_total;
@@ -188,10 +195,24 @@ pub struct Attribution {
     pub exact: bool,
 }
 
-/// Splits the device traffic into the test's own and foreign. Without eBPF, the device's
-/// bytes beyond what /proc/self/io explains plus the allowance are foreign; with no
-/// /proc/self/io at all, everything is taken as the test's own (and nothing can be said
-/// about foreign traffic).
+/// Other processes moving at most this much during a test are taken as quiet: daemons'
+/// occasional log lines should not make a run "disturbed".
+pub const OTHERS_QUIET_BYTES: u64 = 256 << 10;
+
+fn quiet_or(bytes: u64) -> u64 {
+    if bytes <= OTHERS_QUIET_BYTES {
+        0
+    } else {
+        bytes
+    }
+}
+
+/// Splits the device traffic into the test's own and foreign. With eBPF the split is exact.
+/// Otherwise, when every other process's /proc/<pid>/io is readable (root), device traffic
+/// beyond candor's own is foreign only up to what the other processes moved (the rest is
+/// the filesystem working for the test); when it is not, the device's bytes beyond what
+/// /proc/self/io explains plus the allowance are foreign. With no /proc/self/io at all,
+/// everything is taken as the test's own (and nothing can be said about foreign traffic).
 pub fn attribute(f: &Facts) -> Attribution {
     if let Some(e) = f.exact {
         return Attribution {
@@ -212,20 +233,43 @@ pub fn attribute(f: &Facts) -> Attribution {
             ..Default::default()
         };
     };
-    let read_allow = READ_ALLOWANCE_BYTES + (own.read_bytes as f64 * READ_ALLOWANCE_SHARE) as u64;
-    let foreign_read = dev.read_bytes.saturating_sub(own.read_bytes + read_allow);
+    let explained_write = own.write_bytes.saturating_sub(own.cancelled_write_bytes);
+    let (foreign_read, foreign_write) = match f.others_io {
+        // Other processes' counters are visible: device traffic beyond candor's own can be
+        // foreign only up to what the others moved; the rest is the filesystem's own work
+        // for the test (journal, metadata, copy-on-write), which amplification must count.
+        Some([others_read, others_write]) => (
+            dev.read_bytes
+                .saturating_sub(own.read_bytes)
+                .min(quiet_or(others_read)),
+            dev.write_bytes
+                .saturating_sub(explained_write)
+                .min(quiet_or(others_write)),
+        ),
+        None => {
+            let read_allow =
+                READ_ALLOWANCE_BYTES + (own.read_bytes as f64 * READ_ALLOWANCE_SHARE) as u64;
+            let write_allow =
+                WRITE_ALLOWANCE_BYTES + (explained_write as f64 * WRITE_ALLOWANCE_SHARE) as u64;
+            (
+                dev.read_bytes.saturating_sub(own.read_bytes + read_allow),
+                dev.write_bytes
+                    .saturating_sub(explained_write + write_allow),
+            )
+        }
+    };
     // Reads the process submitted may have gone to other devices (the binary paging in):
     // the test's own device reads are at most what the device did.
-    let own_read = own.read_bytes.min(dev.read_bytes);
-    let explained_write = own.write_bytes.saturating_sub(own.cancelled_write_bytes);
-    let write_allow =
-        WRITE_ALLOWANCE_BYTES + (explained_write as f64 * WRITE_ALLOWANCE_SHARE) as u64;
-    let foreign_write = dev
-        .write_bytes
-        .saturating_sub(explained_write + write_allow);
-    // When foreign writes are seen, the allowance cannot be told apart from them: the test's
-    // own writes are then only what the process itself wrote (a lower bound).
-    let own_write_total = if foreign_write > 0 {
+    let own_read = if f.others_io.is_some() {
+        dev.read_bytes - foreign_read
+    } else {
+        own.read_bytes.min(dev.read_bytes)
+    };
+    // Without the others' counters, foreign writes cannot be told apart from the allowance:
+    // the test's own writes are then only what the process itself wrote (a lower bound).
+    let own_write_total = if f.others_io.is_some() {
+        dev.write_bytes - foreign_write
+    } else if foreign_write > 0 {
         explained_write.min(dev.write_bytes)
     } else {
         dev.write_bytes
@@ -468,7 +512,7 @@ fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev: &str) -> 
         }
     }
     if j.disturbed {
-        let what = if a.exact {
+        let what = if a.exact || f.others_io.is_some() {
             "traffic of other processes".to_string()
         } else {
             "traffic that candor's own I/O does not explain (another process, or filesystem metadata beyond the allowance)".to_string()
@@ -814,6 +858,31 @@ mod tests {
         let j = judge(&read_facts(16 * MIB, 16 * MIB, 64 * MIB, "device"));
         assert!(j.disturbed);
         assert_eq!(j.verdict, "device");
+    }
+
+    #[test]
+    fn others_counters_tell_amplification_from_foreign_traffic() {
+        // A copy-on-write filesystem writes 5x what candor wrote, and nobody else moved a
+        // byte: all of it is the test's, and the amplification says so.
+        let mut f = write_facts(16 * MIB, 80 * MIB, 80 * MIB, 16 * MIB);
+        f.others_io = Some([0, 100 << 10]);
+        let j = judge(&f);
+        assert!(!j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 0);
+        assert_eq!(j.write_amplification, Some(5.0));
+        // Another process wrote 100 MiB while the device carried 80 MiB beyond candor's:
+        // all 80 can be foreign.
+        f.others_io = Some([0, 100 * MIB]);
+        let j = judge(&f);
+        assert!(j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 64 * MIB);
+        assert!(j.explanation.contains("traffic of other processes"));
+        // Another process wrote 20 MiB: at most 20 of the 64 extra are foreign.
+        f.others_io = Some([0, 20 * MIB]);
+        let j = judge(&f);
+        assert!(j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 20 * MIB);
+        assert_eq!(j.write_amplification, Some(60.0 / 16.0));
     }
 
     #[test]
