@@ -65,6 +65,8 @@ pub struct Witness {
     placement: verdict::Placement,
     /// The diskstats names to sum (empty when there is no block device).
     devices: Vec<String>,
+    /// The device is a `candor lab` loop device: candor's alone.
+    exclusive: bool,
 }
 
 /// The observation of one repetition.
@@ -79,6 +81,7 @@ pub struct Watch {
     timeline: Timeline,
     cache_before: Residency,
     cache_end: Option<Residency>,
+    exclusive: bool,
 }
 
 /// Where the target's bytes go, as the verdict rules see it, and the devices to count.
@@ -125,6 +128,13 @@ impl Witness {
     pub fn new(target: &Path, config: Config) -> (Witness, Option<String>) {
         let place = host::place(target);
         let (placement, devices) = placement_of(target, place.as_ref());
+        // A loop device whose backing file `candor lab` made carries nothing but what the
+        // filesystem on it does for candor's tests.
+        let exclusive = place
+            .as_ref()
+            .and_then(|p| p.device.as_ref())
+            .and_then(|d| d.backing_file.as_deref())
+            .is_some_and(|b| b.contains("/.candor-lab/"));
         let mut note = None;
         let source: Option<Arc<dyn Source>> = match config.mode {
             Mode::Off => None,
@@ -146,6 +156,7 @@ impl Witness {
                 source,
                 placement,
                 devices,
+                exclusive,
             },
             note,
         )
@@ -177,6 +188,7 @@ impl Witness {
                 timeline: Timeline::default(),
                 cache_before: Residency::default(),
                 cache_end: None,
+                exclusive: self.exclusive,
             };
         }
         // Residency first and the sample last, so the sample sits next to the timed region.
@@ -195,6 +207,7 @@ impl Witness {
             timeline: Timeline::default(),
             cache_before,
             cache_end: None,
+            exclusive: self.exclusive,
         }
     }
 }
@@ -240,6 +253,7 @@ impl Watch {
         let last = Sample::take(&devices);
         let end = self.end.clone().unwrap_or_else(|| last.clone());
         let mut facts = facts_from(outcome, self.placement.clone(), &self.begin, &end, &last);
+        facts.exclusive = self.exclusive;
         let mut w = candor_model::Witness {
             source: source.name().into(),
             ..Default::default()
@@ -326,6 +340,7 @@ fn facts_from(
         own_total: own_delta(begin, last),
         exact: None,
         others_io: sample::others_delta(begin, last),
+        exclusive: false,
         window_seconds: end.at.saturating_duration_since(begin.at).as_secs_f64(),
         total_seconds: last.at.saturating_duration_since(begin.at).as_secs_f64(),
         repetitions: 1,

@@ -109,6 +109,9 @@ pub struct Facts {
     /// Block-layer [read, write] bytes of every other process over begin -> finish; None
     /// when other processes' counters cannot be read (not root).
     pub others_io: Option<[u64; 2]>,
+    /// The device is candor's alone (a `candor lab` loop device): all its traffic is the
+    /// test's.
+    pub exclusive: bool,
     /// Seconds between the witness's samples: begin -> timed_end and begin -> finish.
     pub window_seconds: f64,
     pub total_seconds: f64,
@@ -177,6 +180,7 @@ impl Facts {
         self.window_seconds += o.window_seconds;
         self.total_seconds += o.total_seconds;
         self.repetitions += o.repetitions.max(1);
+        self.exclusive &= o.exclusive;
         if let Placement::Unobservable { .. } = o.placement {
             self.placement = o.placement.clone();
         }
@@ -235,6 +239,7 @@ pub fn attribute(f: &Facts) -> Attribution {
     };
     let explained_write = own.write_bytes.saturating_sub(own.cancelled_write_bytes);
     let (foreign_read, foreign_write) = match f.others_io {
+        _ if f.exclusive => (0, 0),
         // Other processes' counters are visible: device traffic beyond candor's own can be
         // foreign only up to what the others moved; the rest is the filesystem's own work
         // for the test (journal, metadata, copy-on-write), which amplification must count.
@@ -260,14 +265,14 @@ pub fn attribute(f: &Facts) -> Attribution {
     };
     // Reads the process submitted may have gone to other devices (the binary paging in):
     // the test's own device reads are at most what the device did.
-    let own_read = if f.others_io.is_some() {
+    let own_read = if f.others_io.is_some() || f.exclusive {
         dev.read_bytes - foreign_read
     } else {
         own.read_bytes.min(dev.read_bytes)
     };
     // Without the others' counters, foreign writes cannot be told apart from the allowance:
     // the test's own writes are then only what the process itself wrote (a lower bound).
-    let own_write_total = if f.others_io.is_some() {
+    let own_write_total = if f.others_io.is_some() || f.exclusive {
         dev.write_bytes - foreign_write
     } else if foreign_write > 0 {
         explained_write.min(dev.write_bytes)
@@ -877,6 +882,12 @@ mod tests {
         assert!(j.disturbed);
         assert_eq!(j.foreign_device_bytes, 64 * MIB);
         assert!(j.explanation.contains("traffic of other processes"));
+        // On a lab device nothing is foreign, whatever other processes did elsewhere.
+        f.exclusive = true;
+        let j = judge(&f);
+        assert!(!j.disturbed);
+        assert_eq!(j.write_amplification, Some(5.0));
+        f.exclusive = false;
         // Another process wrote 20 MiB: at most 20 of the 64 extra are foreign.
         f.others_io = Some([0, 20 * MIB]);
         let j = judge(&f);
