@@ -207,6 +207,32 @@ pub trait Coordinator {
     fn stonewall(&mut self, _stop: &AtomicBool) -> bool {
         false
     }
+    /// Before a read meant for the device, once this process has prepared its own files:
+    /// the files to read instead (another process's, so that no node reads back what it
+    /// wrote itself), or `None` to read its own. Called with an empty list by a process
+    /// that skips the repetition.
+    fn read_elsewhere(&mut self, _own: &[PathBuf]) -> Option<Vec<PathBuf>> {
+        None
+    }
+}
+
+/// Whether a repetition of `point` calls `Coordinator::read_elsewhere`.
+fn may_read_elsewhere(point: &Point, s: &RunSettings) -> bool {
+    point.spec.special == crate::special::Special::None
+        && point.spec.direction == Direction::Read
+        && intent(point, s) == "device"
+}
+
+/// The coordinator's steps of a repetition, for a process that does not run it (its test
+/// failed here), so that the other processes do not wait for it.
+fn pass_repetition(coord: &mut dyn Coordinator, point: &Point, s: &RunSettings) {
+    if may_read_elsewhere(point, s) {
+        let _ = coord.read_elsewhere(&[]);
+    }
+    coord.before_timed();
+    if s.stonewall && point.spec.special == crate::special::Special::None {
+        coord.stonewall(&AtomicBool::new(true));
+    }
 }
 
 pub struct NoCoordinator;
@@ -386,10 +412,7 @@ fn run_repetition(
                             None => fill_file(p, point.file_size, seed ^ i as u64),
                         };
                         if let Err(e) = filled {
-                            coord.before_timed();
-                            if s.stonewall {
-                                coord.stonewall(&AtomicBool::new(true));
-                            }
+                            pass_repetition(coord, point, s);
                             return Err(e);
                         }
                         fsset.complete[i] = true;
@@ -413,6 +436,11 @@ fn run_repetition(
             warm_file(p);
         }
     }
+    let paths = if may_read_elsewhere(point, s) {
+        coord.read_elsewhere(&paths).unwrap_or(paths)
+    } else {
+        paths
+    };
 
     // ---- the timed repetition ----
     let n = point.threads as usize;
@@ -801,10 +829,7 @@ pub fn run_coordinated(
         for rep in 0..s.repeat.max(1) {
             for (ti, target) in targets.iter_mut().enumerate() {
                 if per_target[ti].1.is_some() {
-                    coord.before_timed();
-                    if s.stonewall && point.spec.special == crate::special::Special::None {
-                        coord.stonewall(&AtomicBool::new(true));
-                    }
+                    pass_repetition(coord, point, s);
                     continue; // this test already failed on this target
                 }
                 if let Some(sig) = signals::stop_requested() {
