@@ -112,6 +112,20 @@ fn run() -> Result<(), String> {
         (on_c / off_c - 1.0) * 100.0,
         on_c - off_c
     );
+    {
+        // What one snapshot costs the caller (with this run's maps populated).
+        let t = Tracer::load(&options(phases)).map_err(|e| e.to_string())?;
+        random_reads(&file, &mut buf, Duration::from_millis(100), 7)?;
+        let n = 200;
+        let start = Instant::now();
+        for _ in 0..n {
+            t.snapshot().map_err(|e| e.to_string())?;
+        }
+        println!(
+            "one snapshot: {:.0} us",
+            start.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
+    }
     if std::env::var_os("CANDOR_BPF_STATS").is_some() {
         // Per-program run time, measured by the kernel in one more traced round.
         let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| e.to_string())?;
