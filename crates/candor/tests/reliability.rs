@@ -345,7 +345,7 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
     };
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let child = spawn_run(
+    let mut child = spawn_run(
         fs.path(),
         &[
             "--tests",
@@ -362,7 +362,6 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
     );
     wait_for("a test to start", 60, || data_file_exists(fs.path()));
     let filler = fs.path().join("someone-elses-file");
-    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let (filler, done) = (filler.clone(), done.clone());
@@ -373,8 +372,8 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
             let mut full = 0u32;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 match f.write(&chunk) {
-                    Ok(_) => full = 0,
-                    Err(_) => {
+                    Ok(n) if n > 0 => full = 0,
+                    _ => {
                         full += 1;
                         std::thread::sleep(Duration::from_millis(if full > 5 { 5 } else { 1 }));
                     }
@@ -384,7 +383,7 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
     };
     let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
-        if let Some(st) = child.lock().unwrap().try_wait().unwrap() {
+        if let Some(st) = child.try_wait().unwrap() {
             break Some(st);
         }
         if Instant::now() > deadline {
@@ -394,13 +393,9 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
     };
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
-    let mut child = std::sync::Arc::try_unwrap(child)
-        .ok()
-        .unwrap()
-        .into_inner()
-        .unwrap();
     if status.is_none() {
         let _ = child.kill();
+        let _ = child.wait();
         panic!("candor never met the full filesystem");
     }
     let mut err = String::new();
@@ -999,26 +994,25 @@ fn verify_refuses_what_it_cannot_check() {
 }
 
 /// Overwrites part of candor's data file while read tests repeat over it.
-fn corrupt_during_reads(damage: impl Fn(&std::fs::File)) -> candor_model::RunDoc {
+fn corrupt_during_reads(engine: &[&str], damage: impl Fn(&std::fs::File)) -> candor_model::RunDoc {
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let child = spawn_run(
-        dir.path(),
-        &[
-            "--verify",
-            "--tests",
-            "read",
-            "--file-size",
-            "8m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "15",
-            "-o",
-            json.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec![
+        "--verify",
+        "--tests",
+        "read",
+        "--file-size",
+        "8m",
+        "--record-size",
+        "4k",
+        "--repeat",
+        "15",
+        "-o",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(engine);
+    let child = spawn_run(dir.path(), &args);
     // The read test's file is written (untimed) first; damage it once it is whole.
     let mut file = None;
     wait_for("the prepared file", 60, || {
@@ -1054,8 +1048,19 @@ fn corrupt_during_reads(damage: impl Fn(&std::fs::File)) -> candor_model::RunDoc
 
 #[test]
 fn verify_finds_corruption_written_behind_candors_back() {
+    for engine in [
+        &["--engine", "psync"][..],
+        &["--engine", "sync"][..],
+        &["--engine", "vector"][..],
+        &["--engine", "io_uring", "--iodepth", "4"][..],
+    ] {
+        corruption_found(engine);
+    }
+}
+
+fn corruption_found(engine: &[&str]) {
     use std::os::unix::fs::FileExt;
-    let doc = corrupt_during_reads(|f| {
+    let doc = corrupt_during_reads(engine, |f| {
         let mut b = vec![0u8; 4096];
         f.read_exact_at(&mut b, 5 << 20).unwrap();
         b[1000] ^= 0x40;
@@ -1074,7 +1079,7 @@ fn verify_finds_corruption_written_behind_candors_back() {
 fn verify_finds_a_misdirected_write() {
     use std::os::unix::fs::FileExt;
     // Record 7 written where record 300 belongs.
-    let doc = corrupt_during_reads(|f| {
+    let doc = corrupt_during_reads(&[], |f| {
         let mut b = vec![0u8; 4096];
         f.read_exact_at(&mut b, 7 * 4096).unwrap();
         f.write_all_at(&b, 300 * 4096).unwrap();
@@ -1089,7 +1094,7 @@ fn verify_finds_a_misdirected_write() {
 fn verify_finds_a_lost_write_as_stale_or_missing() {
     use std::os::unix::fs::FileExt;
     // A hole where a record was: as if the write never reached the disk.
-    let doc = corrupt_during_reads(|f| {
+    let doc = corrupt_during_reads(&[], |f| {
         f.write_all_at(&[0u8; 4096], 11 * 4096).unwrap();
     });
     let v = doc.results[0].verify.as_ref().unwrap();

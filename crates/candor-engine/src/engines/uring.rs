@@ -114,6 +114,13 @@ impl Engine for UringEngine {
         let mut next: u64 = 0;
         let mut inflight = 0usize;
         let mut stopping = false;
+        // --verify: the offset of a completed read waiting in each slot to be checked (it
+        // is checked when the slot is reused, or after the last completion), so the
+        // completion path has no verification branch at all.
+        let mut unchecked: Vec<Option<u64>> = match job.verify {
+            Some(_) => vec![None; depth],
+            None => Vec::new(),
+        };
         let (submitter, mut sq, mut cq) = ring.split();
         let mut now = now_ns();
         loop {
@@ -127,8 +134,15 @@ impl Engine for UringEngine {
                 let off = job.offset(next);
                 let w = job.is_write(next);
                 let buf = &mut bufs[slot];
-                if let (Some(v), true) = (job.verify, w) {
-                    v.stamp(buf.as_mut_slice(), off);
+                if let Some(v) = job.verify {
+                    if let Some(read_at) = unchecked[slot].take() {
+                        v.check(buf.as_slice(), read_at);
+                    }
+                    if w {
+                        v.stamp(buf.as_mut_slice(), off);
+                    } else {
+                        unchecked[slot] = Some(off);
+                    }
                 }
                 let ptr = buf.as_mut_ptr();
                 let entry = match (w, fixed_bufs, fixed_file) {
@@ -228,11 +242,6 @@ impl Engine for UringEngine {
                         ),
                     ));
                 }
-                if let (Some(v), false) = (job.verify, w) {
-                    if let Some(b) = bufs.get(slot) {
-                        v.check(b.as_slice(), job.offset(op));
-                    }
-                }
                 stats.latency.record(now.saturating_sub(slot_t[slot]));
                 if w {
                     stats.write_bytes += len as u64;
@@ -242,6 +251,14 @@ impl Engine for UringEngine {
                 stats.ops += 1;
                 inflight -= 1;
                 free.push(slot);
+            }
+        }
+        // Nothing is in flight any more: the reads still waiting in their slots are done.
+        if let Some(v) = job.verify {
+            for (slot, read_at) in unchecked.iter_mut().enumerate() {
+                if let (Some(o), Some(b)) = (read_at.take(), bufs.get(slot)) {
+                    v.check(b.as_slice(), o);
+                }
             }
         }
         Ok(())
