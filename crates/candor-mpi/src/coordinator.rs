@@ -7,6 +7,7 @@ use crate::World;
 use candor_engine::runner::Coordinator;
 use candor_model::{MpiInfo, TestResult};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 /// Where every rank runs and how its clock relates to rank 0's.
@@ -96,18 +97,47 @@ struct Payload {
     results: Vec<TestResult>,
 }
 
+/// The rank whose files `rank` reads back with `--reorder`: IOR's `-C`, shifted by the
+/// number of ranks on the reader's node, so that with ranks placed node by node the data
+/// comes from another node; when that shift wraps to the rank itself (one node), by one.
+pub fn reorder_partner(rank: u32, topo: &Topology) -> u32 {
+    let size = topo.rank_nodes.len().max(1) as u32;
+    let node = topo.rank_nodes.get(rank as usize).copied();
+    let per_node = topo.rank_nodes.iter().filter(|&&n| Some(n) == node).count() as u32;
+    // All ranks on one node (per_node == size): the shift would wrap to the rank itself.
+    let shift = if per_node == 0 || per_node >= size {
+        1
+    } else {
+        per_node
+    };
+    (rank + shift) % size
+}
+
+/// `own`'s counterpart in `partner`'s run directory: each rank's files are
+/// `TARGET/.candor-<id>-r<rank>/<name>`, so the partner's are beside them.
+pub fn partner_path(own: &Path, rank: u32, partner: u32) -> Option<PathBuf> {
+    let dir = own.parent()?;
+    let name = own.file_name()?;
+    let dir_name = dir.file_name()?.to_str()?;
+    let base = dir_name.strip_suffix(&format!("-r{rank}"))?;
+    Some(dir.parent()?.join(format!("{base}-r{partner}")).join(name))
+}
+
 pub struct MpiCoordinator<'w> {
     world: &'w World,
     topo: &'w Topology,
     t0_ns: u64,
+    reorder: bool,
 }
 
 impl<'w> MpiCoordinator<'w> {
-    pub fn new(world: &'w World, topo: &'w Topology) -> Self {
+    /// `reorder`: device-meant reads read the partner rank's files (`reorder_partner`).
+    pub fn new(world: &'w World, topo: &'w Topology, reorder: bool) -> Self {
         MpiCoordinator {
             world,
             topo,
             t0_ns: 0,
+            reorder,
         }
     }
 }
@@ -164,6 +194,20 @@ impl Coordinator for MpiCoordinator<'_> {
         self.world.first_done(stop)
     }
 
+    fn read_elsewhere(&mut self, own: &[PathBuf]) -> Option<Vec<PathBuf>> {
+        if !self.reorder {
+            return None;
+        }
+        // The partner must have finished preparing its files before this rank opens them.
+        self.world.barrier();
+        let me = self.world.rank();
+        let partner = reorder_partner(me, self.topo);
+        if own.is_empty() || partner == me {
+            return None;
+        }
+        own.iter().map(|p| partner_path(p, me, partner)).collect()
+    }
+
     fn point_done(&mut self, results: Vec<TestResult>) -> Option<Vec<TestResult>> {
         let payload = Payload {
             t0_ns: self.t0_ns,
@@ -197,6 +241,45 @@ mod tests {
         let info = topo.info(false, true);
         assert_eq!((info.ranks, info.nodes), (5, 3));
         assert_eq!(info.ranks_per_node, [2, 2, 1]);
+    }
+
+    fn topo(rank_nodes: &[u32]) -> Topology {
+        Topology {
+            node_names: Vec::new(),
+            rank_nodes: rank_nodes.to_vec(),
+            offsets: vec![Offset::default(); rank_nodes.len()],
+            library: String::new(),
+        }
+    }
+
+    #[test]
+    fn reorder_reads_from_the_next_node_or_the_next_rank_on_one_node() {
+        // Two nodes of two ranks, placed node by node: rank r reads rank r + 2's files.
+        let t = topo(&[0, 0, 1, 1]);
+        let got: Vec<u32> = (0..4).map(|r| reorder_partner(r, &t)).collect();
+        assert_eq!(got, [2, 3, 0, 1]);
+        for r in 0..4 {
+            let p = reorder_partner(r, &t) as usize;
+            assert_ne!(t.rank_nodes[r as usize], t.rank_nodes[p], "another node");
+        }
+        // One node: the next rank (its files, though on the same node's cache).
+        let one = topo(&[0, 0, 0, 0]);
+        let got: Vec<u32> = (0..4).map(|r| reorder_partner(r, &one)).collect();
+        assert_eq!(got, [1, 2, 3, 0]);
+        // Every file is read by exactly one rank.
+        let mut seen = got.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn the_partner_path_is_beside_this_rank_run_directory() {
+        let own = Path::new("/mnt/x/.candor-19a2-77-r3/t1.dat");
+        assert_eq!(
+            partner_path(own, 3, 0).unwrap(),
+            Path::new("/mnt/x/.candor-19a2-77-r0/t1.dat")
+        );
+        assert_eq!(partner_path(own, 2, 0), None, "not this rank's directory");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use candor_model::Witness;
 use candor_model::{Cpu, HistogramDump, Latency, Repetition, Summary, TestResult};
 use candor_stats::{summarize, Welford};
 use candor_witness::combine;
-use candor_witness::verdict::facts_of;
+use candor_witness::verdict::{facts_of, DiskDelta, Facts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -176,34 +176,54 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
 
 /// Combines witnesses of ranks that ran at the same time (`(node, witness)` in rank
 /// order). The witness's own `combine` sums repetitions that ran one after another; ranks
-/// run side by side, so: the application bytes of every rank add up; the time is the first
-/// rank's (not the sum), with a headline of all ranks' bytes over it; and a node's device
-/// and system counters are counted once per node, from its first rank, because every rank
-/// on a node sees the whole node's device traffic (its neighbours' I/O would otherwise be
-/// counted several times and taken for another process's).
+/// run side by side, so: the application bytes of every rank add up; the time is the
+/// longest rank's (not the sum), with a headline of all ranks' bytes over it; and a node's
+/// device and system counters are counted once per node, because every rank on a node sees
+/// the whole node's device traffic (its neighbours' I/O would otherwise be counted several
+/// times and taken for another process's). Of the node's ranks, the one whose window saw
+/// the most (each field's largest delta) is taken: the windows all open before the common
+/// release, and the one that closed last covers every rank's I/O on that node.
 pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
+    let facts: Vec<Option<Facts>> = ws.iter().map(|(_, w)| facts_of(w)).collect();
+    let mut node_device: BTreeMap<u32, (DiskDelta, DiskDelta)> = BTreeMap::new();
+    let (mut app_bytes, mut timed, mut window, mut total) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for ((node, _), f) in ws.iter().zip(&facts) {
+        let Some(f) = f else { continue };
+        app_bytes += f.headline_bps * f.timed_seconds;
+        timed = timed.max(f.timed_seconds);
+        window = window.max(f.window_seconds);
+        total = total.max(f.total_seconds);
+        let e = node_device.entry(*node).or_default();
+        e.0 = widest(&e.0, &f.device_window);
+        e.1 = widest(&e.1, &f.device_total);
+    }
     let mut seen: Vec<u32> = Vec::new();
-    let mut app_bytes = 0.0f64;
-    let mut first_seconds: Option<f64> = None;
     let mut out = Vec::with_capacity(ws.len());
-    for (node, mut w) in ws {
-        let node_seen = seen.contains(&node);
-        if !node_seen {
+    for (k, ((node, mut w), f)) in ws.into_iter().zip(facts).enumerate() {
+        let first_on_node = !seen.contains(&node);
+        if first_on_node {
             seen.push(node);
         }
-        if let Some(mut f) = facts_of(&w) {
-            app_bytes += f.headline_bps * f.timed_seconds;
-            if first_seconds.is_none() {
-                first_seconds = Some(f.timed_seconds);
+        if let Some(mut f) = f {
+            if k == 0 {
+                f.timed_seconds = timed;
+                f.window_seconds = window;
+                f.total_seconds = total;
+                f.headline_bps = if timed > 0.0 { app_bytes / timed } else { 0.0 };
             } else {
                 f.timed_seconds = 0.0;
                 f.headline_bps = 0.0;
                 f.window_seconds = 0.0;
                 f.total_seconds = 0.0;
             }
-            if node_seen {
-                f.device_window = Default::default();
-                f.device_total = Default::default();
+            if first_on_node {
+                if let Some((dw, dt)) = node_device.get(&node) {
+                    f.device_window = *dw;
+                    f.device_total = *dt;
+                }
+            } else {
+                f.device_window = DiskDelta::default();
+                f.device_total = DiskDelta::default();
                 w.vmstat.clear();
                 w.io_pressure_us = w.io_pressure_us.map(|_| [0, 0]);
             }
@@ -213,15 +233,20 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
         }
         out.push(w);
     }
-    if let (Some(t), Some(first)) = (first_seconds, out.first_mut()) {
-        if let Some(mut f) = facts_of(first) {
-            f.headline_bps = if t > 0.0 { app_bytes / t } else { 0.0 };
-            if let Ok(v) = serde_json::to_value(&f) {
-                first.extra.insert("facts".into(), v);
-            }
-        }
-    }
     combine(out)
+}
+
+/// Each field's larger value.
+fn widest(a: &DiskDelta, b: &DiskDelta) -> DiskDelta {
+    DiskDelta {
+        read_bytes: a.read_bytes.max(b.read_bytes),
+        write_bytes: a.write_bytes.max(b.write_bytes),
+        read_ios: a.read_ios.max(b.read_ios),
+        write_ios: a.write_ios.max(b.write_ios),
+        read_ms: a.read_ms.max(b.read_ms),
+        write_ms: a.write_ms.max(b.write_ms),
+        io_ticks_ms: a.io_ticks_ms.max(b.io_ticks_ms),
+    }
 }
 
 /// Welford state of a set of samples.
@@ -646,10 +671,11 @@ mod tests {
 
     #[test]
     fn side_by_side_ranks_count_a_node_device_once_and_every_rank_bytes() {
-        // Ranks 0 and 1 share node 0: each wrote 100 MiB and each saw the node's 200 MiB.
+        // Ranks 0 and 1 share node 0: each wrote 100 MiB; rank 1's window, which closed
+        // last, saw the node's 200 MiB, rank 0's only 190.
         // Rank 2 is alone on node 1 and wrote 100 MiB, which its device saw.
         let ws = vec![
-            (0, witness(100, 200, 1.0)),
+            (0, witness(100, 190, 1.0)),
             (0, witness(100, 200, 1.1)),
             (1, witness(100, 100, 0.9)),
         ];
@@ -662,8 +688,11 @@ mod tests {
             300 * mib,
             "node 0 once, node 1 once"
         );
-        assert!((f.timed_seconds - 1.0).abs() < 1e-12, "one span, not a sum");
-        assert!((f.headline_bps - (300 * mib) as f64).abs() < 1.0);
+        assert!(
+            (f.timed_seconds - 1.1).abs() < 1e-12,
+            "the longest rank, not a sum"
+        );
+        assert!((f.headline_bps - (300 * mib) as f64 / 1.1).abs() < 1.0);
     }
 
     #[test]

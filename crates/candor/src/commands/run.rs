@@ -166,6 +166,11 @@ pub struct Args {
     #[arg(long)]
     pub mpi: bool,
 
+    /// With --mpi: read tests meant for the device read another rank's files (the next
+    /// node's, IOR's -C), so no node reads back what it wrote; needs a shared target.
+    #[arg(long)]
+    pub reorder: bool,
+
     /// Entries per thread for the metadata tests (create, stat, open, readdir, unlink,
     /// mkdir, rmdir).
     #[arg(long, value_name = "N", default_value_t = 1000)]
@@ -1027,6 +1032,11 @@ pub fn run(a: Args) -> CmdResult {
     if a.mpi {
         return mpi::run(a);
     }
+    if a.reorder {
+        return Err(usage(
+            "--reorder reads another MPI rank's files and needs --mpi: run it as `mpirun -n 4 candor run --mpi --reorder ...`",
+        ));
+    }
     run_with(a, None)
 }
 
@@ -1141,7 +1151,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     doc.host = candor_witness::describe_host();
     doc.targets = infos;
     doc.options = options_map(&a, &planned, &format_name);
-    doc.mpi = mpi.map(|m| m.info());
+    doc.mpi = mpi.map(|m| m.info(a.reorder));
     doc.warnings.extend(planned.notes.iter().cloned());
     for n in planned.notes.iter().filter(|_| mpi::is_root(mpi)) {
         eprintln!("candor: {n}");
@@ -1277,7 +1287,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
                 &planned.settings,
                 &mut progress,
                 &mut sink,
-                &mut m.coordinator(),
+                &mut m.coordinator(a.reorder),
             ),
         }
     };

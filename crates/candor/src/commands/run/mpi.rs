@@ -22,12 +22,12 @@ impl Session {
         Ok(Session { world, topo })
     }
 
-    pub fn coordinator(&self) -> candor_mpi::MpiCoordinator<'_> {
-        candor_mpi::MpiCoordinator::new(&self.world, &self.topo)
+    pub fn coordinator(&self, reorder: bool) -> candor_mpi::MpiCoordinator<'_> {
+        candor_mpi::MpiCoordinator::new(&self.world, &self.topo, reorder)
     }
 
-    pub fn info(&self) -> MpiInfo {
-        self.topo.info(false, false)
+    pub fn info(&self, reorder: bool) -> MpiInfo {
+        self.topo.info(false, reorder)
     }
 
     fn node_of(&self, rank: usize) -> String {
@@ -42,6 +42,11 @@ impl Session {
 
 /// Runs `candor run` as one rank of an MPI job.
 pub fn run(a: super::Args) -> CmdResult {
+    if a.reorder && a.verify {
+        return Err(Failure::usage(
+            "--reorder reads other ranks' files, which --verify cannot check (each rank knows only what it wrote): drop one of them",
+        ));
+    }
     let session = Session::start()?;
     let root = session.world.rank() == 0;
     let out = super::run_with(a, Some(&session));
