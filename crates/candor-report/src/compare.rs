@@ -20,8 +20,12 @@ pub const ALPHA: f64 = 0.05;
 pub struct Side {
     /// Short name used in column headers: "A", "B", ...
     pub letter: String,
-    /// Where it came from: "ext4.json" or "run.json /mnt/xfs".
+    /// Where it came from, as other sentences name it: "ext4.json" or "run.json /mnt/xfs".
     pub source: String,
+    /// The result file ("ext4.json"), or "this run" for the targets of the run being reported.
+    pub file: String,
+    /// The target directory.
+    pub path: String,
     pub target: Option<TargetInfo>,
     /// The machine the side ran on (named in the side's line when sides differ in it).
     pub host: String,
@@ -289,6 +293,8 @@ pub fn sides(files: &[(String, RunDoc)]) -> Vec<Side> {
                     (true, _) => format!("{name} {}", g.path),
                     (false, _) => name.clone(),
                 },
+                file: name.clone(),
+                path: g.path.clone(),
                 target: g.info.cloned(),
                 host: doc.host.hostname.clone(),
                 mpi_ranks: doc.mpi.as_ref().map(|m| m.ranks),
@@ -423,17 +429,13 @@ pub fn render(c: &Comparison, format: CompareFormat) -> String {
     }
 }
 
-/// "ext4 (rw,relatime) on loop0: ..." or "unknown target".
+/// The side in one line, each thing said once: "A  /mnt/lab/ext4 in run.json: ext4
+/// (rw,relatime) on loop0: loop device backed by ...", or without " in FILE" for the targets
+/// of the run being reported.
 pub fn side_line(s: &Side) -> String {
-    let mut l = format!("{}  {}", s.letter, s.source);
-    match &s.target {
-        Some(t) if t.path == s.source => l.push_str(&format!(": {}", view::target_line(t))),
-        Some(t) => l.push_str(&format!(": {} at {}", view::target_line(t), t.path)),
-        None => {
-            if let Some(r) = s.results.first() {
-                l.push_str(&format!(": {}", r.target));
-            }
-        }
+    let mut l = format!("{}  {}", s.letter, side_name(s));
+    if let Some(t) = &s.target {
+        l.push_str(&format!(": {}", view::target_line(t)));
     }
     if let Some(n) = s.mpi_ranks {
         l.push_str(&format!(", MPI {n} ranks"));
@@ -441,9 +443,42 @@ pub fn side_line(s: &Side) -> String {
     l
 }
 
-/// The side-by-side grid: per side its MB/s with CI and, after the first, ratio and
-/// significance; a verdict that contradicts the test's intent is marked "!".
+/// "/mnt/lab/ext4 in run.json", "/mnt/lab/ext4" (this run), or the file alone when the
+/// target's path is unknown.
+pub fn side_name(s: &Side) -> String {
+    match (s.path.is_empty(), s.file.as_str()) {
+        (true, _) => s.source.clone(),
+        (false, "this run" | "") => s.path.clone(),
+        (false, f) => format!("{} in {f}", s.path),
+    }
+}
+
+/// True when any side's result in any row has a measured write amplification.
+fn any_amplification(c: &Comparison) -> bool {
+    c.rows
+        .iter()
+        .flat_map(|r| r.cells.iter().flatten())
+        .any(|cell| {
+            cell.result
+                .witness
+                .as_ref()
+                .is_some_and(|w| w.write_amplification.is_some())
+        })
+}
+
+/// A result's write amplification as a cell ("2.95x"), empty when not measured.
+pub fn amplification_cell(r: &TestResult) -> String {
+    r.witness
+        .as_ref()
+        .and_then(|w| w.write_amplification)
+        .map(units::ratio)
+        .unwrap_or_default()
+}
+
+/// The side-by-side grid: per side its MB/s with CI, its write amplification (when any result
+/// has one), the witness's verdict and, after the first side, ratio and significance.
 pub fn side_grid(c: &Comparison) -> Grid {
+    let wa = any_amplification(c);
     let mut cols: Vec<(String, Align)> = vec![
         ("test".into(), Align::Left),
         ("file".into(), Align::Right),
@@ -453,6 +488,10 @@ pub fn side_grid(c: &Comparison) -> Grid {
     ];
     for (i, s) in c.sides.iter().enumerate() {
         cols.push((format!("{} MB/s", s.letter), Align::Right));
+        if wa {
+            cols.push((format!("{} WA", s.letter), Align::Right));
+        }
+        cols.push((format!("{} verdict", s.letter), Align::Left));
         if i > 0 {
             cols.push((format!("{}/A", s.letter), Align::Right));
             cols.push(("significant".into(), Align::Left));
@@ -473,17 +512,20 @@ pub fn side_grid(c: &Comparison) -> Grid {
             match cell {
                 Some(cell) => {
                     let r = &cell.result;
-                    let mut v = if view::failed(r) {
+                    let failed = view::failed(r);
+                    cells.push(if failed {
                         "failed".to_string()
                     } else {
                         units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n)
-                    };
-                    if let Some(w) = &r.witness {
-                        if w.contradicts_intent {
-                            v.push_str(&format!(" ({}!)", w.verdict));
-                        }
+                    });
+                    if wa {
+                        cells.push(amplification_cell(r));
                     }
-                    cells.push(v);
+                    cells.push(if failed {
+                        "-".into()
+                    } else {
+                        view::verdict_cell(r)
+                    });
                     if i > 0 {
                         cells.push(cell.ratio.map(units::ratio).unwrap_or("-".into()));
                         cells.push(cell.significance.cell());
@@ -491,6 +533,10 @@ pub fn side_grid(c: &Comparison) -> Grid {
                 }
                 None => {
                     cells.push("-".into());
+                    if wa {
+                        cells.push(String::new());
+                    }
+                    cells.push(String::new());
                     if i > 0 {
                         cells.push(String::new());
                         cells.push(String::new());
@@ -503,25 +549,23 @@ pub fn side_grid(c: &Comparison) -> Grid {
     g
 }
 
-/// The study table over all sides (per device, filesystem and file size).
-pub fn study_grid(c: &Comparison) -> Grid {
-    let sides: Vec<StudySide> = c
-        .sides
+/// The sides as the study table takes them; a filesystem on two sides is told apart by the
+/// sides' letters.
+fn study_sides(c: &Comparison) -> Vec<StudySide<'_>> {
+    c.sides
         .iter()
         .map(|s| {
-            let (device, fs) = study::labels(s.target.as_ref(), &s.letter);
+            let fs = study::filesystem(s.target.as_ref(), &s.letter);
+            let same_fs = c
+                .sides
+                .iter()
+                .filter(|o| {
+                    o.target.as_ref().map(|t| &t.fs_type) == s.target.as_ref().map(|t| &t.fs_type)
+                })
+                .count();
             StudySide {
-                device,
-                filesystem: if c
-                    .sides
-                    .iter()
-                    .filter(|o| {
-                        o.target.as_ref().map(|t| &t.fs_type)
-                            == s.target.as_ref().map(|t| &t.fs_type)
-                    })
-                    .count()
-                    > 1
-                {
+                device: s.target.as_ref().and_then(|t| t.device.as_ref()),
+                filesystem: if same_fs > 1 {
                     format!("{fs} ({})", s.letter)
                 } else {
                     fs
@@ -529,8 +573,18 @@ pub fn study_grid(c: &Comparison) -> Grid {
                 results: s.results.iter().filter(|r| !view::failed(r)).collect(),
             }
         })
-        .collect();
-    study::grid(&sides)
+        .collect()
+}
+
+/// The study table over all sides (per device, filesystem and file size); `blank_repeats` as
+/// in `study::grid`.
+pub fn study_grid(c: &Comparison, blank_repeats: bool) -> Grid {
+    study::grid(&study_sides(c), blank_repeats)
+}
+
+/// The devices of the study table, each named once: (name, what it is).
+pub fn study_devices(c: &Comparison) -> Vec<(String, String)> {
+    study::device_lines(&study_sides(c))
 }
 
 fn text(c: &Comparison, markdown: bool) -> String {
@@ -588,13 +642,32 @@ fn text(c: &Comparison, markdown: bool) -> String {
     if markdown {
         out.push('\n');
     }
-    out.push_str(&grid(&study_grid(c)));
+    out.push_str(&format!("{}\n", study::LEGEND));
+    if markdown {
+        out.push('\n');
+    }
+    let devices = study_devices(c);
+    if !devices.is_empty() {
+        out.push_str("Devices:\n");
+        if markdown {
+            out.push('\n');
+        }
+        for (n, what) in &devices {
+            if markdown {
+                out.push_str(&format!("- `{n}`: {what}\n"));
+            } else {
+                out.push_str(&format!("  {n}: {what}\n"));
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(&grid(&study_grid(c, !markdown)));
     out
 }
 
 fn csv(c: &Comparison) -> String {
     let mut out = String::from(
-        "test,file_size,record_size,threads,iodepth,engine,direct,side,source,fs_type,throughput_mean,throughput_ci95_low,throughput_ci95_high,n,ratio,p_value,significant,verdict\n",
+        "test,file_size,record_size,threads,iodepth,engine,direct,side,source,fs_type,throughput_mean,throughput_ci95_low,throughput_ci95_high,n,ratio,p_value,significant,verdict,write_amplification\n",
     );
     for row in &c.rows {
         for (side, cell) in c.sides.iter().zip(&row.cells) {
@@ -630,6 +703,11 @@ fn csv(c: &Comparison) -> String {
                 r.witness
                     .as_ref()
                     .map(|w| w.verdict.clone())
+                    .unwrap_or_default(),
+                r.witness
+                    .as_ref()
+                    .and_then(|w| w.write_amplification)
+                    .map(|x| format!("{x}"))
                     .unwrap_or_default(),
             ];
             let q: Vec<String> = fields.iter().map(|f| crate::csv::quote(f)).collect();
@@ -677,6 +755,7 @@ fn json(c: &Comparison) -> String {
                             "present": true,
                             "throughput": cell.result.throughput,
                             "verdict": cell.result.witness.as_ref().map(|w| &w.verdict),
+                            "write_amplification": cell.result.witness.as_ref().and_then(|w| w.write_amplification),
                             "ratio": cell.ratio,
                             "p_value": p,
                             "significant": sig,
@@ -734,6 +813,8 @@ mod tests {
         Side {
             letter: String::new(),
             source: name.into(),
+            file: name.into(),
+            path: "/t".into(),
             target: None,
             host: String::new(),
             mpi_ranks: None,
@@ -845,5 +926,16 @@ mod tests {
         assert_eq!(sides.len(), 2);
         assert_eq!(sides[0].letter, "A");
         assert_eq!(sides[1].source, "run.json /b");
+        // Each side is said once: its path and the file it came from.
+        assert_eq!(side_line(&sides[1]), "B  /b in run.json");
+        let mine = super::sides(&[("this run".to_string(), doc_of(&sides))]);
+        assert_eq!(side_line(&mine[0]), "A  /a");
+    }
+
+    fn doc_of(sides: &[Side]) -> RunDoc {
+        RunDoc {
+            results: sides.iter().flat_map(|s| s.results.clone()).collect(),
+            ..Default::default()
+        }
     }
 }

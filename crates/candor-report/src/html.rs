@@ -1102,14 +1102,20 @@ fn compare_body(c: &Comparison, h: &str, b: &mut String) {
             match cell {
                 Some(cell) => {
                     let r = &cell.result;
+                    let wa = crate::compare::amplification_cell(r);
                     let _ = write!(
                         b,
-                        "<td>{} {}</td>",
+                        "<td>{}{} {}</td>",
                         esc(&units::mb_s_ci(
                             r.throughput.mean,
                             r.throughput.ci95,
                             r.throughput.n
                         )),
+                        if wa.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" <small title=\"write amplification: device bytes written per byte written\">WA {wa}</small>")
+                        },
                         if r.witness.is_some() {
                             badge(r)
                         } else {
@@ -1202,9 +1208,23 @@ fn compare_body(c: &Comparison, h: &str, b: &mut String) {
     }
     let _ = write!(
         b,
-        "<{h}>Per device and filesystem</{h}>{}",
-        crate::compare::study_grid(c).to_html()
+        "<{h}>Per device and filesystem</{h}><p class=\"sub\">{}</p>",
+        esc(crate::study::LEGEND)
     );
+    let devices = crate::compare::study_devices(c);
+    if !devices.is_empty() {
+        b.push_str("<dl class=\"host\">");
+        for (n, what) in &devices {
+            let _ = write!(
+                b,
+                "<dt class=\"mono\">{}</dt><dd>{}</dd>",
+                esc(n),
+                esc(what)
+            );
+        }
+        b.push_str("</dl>");
+    }
+    b.push_str(&crate::compare::study_grid(c, true).to_html());
 }
 
 #[cfg(test)]

@@ -235,10 +235,12 @@ pub fn scaling_text(results: &[&TestResult]) -> String {
     out
 }
 
-/// One row per point of a sweep: throughput, IOPS, p50/p99, speed-up over the first point and
-/// the share of linear scaling it reached.
+/// One row per point of a sweep: throughput, IOPS, p50/p99, speed-up over the first point, the
+/// share of linear scaling it reached and, when the results carry one, the share of the
+/// device's ceiling (on the ceiling's basis: throughput or IOPS).
 pub fn scaling_grid(s: &view::Series) -> Grid {
-    let mut g = Grid::new(&[
+    let any_eff = s.points.iter().any(|r| r.efficiency.is_some());
+    let mut cols = vec![
         (s.axis.name(), Align::Right),
         ("MB/s", Align::Right),
         ("IOPS", Align::Right),
@@ -246,7 +248,11 @@ pub fn scaling_grid(s: &view::Series) -> Grid {
         ("p99 µs", Align::Right),
         ("speed-up", Align::Right),
         ("of linear", Align::Right),
-    ]);
+    ];
+    if any_eff {
+        cols.push(("eff", Align::Right));
+    }
+    let mut g = Grid::new(&cols);
     let first = s.points[0];
     for r in &s.points {
         let speedup = if first.throughput.mean > 0.0 {
@@ -255,7 +261,7 @@ pub fn scaling_grid(s: &view::Series) -> Grid {
             f64::NAN
         };
         let x = s.axis.value(r).max(1) as f64 / s.axis.value(first).max(1) as f64;
-        g.push(vec![
+        let mut row = vec![
             s.axis.value(r).to_string(),
             units::mb_s(r.throughput.mean),
             units::count(r.iops.mean),
@@ -263,7 +269,16 @@ pub fn scaling_grid(s: &view::Series) -> Grid {
             units::us(r.latency_ns.p99 as f64),
             units::ratio(speedup),
             units::pct(speedup / x),
-        ]);
+        ];
+        if any_eff {
+            row.push(
+                r.efficiency
+                    .as_ref()
+                    .map(|e| units::pct(e.share))
+                    .unwrap_or_default(),
+            );
+        }
+        g.push(row);
     }
     g
 }

@@ -4,7 +4,7 @@
 //! thread count or queue depth with the point where scaling stops.
 
 use crate::units;
-use candor_model::{RunDoc, TargetInfo, TestResult};
+use candor_model::{BlockDevice, RunDoc, TargetInfo, TestResult};
 
 /// Coefficient of variation above which repetitions are called noisy.
 pub const NOISY_CV: f64 = 0.10;
@@ -460,6 +460,97 @@ pub fn groups(doc: &RunDoc) -> Vec<Group<'_>> {
     out
 }
 
+/// What a loop device sits on, read back from its description ("loop device backed by FILE on
+/// DISK (MODEL)"): the backing file and, when the run found it, the disk and its model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopBacking {
+    pub file: String,
+    pub disk: Option<(String, String)>,
+}
+
+/// The backing of a loop device; None for any other device.
+pub fn loop_backing(d: &BlockDevice) -> Option<LoopBacking> {
+    if !d.name.starts_with("loop") {
+        return None;
+    }
+    // A description written without the backing file (an older or hand-made result) leaves
+    // only the name to go by.
+    let rest = d.model.strip_prefix("loop device backed by ").unwrap_or("");
+    // The file's path may itself contain " on "; the disk part is the last one.
+    let disk = rest.rfind(" on ").and_then(|i| {
+        let tail = &rest[i + 4..];
+        let (name, model) = match tail.split_once(" (") {
+            Some((n, m)) => (n, m.strip_suffix(')').unwrap_or(m)),
+            None => (tail, ""),
+        };
+        (!name.is_empty() && !name.contains(' ')).then(|| (i, name.to_string(), model.to_string()))
+    });
+    Some(match disk {
+        Some((i, name, model)) => LoopBacking {
+            file: rest[..i].to_string(),
+            disk: Some((name, model)),
+        },
+        None => LoopBacking {
+            file: rest.to_string(),
+            disk: None,
+        },
+    })
+}
+
+/// The disk a device's figures come from: the disk beneath a loop (when known), dm or md
+/// device, or the device itself. Filesystems made side by side on one disk share it.
+pub fn underlying_disk(d: &BlockDevice) -> String {
+    if let Some(b) = loop_backing(d) {
+        return b.disk.map(|(n, _)| n).unwrap_or_else(|| d.name.clone());
+    }
+    let beneath: Vec<&str> = d
+        .counted
+        .iter()
+        .filter(|c| **c != d.name)
+        .map(|c| c.as_str())
+        .collect();
+    if beneath.is_empty() {
+        d.name.clone()
+    } else {
+        beneath.join("+")
+    }
+}
+
+/// "rotational" or "SSD": what the kernel reports. Loop devices report their own flag (1 on
+/// most kernels), so for them only the backing disk's flag, when the run found the disk, says
+/// anything about the hardware.
+fn kind(rotational: bool) -> &'static str {
+    if rotational {
+        "rotational"
+    } else {
+        "SSD"
+    }
+}
+
+/// The device in words, without its size and scheduler: "QEMU HARDDISK, SSD", "loop device
+/// backed by /lab/ext4.img on vda (virtio_blk, rotational)", "loop device backed by /x.img".
+pub fn device_description(d: &BlockDevice) -> String {
+    if let Some(b) = loop_backing(d) {
+        let mut s = "loop device".to_string();
+        if !b.file.is_empty() {
+            s.push_str(&format!(" backed by {}", b.file));
+        }
+        if let Some((disk, model)) = b.disk {
+            if model.is_empty() {
+                s.push_str(&format!(" on {disk} ({})", kind(d.rotational)));
+            } else {
+                s.push_str(&format!(" on {disk} ({model}, {})", kind(d.rotational)));
+            }
+        }
+        return s;
+    }
+    if d.model.is_empty() {
+        kind(d.rotational).to_string()
+    } else {
+        format!("{}, {}", d.model, kind(d.rotational))
+    }
+}
+
 /// "ext4 (rw,relatime) on vda: QEMU HARDDISK, SSD, 64 GiB, mq-deadline".
 pub fn target_line(t: &TargetInfo) -> String {
     let mut s = if t.fs_type.is_empty() {
@@ -484,11 +575,7 @@ pub fn target_line(t: &TargetInfo) -> String {
                         .join("+")
                 ));
             }
-            let mut parts = Vec::new();
-            if !d.model.is_empty() {
-                parts.push(d.model.clone());
-            }
-            parts.push(if d.rotational { "rotational" } else { "SSD" }.to_string());
+            let mut parts = vec![device_description(d)];
             if d.size_bytes > 0 {
                 parts.push(units::size_long(d.size_bytes));
             }
@@ -654,6 +741,40 @@ mod tests {
         assert_eq!(scaling_stop(&[100.0, 190.0, 350.0, 360.0, 365.0]), Some(2));
         assert_eq!(scaling_stop(&[100.0, 105.0]), Some(0));
         assert_eq!(scaling_stop(&[100.0, 200.0, 400.0]), None);
+    }
+
+    #[test]
+    fn a_loop_device_is_named_by_its_backing_not_its_rotational_flag() {
+        let d = BlockDevice {
+            name: "loop2".into(),
+            counted: vec!["loop2".into()],
+            model: "loop device backed by /tmp/a on b/btrfs.img on vda (virtio_blk)".into(),
+            rotational: true,
+            ..Default::default()
+        };
+        let b = loop_backing(&d).expect("a loop device");
+        assert_eq!(b.file, "/tmp/a on b/btrfs.img");
+        assert_eq!(b.disk, Some(("vda".into(), "virtio_blk".into())));
+        assert_eq!(underlying_disk(&d), "vda");
+        assert_eq!(
+            device_description(&d),
+            "loop device backed by /tmp/a on b/btrfs.img on vda (virtio_blk, rotational)"
+        );
+        // Without the backing in its description: still a loop device, nothing more.
+        let bare = BlockDevice {
+            model: String::new(),
+            ..d.clone()
+        };
+        assert_eq!(device_description(&bare), "loop device");
+        assert_eq!(underlying_disk(&bare), "loop2");
+        let disk = BlockDevice {
+            name: "sda".into(),
+            model: "ST4000".into(),
+            rotational: true,
+            ..Default::default()
+        };
+        assert_eq!(loop_backing(&disk), None);
+        assert_eq!(device_description(&disk), "ST4000, rotational");
     }
 
     #[test]

@@ -27,7 +27,23 @@ pub fn histogram(p50_ns: u64, n: u64) -> (HistogramDump, Latency) {
     (h.dump(), h.latency())
 }
 
+/// A target on `dev`. A loop device is described as the run describes one: counted on its
+/// own, its model naming the backing file and the disk beneath it, and that disk's rotational
+/// flag (a virtio disk reports 1).
 pub fn target(path: &str, fs: &str, dev: &str, model: &str, rot: bool) -> TargetInfo {
+    if dev.starts_with("loop") {
+        let mut t = target(path, fs, "vda", model, rot);
+        if let Some(d) = t.device.as_mut() {
+            d.name = dev.into();
+            d.counted = vec![dev.into()];
+            d.model =
+                format!("loop device backed by /var/lab/.candor-lab/{fs}.img on vda (virtio_blk)");
+            d.rotational = true;
+            d.size_bytes = 2 << 30;
+        }
+        t.mount_source = format!("/dev/{dev}");
+        return t;
+    }
     TargetInfo {
         path: path.into(),
         fs_type: fs.into(),
@@ -38,7 +54,7 @@ pub fn target(path: &str, fs: &str, dev: &str, model: &str, rot: bool) -> Target
         total_bytes: 4 << 30,
         device: Some(BlockDevice {
             name: dev.into(),
-            counted: vec![dev.into(), "vda".into()],
+            counted: vec![dev.into()],
             model: model.into(),
             rotational: rot,
             size_bytes: 4 << 30,
@@ -543,6 +559,15 @@ pub fn study_run() -> RunDoc {
         }
         for r in &mut one.results {
             r.target = path.clone();
+            // btrfs writes more than it is asked to (copy-on-write metadata and checksums),
+            // most of all for small random writes.
+            if let (Some(w), "btrfs") = (r.witness.as_mut(), fs) {
+                w.write_amplification = match r.test.as_str() {
+                    "randwrite" => Some(2.94),
+                    "write" => Some(1.31),
+                    _ => None,
+                };
+            }
         }
         d.targets.extend(one.targets);
         d.results.extend(one.results);
