@@ -694,6 +694,45 @@ fn sigint_sigterm_sighup_between_tests() {
     signal_at(libc::SIGHUP, "SIGHUP", Moment::AfterFirstTest);
 }
 
+#[test]
+fn a_second_sigint_exits_at_once_and_clean_finishes_the_job() {
+    // The first SIGINT asks candor to stop cleanly; a second one means "now": candor exits
+    // at once, possibly before its cleanup. Either way the target ends as it was once
+    // `candor clean` has run.
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let before = snapshot(dir.path());
+    let mut child = spawn_run(
+        dir.path(),
+        &[
+            "--tests",
+            "write,randread",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "20",
+        ],
+    );
+    wait_for("a test to start", 60, || data_file_exists(dir.path()));
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.code() == Some(130) || status.signal() == Some(libc::SIGINT),
+        "{status:?}"
+    );
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(run_dirs(dir.path()).is_empty());
+    assert_eq!(snapshot(dir.path()), before);
+}
+
 // ---- I/O errors ----
 
 #[test]
