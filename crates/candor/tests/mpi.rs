@@ -318,3 +318,49 @@ fn stonewall_stops_every_rank_when_the_first_finishes() {
         }
     }
 }
+
+#[test]
+fn reorder_needs_mpi() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = candor()
+        .args(["run", "--reorder", "--quiet", "--file-size", "1m"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--reorder") && err.contains("--mpi"), "{err}");
+}
+
+#[test]
+fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_ranks(4, dir.path(), &["--reorder"]);
+    assert!(doc.mpi.as_ref().unwrap().reorder);
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        let ranks = r.ranks.as_ref().unwrap();
+        for p in ranks["per_rank"].as_array().unwrap() {
+            assert_eq!(
+                p["rep_bytes"],
+                serde_json::json!([8 << 20, 8 << 20]),
+                "{}: rank {} read its partner's whole file",
+                r.test,
+                p["rank"]
+            );
+        }
+        for node in ranks["per_node"].as_array().unwrap() {
+            let hit = node["cache_hit_ratio"].as_f64();
+            let served = node["served_by_cache"].as_bool().unwrap();
+            if r.test.contains("read") && r.intent == "device" {
+                assert_eq!(served, hit.is_some_and(|h| h > 0.5), "{node}");
+            } else {
+                assert!(!served);
+            }
+        }
+    }
+}
