@@ -1141,6 +1141,95 @@ fn verify_finds_a_lost_write_as_stale_or_missing() {
     assert_eq!(v["first_bad_kind"], "stale", "{v}");
 }
 
+/// Keeps the first generation of the file's last record, lets `rewrite` overwrite the
+/// whole file several times, then puts back `range` of the old record while `read`
+/// repeats: what the read finds is an older generation of the right record.
+fn older_generation_put_back(range: std::ops::Range<usize>) -> serde_json::Value {
+    use std::os::unix::fs::FileExt;
+    const SIZE: u64 = 32 << 20;
+    const RS: usize = 4096;
+    let last = SIZE - RS as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let child = spawn_run(
+        dir.path(),
+        &[
+            "--verify",
+            "--tests",
+            "rewrite,read",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "6",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    // The file prepared for rewrite holds generation 1; rewrite goes from the start, so its
+    // last record is still generation 1 when the file is first whole.
+    let mut old = vec![0u8; RS];
+    wait_for("the prepared file", 60, || {
+        for d in run_dirs(dir.path()) {
+            if let Ok(f) = std::fs::File::open(d.join("t0.dat")) {
+                if f.metadata().map(|m| m.len() == SIZE).unwrap_or(false)
+                    && f.read_exact_at(&mut old, last).is_ok()
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    });
+    let gen = u64::from_le_bytes(old[32..40].try_into().unwrap());
+    assert_eq!(gen, 1, "the kept record is the first generation");
+    // rewrite's result is saved once its 6 repetitions are done; read comes next.
+    wait_for("rewrite's result", 120, || {
+        std::fs::read_to_string(&json)
+            .map(|t| t.contains("\"rewrite\""))
+            .unwrap_or(false)
+    });
+    let p = run_dirs(dir.path())
+        .into_iter()
+        .next()
+        .expect("the run is still going")
+        .join("t0.dat");
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.write_all_at(&old[range.clone()], last + range.start as u64)
+        .unwrap();
+    f.sync_all().unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    no_panic(&err);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("data verification failed"), "{err}");
+    let doc = load(&json);
+    let rewrite = &doc.results[0];
+    assert_eq!(rewrite.status, "ok");
+    let read = &doc.results[1];
+    assert_eq!(read.status, "failed");
+    let v = read.verify.clone().unwrap();
+    assert_eq!(v["first_bad_offset"], last, "{v}");
+    v
+}
+
+#[test]
+fn verify_finds_a_stale_record_of_an_older_generation() {
+    let v = older_generation_put_back(0..4096);
+    assert_eq!(v["first_bad_kind"], "stale", "{v}");
+    assert_eq!(v["kinds"]["corruption"], 0, "{v}");
+}
+
+#[test]
+fn verify_finds_a_torn_record() {
+    // Only the second half of the old record lands: a new header over an old tail.
+    let v = older_generation_put_back(2048..4096);
+    assert_eq!(v["first_bad_kind"], "torn", "{v}");
+    assert_eq!(v["kinds"]["corruption"], 0, "{v}");
+}
+
 // ---- symlinks and devices ----
 
 #[test]
