@@ -894,6 +894,27 @@ fn latency(doc: &RunDoc, b: &mut String) {
     }
 }
 
+/// A timeline this long shows a course over time; shorter ones are drawn after the others.
+const MIN_COURSE: usize = 5;
+
+/// A rate of the timeline as steps: each sample is the rate over the interval since the one
+/// before it (the first since the test began), so it is drawn flat over that interval rather
+/// than as a slope between sampling instants.
+fn steps(
+    tl: &[candor_model::TimelinePoint],
+    f: impl Fn(&candor_model::TimelinePoint) -> f64,
+) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(tl.len() * 2);
+    let mut start = 0.0f64;
+    for p in tl {
+        let v = f(p);
+        out.push((start.min(p.t), v));
+        out.push((p.t, v));
+        start = p.t;
+    }
+    out
+}
+
 fn timelines(doc: &RunDoc, b: &mut String) {
     let mut with: Vec<&TestResult> = doc
         .results
@@ -903,11 +924,16 @@ fn timelines(doc: &RunDoc, b: &mut String) {
     if with.is_empty() {
         return;
     }
-    // Flagged results first: they are the ones a reader needs to see.
+    // Contradicted verdicts first (they are the ones a reader needs to see), then timelines
+    // long enough to show a course over time, disturbed ones first; a test over in one or two
+    // samples comes last.
     with.sort_by_key(|r| {
-        !r.witness
-            .as_ref()
-            .is_some_and(|w| w.contradicts_intent || w.disturbed)
+        let w = r.witness.as_ref();
+        (
+            !w.is_some_and(|w| w.contradicts_intent),
+            w.map_or(0, |w| w.timeline.len()) < MIN_COURSE,
+            !w.is_some_and(|w| w.disturbed),
+        )
     });
     let total = with.len();
     with.truncate(MAX_TIMELINES);
@@ -923,7 +949,7 @@ fn timelines(doc: &RunDoc, b: &mut String) {
                 if tl.iter().any(|p| f(p) > 0.0) {
                     series.push(Series {
                         name: name.into(),
-                        points: tl.iter().map(|p| (p.t, f(p) / 1e6)).collect(),
+                        points: steps(tl, |p| f(p) / 1e6),
                         colour: Some(c),
                         wide,
                         ..Default::default()
@@ -980,7 +1006,8 @@ fn timelines(doc: &RunDoc, b: &mut String) {
             esc(&w.explanation),
             fig(
                 c1,
-                "Wide pale lines: what candor asked for; thin lines: what the device did."
+                "Wide pale lines: what candor asked for; thin lines: what the device did. Each step is \
+                 the rate over one sampling interval."
             ),
             fig(
                 c2,
