@@ -364,3 +364,45 @@ fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
         }
     }
 }
+
+#[test]
+fn a_rank_that_cannot_start_stops_every_rank_with_its_sentence() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    // Two programs in one job (MPMD): rank 0 gets a good target, rank 1 one that is missing
+    // on its "node". Every rank must stop before writing anything, and rank 0 says why.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good");
+    std::fs::create_dir(&good).unwrap();
+    let missing = dir.path().join("missing");
+    let bin = env!("CARGO_BIN_EXE_candor");
+    let mut c = Command::new("mpirun");
+    if is_root() {
+        c.arg("--allow-run-as-root");
+    }
+    c.args(["--oversubscribe", "-n", "1", bin, "run", "--mpi", "--quiet"])
+        .args(["--file-size", "1m"])
+        .arg(&good)
+        .args([":", "-n", "1", bin, "run", "--mpi", "--quiet"])
+        .args(["--file-size", "1m"])
+        .arg(&missing);
+    for k in ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"] {
+        c.env_remove(k);
+    }
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("candor:")).collect();
+    assert_eq!(ours.len(), 1, "one sentence, from rank 0: {err}");
+    assert!(
+        ours[0].contains("rank 1 on ") && ours[0].contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&good).unwrap().count(),
+        0,
+        "nothing was written"
+    );
+}
