@@ -64,7 +64,25 @@ struct files_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int flags;
 	struct files_struct *files;
+} __attribute__((preserve_access_index));
+
+#define PF_KTHREAD 0x00200000
+
+struct gendisk {
+	int major;
+	int first_minor;
+} __attribute__((preserve_access_index));
+
+struct request_queue {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request {
+	struct request_queue *q;
+	unsigned int cmd_flags;
+	unsigned long long __sector;
 } __attribute__((preserve_access_index));
 
 #endif

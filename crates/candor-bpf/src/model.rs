@@ -68,6 +68,10 @@ pub fn fill_witness(d: &Snapshot, devices: &[DevId], w: &mut Witness) {
     let wb = d.block_sum(devices, Direction::Write, |o| o == Owner::Writeback);
     w.extra
         .insert("bpf_writeback_bytes".into(), serde_json::json!(wb.bytes));
+    w.extra.insert(
+        "bpf_kernel_thread_bytes".into(),
+        serde_json::json!(d.kernel_bytes(devices)),
+    );
     let mut own = d.block_sum(devices, Direction::Read, Owner::is_own);
     own.add(&d.block_sum(devices, Direction::Write, Owner::is_own));
     if own.issues > 0 {

@@ -138,6 +138,9 @@ pub enum Owner {
     Tracked,
     /// Written back by a kernel thread for an inode the tracked set dirtied.
     Writeback,
+    /// Submitted by a kernel thread outside any inode's writeback: a journal commit,
+    /// filesystem housekeeping. Neither the set's own nor another process's.
+    Kernel,
 }
 
 impl Owner {
@@ -145,13 +148,14 @@ impl Owner {
         match o {
             1 => Owner::Tracked,
             2 => Owner::Writeback,
+            3 => Owner::Kernel,
             _ => Owner::Foreign,
         }
     }
 
     /// True for the tracked set's own traffic (in its context or written back for it).
     pub fn is_own(self) -> bool {
-        !matches!(self, Owner::Foreign)
+        matches!(self, Owner::Tracked | Owner::Writeback)
     }
 }
 
@@ -492,9 +496,19 @@ impl Snapshot {
 
     /// Bytes other processes moved on `devices` (all when empty), every direction.
     pub fn foreign_bytes(&self, devices: &[DevId]) -> u64 {
+        self.bytes_of(devices, Owner::Foreign)
+    }
+
+    /// Bytes kernel threads moved on `devices` outside any inode's writeback (journal
+    /// commits, filesystem housekeeping), every direction.
+    pub fn kernel_bytes(&self, devices: &[DevId]) -> u64 {
+        self.bytes_of(devices, Owner::Kernel)
+    }
+
+    fn bytes_of(&self, devices: &[DevId], owner: Owner) -> u64 {
         [Direction::Read, Direction::Write, Direction::Discard]
             .into_iter()
-            .map(|d| self.block_sum(devices, d, |o| o == Owner::Foreign).bytes)
+            .map(|d| self.block_sum(devices, d, |o| o == owner).bytes)
             .sum()
     }
 }
