@@ -231,7 +231,7 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "no I/O at all: measures candor itself",
         queues: false,
         direct: true,
-        make: || Box::new(null::NullEngine::default()),
+        make: || Box::new(null::NullEngine),
     },
 ];
 
@@ -492,6 +492,19 @@ pub fn full_pio(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pins_to_an_allowed_cpu_and_refuses_others() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty(), "the process may run on no CPU at all?");
+        let first = cpus[0];
+        // In a thread of its own, so the test runner's threads keep their affinity.
+        let got = std::thread::spawn(move || pin_to_cpu(first).map(|_| allowed_cpus()))
+            .join()
+            .unwrap();
+        assert_eq!(got.unwrap(), vec![first]);
+        assert!(pin_to_cpu(libc::CPU_SETSIZE as usize).is_err());
+    }
 
     #[test]
     fn every_engine_name_parses_back() {

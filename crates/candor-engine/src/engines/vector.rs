@@ -22,7 +22,7 @@ impl Engine for VectorEngine {
         self.buf = Some(make_buf(spec)?);
         let rs = spec.record_size;
         let mut pieces = (rs / MIN_PIECE).clamp(1, MAX_IOV);
-        while pieces > 1 && rs % (pieces * 512) != 0 {
+        while pieces > 1 && !rs.is_multiple_of(pieces * 512) {
             pieces -= 1;
         }
         self.pieces = pieces;
