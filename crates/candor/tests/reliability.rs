@@ -1046,7 +1046,7 @@ fn corrupt_during_reads(engine: &[&str], damage: impl Fn(&std::fs::File)) -> can
         "--record-size",
         "4k",
         "--repeat",
-        "15",
+        "30",
         "-o",
         json.to_str().unwrap(),
     ];
@@ -1067,7 +1067,6 @@ fn corrupt_during_reads(engine: &[&str], damage: impl Fn(&std::fs::File)) -> can
         }
         false
     });
-    std::thread::sleep(Duration::from_millis(300));
     let p = file.unwrap();
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -1163,7 +1162,7 @@ fn older_generation_put_back(range: std::ops::Range<usize>) -> serde_json::Value
             "--record-size",
             "4k",
             "--repeat",
-            "6",
+            "10",
             "-o",
             json.to_str().unwrap(),
         ],
@@ -1185,7 +1184,7 @@ fn older_generation_put_back(range: std::ops::Range<usize>) -> serde_json::Value
     });
     let gen = u64::from_le_bytes(old[32..40].try_into().unwrap());
     assert_eq!(gen, 1, "the kept record is the first generation");
-    // rewrite's result is saved once its 6 repetitions are done; read comes next.
+    // rewrite's result is saved once its 10 repetitions are done; read comes next.
     wait_for("rewrite's result", 120, || {
         std::fs::read_to_string(&json)
             .map(|t| t.contains("\"rewrite\""))
