@@ -591,9 +591,23 @@ fn scaling(doc: &RunDoc, b: &mut String) {
             colour: Some(7),
             ..Default::default()
         };
+        // Perfect scaling soon leaves the measured figures far below; it is drawn up to 1.6x
+        // the highest of them (ending where it crosses that line), so the figures keep the
+        // chart's height.
         let ymax = tp.points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.6;
+        let mut clipped: Vec<(f64, f64)> = Vec::new();
+        for p in &linear.points {
+            if p.1 <= ymax {
+                clipped.push(*p);
+            } else {
+                if first > 0.0 {
+                    clipped.push((xs[0] * ymax / first, ymax));
+                }
+                break;
+            }
+        }
         let linear = Series {
-            points: linear.points.into_iter().filter(|p| p.1 <= ymax).collect(),
+            points: clipped,
             ..linear
         };
         let name = s.axis.name();

@@ -308,6 +308,17 @@ pub fn line_chart(c: &LineChart) -> String {
         } else {
             (x_lo, x_hi)
         }
+    } else if c.markers {
+        // Sparse points on a log axis: a margin on both sides, so the first and last markers
+        // and their error bars stand clear of the axes.
+        let base: f64 = if c.x_kind == AxisKind::Log2 {
+            2.0
+        } else {
+            10.0
+        };
+        let (a, b) = (x_lo.log(base), x_hi.log(base));
+        let pad = 0.05 * (b - a);
+        (base.powf(a - pad), base.powf(b + pad))
     } else {
         (x_lo, x_hi)
     };
@@ -377,7 +388,8 @@ pub fn line_chart(c: &LineChart) -> String {
                 }
             }
         }
-        if c.markers {
+        // A dashed line is a reference (perfect scaling), not measured points: no markers.
+        if c.markers && !s.dashed {
             for (x, y) in &pts {
                 let _ = write!(
                     body,
