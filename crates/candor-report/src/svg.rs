@@ -449,6 +449,19 @@ pub fn heatmap(
     let all: Vec<f64> = values.iter().flatten().flatten().cloned().collect();
     let lo = all.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = all.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    // Figures over more than a decade and a half (cached and device-bound cells in one map,
+    // or one outlier) would leave every other cell the same colour on a linear scale: the
+    // colour follows the logarithm then (each cell still carries its figure).
+    let log = lo > 0.0 && hi / lo > 30.0;
+    let shade = |v: f64| {
+        if hi <= lo || !hi.is_finite() {
+            0.5
+        } else if log {
+            (v / lo).ln() / (hi / lo).ln()
+        } else {
+            (v - lo) / (hi - lo)
+        }
+    };
     let mut b = String::new();
     for (i, r) in rows.iter().enumerate() {
         let y = top + ch * i as f64;
@@ -463,8 +476,7 @@ pub fn heatmap(
             let x = left + cw * j as f64;
             match values.get(i).and_then(|v| v.get(j)).copied().flatten() {
                 Some(v) => {
-                    let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
-                    let (fill, dark) = heat(t);
+                    let (fill, dark) = heat(shade(v));
                     let _ = write!(
                         b,
                         "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\"><title>{} {}</title></rect>\
@@ -524,12 +536,13 @@ pub fn heatmap(
     if lo.is_finite() {
         let _ = write!(
             b,
-            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{} to {} {}</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{} to {} {}{}</text>",
             kx + 168.0,
             ky + 9.0,
             esc(&fmt(lo)),
             esc(&fmt(hi)),
-            esc(unit)
+            esc(unit),
+            if log { " (log scale)" } else { "" }
         );
     }
     frame(id, title, w.max(420.0), h, &b)
