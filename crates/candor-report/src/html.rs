@@ -1345,6 +1345,22 @@ mod tests {
     }
 
     #[test]
+    fn timeline_rates_are_flat_over_their_interval() {
+        let tl: Vec<TimelinePoint> = [(0.1, 5.0), (0.2, 7.0)]
+            .iter()
+            .map(|(t, r)| TimelinePoint {
+                t: *t,
+                device_write_bps: *r,
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(
+            steps(&tl, |p| p.device_write_bps),
+            vec![(0.0, 5.0), (0.1, 5.0), (0.1, 7.0), (0.2, 7.0)]
+        );
+    }
+
+    #[test]
     fn an_empty_or_odd_result_still_renders() {
         let mut d = RunDoc::default();
         assert!(render(&d).contains("No results were recorded."));
