@@ -214,6 +214,15 @@ pub trait Coordinator {
     fn read_elsewhere(&mut self, _own: &[PathBuf]) -> Option<Vec<PathBuf>> {
         None
     }
+    /// `--shared-file`: this process's segment number in one file per thread shared by every
+    /// process, and those files (mapped from `own`, its own files' paths); `None` to use
+    /// files of its own. Segment 0's process creates the files.
+    fn shared_segment(&self, _own: &[PathBuf]) -> Option<(u64, Vec<PathBuf>)> {
+        None
+    }
+    /// A barrier passed twice while shared files are prepared: after they are created, and
+    /// after every process has filled its segment.
+    fn files_ready(&mut self) {}
 }
 
 /// Whether a repetition of `point` calls `Coordinator::read_elsewhere`.
@@ -226,6 +235,15 @@ fn may_read_elsewhere(point: &Point, s: &RunSettings) -> bool {
 /// The coordinator's steps of a repetition, for a process that does not run it (its test
 /// failed here), so that the other processes do not wait for it.
 fn pass_repetition(coord: &mut dyn Coordinator, point: &Point, s: &RunSettings) {
+    if point.spec.special == crate::special::Special::None && coord.shared_segment(&[]).is_some() {
+        coord.files_ready();
+        coord.files_ready();
+    }
+    pass_after_prep(coord, point, s);
+}
+
+/// The coordinator's steps that follow the preparation of a repetition.
+fn pass_after_prep(coord: &mut dyn Coordinator, point: &Point, s: &RunSettings) {
     if may_read_elsewhere(point, s) {
         let _ = coord.read_elsewhere(&[]);
     }
@@ -313,6 +331,111 @@ fn fill_file(path: &Path, size: u64, seed: u64) -> Result<(), EngineError> {
     fd.fsync()
 }
 
+/// Creates an empty file of candor's (O_CREAT|O_EXCL), the shared file of `--shared-file`.
+fn create_empty(path: &Path) -> Result<(), EngineError> {
+    let spec = OpenSpec {
+        path: path.to_path_buf(),
+        create: true,
+        write: true,
+        direct: false,
+        osync: false,
+        file_size: 0,
+        record_size: 0,
+        iodepth: 1,
+        seed: 0,
+    };
+    crate::engines::Fd::open(&spec).map(drop)
+}
+
+/// Writes `size` bytes of candor's data at `base` of an existing file (one process's
+/// segment of a shared file), untimed.
+fn fill_segment(path: &Path, base: u64, size: u64, seed: u64) -> Result<(), EngineError> {
+    let spec = OpenSpec {
+        path: path.to_path_buf(),
+        create: false,
+        write: true,
+        direct: false,
+        osync: false,
+        file_size: size,
+        record_size: 0,
+        iodepth: 1,
+        seed,
+    };
+    let fd = crate::engines::Fd::open(&spec)?;
+    let chunk = (1u64 << 20).min(size.max(1)) as usize;
+    let mut off = 0u64;
+    while off < size {
+        let n = ((size - off) as usize).min(chunk);
+        let mut buf = AlignedBuf::new(n, seed).ok_or_else(|| {
+            EngineError::new(
+                "allocate",
+                path,
+                None,
+                std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+            )
+        })?;
+        crate::engines::full_pio(fd.raw(), &mut buf, base + off, true, path)?;
+        off += n as u64;
+        if signals::stop_requested().is_some() {
+            break;
+        }
+    }
+    fd.fsync()
+}
+
+/// `--shared-file`: one file per thread shared by every process, process k working on its
+/// segment [k x file_size, (k + 1) x file_size). Segment 0's process owns the files (in its
+/// run directory) and creates them; the others wait for that, then fill their segments when
+/// the test needs existing data. Both barriers are passed whatever happens here.
+fn prepare_shared(
+    target: &mut Target,
+    point: &Point,
+    s: &RunSettings,
+    seg: u64,
+    paths: &[PathBuf],
+    coord: &mut dyn Coordinator,
+) -> Result<(), EngineError> {
+    let base = seg * point.file_size;
+    let fresh = point.spec.file == FileState::Fresh;
+    let mut res = Ok(());
+    if seg == 0 {
+        for p in paths {
+            if fresh {
+                let _ = std::fs::remove_file(p);
+            }
+            if fresh || std::fs::symlink_metadata(p).is_err() {
+                if let Err(e) = create_empty(p) {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+    }
+    coord.files_ready();
+    if let Some(fsset) = target.files.as_mut() {
+        if fresh {
+            fsset.complete.iter_mut().for_each(|c| *c = false);
+        } else if res.is_ok() {
+            for (i, p) in paths.iter().enumerate() {
+                let ok = fsset.complete[i]
+                    && std::fs::symlink_metadata(p)
+                        .map(|m| m.len() >= base + point.file_size)
+                        .unwrap_or(false);
+                if !ok {
+                    let seed = s.seed ^ i as u64 ^ (seg << 20);
+                    if let Err(e) = fill_segment(p, base, point.file_size, seed) {
+                        res = Err(e);
+                        break;
+                    }
+                    fsset.complete[i] = true;
+                }
+            }
+        }
+    }
+    coord.files_ready();
+    res
+}
+
 /// Writes back and drops a file's cached pages (fdatasync + POSIX_FADV_DONTNEED).
 fn drop_file_cache(path: &Path) {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
@@ -386,7 +509,21 @@ fn run_repetition(
     let direct = s.direct && entry(point.engine).direct;
 
     // ---- untimed preparation ----
+    let shared = coord.shared_segment(&paths);
+    let sharing = shared.is_some();
+    let shared_base = shared.as_ref().map_or(0, |(seg, _)| seg * point.file_size);
+    let paths = match shared {
+        Some((seg, spaths)) => {
+            if let Err(e) = prepare_shared(target, point, s, seg, &spaths, coord) {
+                pass_after_prep(coord, point, s);
+                return Err(e);
+            }
+            spaths
+        }
+        None => paths,
+    };
     match spec.file {
+        _ if sharing => {}
         FileState::Fresh => {
             if let Some(fsset) = target.files.as_mut() {
                 for (i, n) in fsset.names.iter().enumerate() {
@@ -465,7 +602,7 @@ fn run_repetition(
         for (i, path) in paths.iter().enumerate() {
             let open = OpenSpec {
                 path: path.clone(),
-                create: spec.file == FileState::Fresh,
+                create: spec.file == FileState::Fresh && !sharing,
                 write: is_write,
                 direct,
                 osync: s.osync,
@@ -525,6 +662,7 @@ fn run_repetition(
                         stop,
                         deadline_ns: deadline_holder.get().copied(),
                         verify: file_verify.as_deref(),
+                        base: shared_base,
                     };
                     out.t_start = now_ns();
                     let mut r = engine.run(&job, &mut out.stats);

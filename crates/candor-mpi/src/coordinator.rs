@@ -128,16 +128,19 @@ pub struct MpiCoordinator<'w> {
     topo: &'w Topology,
     t0_ns: u64,
     reorder: bool,
+    shared_file: bool,
 }
 
 impl<'w> MpiCoordinator<'w> {
     /// `reorder`: device-meant reads read the partner rank's files (`reorder_partner`).
-    pub fn new(world: &'w World, topo: &'w Topology, reorder: bool) -> Self {
+    /// `shared_file`: every rank works on its segment of rank 0's files.
+    pub fn new(world: &'w World, topo: &'w Topology, reorder: bool, shared_file: bool) -> Self {
         MpiCoordinator {
             world,
             topo,
             t0_ns: 0,
             reorder,
+            shared_file,
         }
     }
 }
@@ -192,6 +195,28 @@ impl Coordinator for MpiCoordinator<'_> {
 
     fn stonewall(&mut self, stop: &AtomicBool) -> bool {
         self.world.first_done(stop)
+    }
+
+    fn shared_segment(&self, own: &[PathBuf]) -> Option<(u64, Vec<PathBuf>)> {
+        if !self.shared_file {
+            return None;
+        }
+        let me = self.world.rank();
+        let files = own
+            .iter()
+            .map(|p| {
+                if me == 0 {
+                    Some(p.clone())
+                } else {
+                    partner_path(p, me, 0)
+                }
+            })
+            .collect::<Option<Vec<PathBuf>>>()?;
+        Some((me as u64, files))
+    }
+
+    fn files_ready(&mut self) {
+        self.world.barrier();
     }
 
     fn read_elsewhere(&mut self, own: &[PathBuf]) -> Option<Vec<PathBuf>> {

@@ -406,3 +406,53 @@ fn a_rank_that_cannot_start_stops_every_rank_with_its_sentence() {
         "nothing was written"
     );
 }
+
+#[test]
+fn shared_file_gives_every_rank_its_segment_of_one_file() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_ranks(4, dir.path(), &["--shared-file"]);
+    assert!(doc.mpi.as_ref().unwrap().shared_file);
+    for r in &doc.results {
+        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        for p in r.ranks.as_ref().unwrap()["per_rank"].as_array().unwrap() {
+            assert_eq!(p["rep_bytes"], serde_json::json!([8 << 20, 8 << 20]));
+        }
+        // The reads were of data the ranks wrote into their segments: had a segment been
+        // a hole, the device would have read nothing for it.
+        if r.test == "read" {
+            let w = r.witness.as_ref().unwrap();
+            assert_eq!(w.app.read_bytes, 4 * 2 * (8 << 20));
+        }
+    }
+}
+
+#[test]
+fn shared_file_refuses_the_tests_that_cannot_address_a_segment() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = mpirun(
+        2,
+        &[
+            dir.path().to_str().unwrap(),
+            "--shared-file",
+            "--tests",
+            "fwrite",
+            "--file-size",
+            "1m",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--shared-file") && err.contains("fwrite"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{err}");
+}

@@ -53,6 +53,9 @@ pub struct Job<'a> {
     /// `--verify`: stamp each record before it is written, check each record read. `None`
     /// costs the engines one predictable branch per I/O.
     pub verify: Option<&'a crate::verify::FileVerify>,
+    /// Where this thread's region of the file starts: 0, or a process's segment of a file
+    /// shared by several processes (`--shared-file` over MPI).
+    pub base: u64,
 }
 
 impl Job<'_> {
@@ -68,7 +71,7 @@ impl Job<'_> {
 
     #[inline(always)]
     pub fn offset(&self, i: u64) -> u64 {
-        self.pattern.at(i) * self.record_size as u64
+        self.base + self.pattern.at(i) * self.record_size as u64
     }
 
     #[inline(always)]
@@ -527,6 +530,7 @@ mod tests {
             stop: &stop,
             deadline_ns: None,
             verify: None,
+            base: 0,
         };
         let writes = (0..10_000).filter(|&i| job.is_write(i)).count();
         assert!(

@@ -171,6 +171,11 @@ pub struct Args {
     #[arg(long)]
     pub reorder: bool,
 
+    /// With --mpi: one file per thread shared by all ranks, each rank on its own segment
+    /// (IOR's default N-1 layout) instead of a file per rank; needs a shared target.
+    #[arg(long)]
+    pub shared_file: bool,
+
     /// Entries per thread for the metadata tests (create, stat, open, readdir, unlink,
     /// mkdir, rmdir).
     #[arg(long, value_name = "N", default_value_t = 1000)]
@@ -1032,9 +1037,9 @@ pub fn run(a: Args) -> CmdResult {
     if a.mpi {
         return mpi::run(a);
     }
-    if a.reorder {
+    if a.reorder || a.shared_file {
         return Err(usage(
-            "--reorder reads another MPI rank's files and needs --mpi: run it as `mpirun -n 4 candor run --mpi --reorder ...`",
+            "--reorder and --shared-file arrange files between MPI ranks and need --mpi: run it as `mpirun -n 4 candor run --mpi ...`",
         ));
     }
     run_with(a, None)
@@ -1143,6 +1148,9 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         .map(|t| candor_witness::describe_target(t))
         .collect();
     let mut planned = mpi::agree(mpi, plan(&a, &infos, &dirs))?;
+    if a.shared_file {
+        mpi::check_shared_plan(&planned.points)?;
+    }
     if a.verify {
         planned.settings.verify = Some(VerifyConfig::new(&id, a.seed));
     }
@@ -1151,7 +1159,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     doc.host = candor_witness::describe_host();
     doc.targets = infos;
     doc.options = options_map(&a, &planned, &format_name);
-    doc.mpi = mpi.map(|m| m.info(a.reorder));
+    doc.mpi = mpi.map(|m| m.info(a.reorder, a.shared_file));
     doc.warnings.extend(planned.notes.iter().cloned());
     for n in planned.notes.iter().filter(|_| mpi::is_root(mpi)) {
         eprintln!("candor: {n}");
@@ -1287,7 +1295,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
                 &planned.settings,
                 &mut progress,
                 &mut sink,
-                &mut m.coordinator(a.reorder),
+                &mut m.coordinator(a.reorder, a.shared_file),
             ),
         }
     };

@@ -22,12 +22,12 @@ impl Session {
         Ok(Session { world, topo })
     }
 
-    pub fn coordinator(&self, reorder: bool) -> candor_mpi::MpiCoordinator<'_> {
-        candor_mpi::MpiCoordinator::new(&self.world, &self.topo, reorder)
+    pub fn coordinator(&self, reorder: bool, shared: bool) -> candor_mpi::MpiCoordinator<'_> {
+        candor_mpi::MpiCoordinator::new(&self.world, &self.topo, reorder, shared)
     }
 
-    pub fn info(&self, reorder: bool) -> MpiInfo {
-        self.topo.info(false, reorder)
+    pub fn info(&self, reorder: bool, shared: bool) -> MpiInfo {
+        self.topo.info(shared, reorder)
     }
 
     fn node_of(&self, rank: usize) -> String {
@@ -45,6 +45,11 @@ pub fn run(a: super::Args) -> CmdResult {
     if a.reorder && a.verify {
         return Err(Failure::usage(
             "--reorder reads other ranks' files, which --verify cannot check (each rank knows only what it wrote): drop one of them",
+        ));
+    }
+    if a.shared_file && (a.reorder || a.verify) {
+        return Err(Failure::usage(
+            "--shared-file cannot go with --reorder or --verify yet: each rank reads back and checks only its own segment; drop one of them",
         ));
     }
     let session = Session::start()?;
@@ -103,6 +108,23 @@ pub fn agree<T>(s: Option<&Session>, mine: Result<T, Failure>) -> Result<T, Fail
         });
     }
     mine
+}
+
+/// `--shared-file` needs engines that write at an offset: the stdio and mmap tests cannot
+/// work on one segment of a file.
+pub fn check_shared_plan(points: &[candor_engine::plan::Point]) -> Result<(), Failure> {
+    use candor_engine::engines::EngineKind;
+    match points
+        .iter()
+        .find(|p| matches!(p.engine, EngineKind::Stdio | EngineKind::Mmap))
+    {
+        Some(p) => Err(Failure::usage(format!(
+            "--shared-file gives each rank a segment of one file, which the {} test ({} engine) cannot address: leave it out of --tests or drop --shared-file",
+            p.spec.name,
+            p.engine.name()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The merged result's sentences about the ranks (lagging ranks, node caches), for the
