@@ -1092,7 +1092,9 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         None | Some("auto") => None,
         Some(t) => Some(crate::efficiency::parse_spec(t).map_err(usage)?),
     };
-    if let Some(out) = &a.output {
+    // Over MPI only rank 0 saves: a path that exists only on rank 0's node must not stop
+    // the other ranks before they have agreed to stop together.
+    if let Some(out) = a.output.as_ref().filter(|_| mpi::is_root(mpi)) {
         if out.is_dir() {
             return Err(usage(format!(
                 "{} is a directory: give a file name for the JSON result",
