@@ -276,12 +276,19 @@ fn summary(doc: &RunDoc, b: &mut String) {
         let (notes, refs) = view::number_notes(&g.results, next);
         next += notes.len();
         let any_eff = g.results.iter().any(|r| r.efficiency.is_some());
+        let io = view::show_io(&g.results);
         b.push_str(if g.results.len() > 30 {
             "<div class=\"scroll\">"
         } else {
             "<div>"
         });
-        b.push_str("<table class=\"res\"><tr><th class=\"l\">test</th><th>file</th><th>record</th><th>threads</th><th>QD</th><th>MB/s (95% CI)</th><th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device MB/s</th>");
+        b.push_str("<table class=\"res\"><tr><th class=\"l\">test</th><th>file</th><th>record</th><th>threads</th><th>QD</th>");
+        if io {
+            b.push_str("<th class=\"l\">engine</th>");
+        }
+        b.push_str(
+            "<th>MB/s (95% CI)</th><th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device MB/s</th>",
+        );
         if any_eff {
             b.push_str("<th>efficiency</th>");
         }
@@ -290,19 +297,30 @@ fn summary(doc: &RunDoc, b: &mut String) {
             let flag = r.witness.as_ref().is_some_and(|w| w.contradicts_intent) || view::failed(r);
             let _ = write!(
                 b,
-                "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
                 if flag { " class=\"flag\"" } else { "" },
                 esc(&r.test),
                 view::size_cell(r.file_size),
                 view::size_cell(r.record_size),
                 r.threads.max(1),
                 r.iodepth.max(1),
+            );
+            if io {
+                let _ = write!(b, "<td class=\"l\">{}</td>", esc(&view::io_cell(r)));
+            }
+            let _ = write!(
+                b,
+                "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
                 if view::failed(r) {
                     "failed".to_string()
                 } else {
                     esc(&view::throughput_cell(r))
                 },
-                if view::failed(r) { "-".into() } else { units::count(r.iops.mean) },
+                if view::failed(r) {
+                    "-".into()
+                } else {
+                    units::count(r.iops.mean)
+                },
                 units::us(r.latency_ns.p50 as f64),
                 units::us(r.latency_ns.p99 as f64),
                 view::device_bps(r).map(units::mb_s).unwrap_or("-".into()),

@@ -153,14 +153,18 @@ pub fn cores(cores: u32, threads: u32) -> String {
 pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<Note>) {
     let any_flushless = results.iter().any(|r| flushless(r).is_some());
     let any_eff = results.iter().any(|r| r.efficiency.is_some());
+    let io = view::show_io(results);
     let mut cols: Vec<(&str, Align)> = vec![
         ("test", Align::Left),
         ("file", Align::Right),
         ("rec", Align::Right),
         ("thr", Align::Right),
         ("QD", Align::Right),
-        ("MB/s (95% CI)", Align::Right),
     ];
+    if io {
+        cols.push(("engine", Align::Left));
+    }
+    cols.push(("MB/s (95% CI)", Align::Right));
     if any_flushless {
         cols.push(("no-flush MB/s", Align::Right));
     }
@@ -184,6 +188,9 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
             r.threads.max(1).to_string(),
             r.iodepth.max(1).to_string(),
         ];
+        if io {
+            row.push(view::io_cell(r));
+        }
         if view::failed(r) {
             // A failed test has no figures; its row stays so the failure is seen.
             row.push("failed".into());

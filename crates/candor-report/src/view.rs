@@ -108,6 +108,31 @@ pub fn throughput_cell(r: &TestResult) -> String {
     units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n)
 }
 
+/// How the test did its I/O: "psync", "io_uring direct", "sync osync".
+pub fn io_cell(r: &TestResult) -> String {
+    let mut s = if r.engine.is_empty() {
+        "-".to_string()
+    } else {
+        r.engine.clone()
+    };
+    if r.direct {
+        s.push_str(" direct");
+    }
+    if r.osync {
+        s.push_str(" osync");
+    }
+    s
+}
+
+/// True when any result did its I/O in another way than buffered psync (the plain way): then
+/// tables say how, so an O_DIRECT or io_uring figure is not read as a buffered one.
+pub fn show_io(results: &[&TestResult]) -> bool {
+    results.iter().any(|r| {
+        let plain_engine = r.engine.is_empty() || r.engine == "psync";
+        !plain_engine || r.direct || r.osync
+    })
+}
+
 /// True when the result is not ok.
 pub fn failed(r: &TestResult) -> bool {
     !(r.status.is_empty() || r.status == "ok")
