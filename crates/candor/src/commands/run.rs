@@ -1092,25 +1092,24 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         None | Some("auto") => None,
         Some(t) => Some(crate::efficiency::parse_spec(t).map_err(usage)?),
     };
-    // Over MPI only rank 0 saves: a path that exists only on rank 0's node must not stop
-    // the other ranks before they have agreed to stop together.
-    if let Some(out) = a.output.as_ref().filter(|_| mpi::is_root(mpi)) {
-        if out.is_dir() {
-            return Err(usage(format!(
-                "{} is a directory: give a file name for the JSON result",
-                out.display()
-            )));
-        }
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if !parent.is_dir() {
-                return Err(usage(format!(
-                    "cannot save to {}: the directory {} does not exist",
-                    out.display(),
-                    parent.display()
-                )));
-            }
-        }
-    }
+    // Over MPI only rank 0 saves, so only it checks the path; the ranks then agree, so that
+    // no rank stops alone and leaves the others waiting.
+    let output_ok = match a.output.as_ref().filter(|_| mpi::is_root(mpi)) {
+        Some(out) if out.is_dir() => Err(usage(format!(
+            "{} is a directory: give a file name for the JSON result",
+            out.display()
+        ))),
+        Some(out) => match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) if !parent.is_dir() => Err(usage(format!(
+                "cannot save to {}: the directory {} does not exist",
+                out.display(),
+                parent.display()
+            ))),
+            _ => Ok(()),
+        },
+        None => Ok(()),
+    };
+    mpi::agree(mpi, output_ok)?;
     let targets: Vec<PathBuf> = if a.targets.is_empty() {
         vec![PathBuf::from(".")]
     } else {
