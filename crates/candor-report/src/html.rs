@@ -35,7 +35,7 @@ table.res th,table.res td{padding:4px 8px;border-bottom:1px solid var(--line);te
 table.res th{background:var(--soft);font-weight:600;white-space:nowrap}
 .scroll{max-height:760px;overflow:auto;border:1px solid var(--line);border-radius:6px}
 .scroll table.res{margin:0}.scroll table.res tr:first-child th{position:sticky;top:0;z-index:1}
-table.res td.l,table.res th.l{text-align:left}
+table.res td.l,table.res th.l{text-align:left}table.res td.nw{white-space:nowrap}
 table.res tr.flag td{background:#fff4e5}
 table.res td.expl{color:var(--muted);min-width:300px;max-width:460px;text-align:left;font-size:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
@@ -306,7 +306,7 @@ fn summary(doc: &RunDoc, b: &mut String) {
                 r.iodepth.max(1),
             );
             if io {
-                let _ = write!(b, "<td class=\"l\">{}</td>", esc(&view::io_cell(r)));
+                let _ = write!(b, "<td class=\"l nw\">{}</td>", esc(&view::io_cell(r)));
             }
             let _ = write!(
                 b,
