@@ -1086,6 +1086,11 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
             "--duration is not available with --mpi: repeat the MPI job instead",
         ));
     }
+    if a.verify && (a.shared_file || a.reorder) {
+        return Err(usage(
+            "--verify follows the records each process writes in its own files, and with --shared-file or --reorder ranks read what others wrote: drop one of them",
+        ));
+    }
     let pattern = BufferPattern::parse(&a.buffer_pattern).map_err(usage)?;
     candor_engine::verify::set_buffer_pattern(pattern);
     let given_spec = match a.device_spec.as_deref() {
