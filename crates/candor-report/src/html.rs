@@ -469,6 +469,12 @@ fn size_sets(doc: &RunDoc) -> Vec<(String, Vec<&TestResult>)> {
     sets
 }
 
+/// A set's name for a chart title: without the target's path (the heading above the charts
+/// carries it), so the title fits.
+fn short_title(name: &str) -> &str {
+    name.split(" on ").next().unwrap_or(name)
+}
+
 fn surfaces(doc: &RunDoc, b: &mut String) {
     let sets: Vec<_> = size_sets(doc)
         .into_iter()
@@ -503,7 +509,7 @@ fn surfaces(doc: &RunDoc, b: &mut String) {
             .collect();
         let heat = svg::heatmap(
             &format!("heat-{i}"),
-            &format!("{name}: MB/s"),
+            &format!("{}: MB/s", short_title(name)),
             "file size",
             "record size",
             &files.iter().map(|f| units::size(*f)).collect::<Vec<_>>(),
@@ -533,21 +539,43 @@ fn surfaces(doc: &RunDoc, b: &mut String) {
         } else {
             "One line per file size.".to_string()
         };
-        let series: Vec<Series> = shown
-            .iter()
-            .map(|f| Series {
-                name: format!("file {}", units::size(*f)),
-                points: recs
+        // One record size: a line over record size would be a column of dots, so the line
+        // runs over file size instead.
+        let over_files = recs.len() == 1;
+        let series: Vec<Series> = if over_files {
+            vec![Series {
+                name: format!("record {}", units::size(recs[0])),
+                points: files
                     .iter()
-                    .filter_map(|rec| get(*f, *rec).map(|v| (*rec as f64 / 1024.0, v)))
+                    .filter_map(|f| get(*f, recs[0]).map(|v| (*f as f64 / 1024.0, v)))
                     .collect(),
                 ..Default::default()
-            })
-            .collect();
+            }]
+        } else {
+            shown
+                .iter()
+                .map(|f| Series {
+                    name: format!("file {}", units::size(*f)),
+                    points: recs
+                        .iter()
+                        .filter_map(|rec| get(*f, *rec).map(|v| (*rec as f64 / 1024.0, v)))
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let (by, lines_caption) = if over_files {
+            (
+                "file size",
+                "One record size ran: the line follows the file size.".to_string(),
+            )
+        } else {
+            ("record size", lines_caption)
+        };
         let lines = svg::line_chart(&LineChart {
             id: format!("size-{i}"),
-            title: format!("{name}: MB/s by record size"),
-            x_label: "record size".into(),
+            title: format!("{}: MB/s by {by}", short_title(name)),
+            x_label: by.into(),
             y_label: "throughput, MB/s".into(),
             x_kind: AxisKind::Log2,
             y_kind: AxisKind::Linear,
@@ -882,7 +910,7 @@ fn latency(doc: &RunDoc, b: &mut String) {
         }
         let c1 = svg::line_chart(&LineChart {
             id: format!("lat-hist-{i}"),
-            title: format!("{name}: latency histogram"),
+            title: format!("{}: latency histogram", short_title(name)),
             x_label: "latency per operation, µs (log)".into(),
             y_label: "share of operations, %".into(),
             x_kind: AxisKind::Log10,
@@ -896,7 +924,7 @@ fn latency(doc: &RunDoc, b: &mut String) {
         });
         let c2 = svg::line_chart(&LineChart {
             id: format!("lat-pct-{i}"),
-            title: format!("{name}: latency percentiles"),
+            title: format!("{}: latency percentiles", short_title(name)),
             x_label: "percentile".into(),
             y_label: "latency, µs (log)".into(),
             x_kind: AxisKind::Linear,
