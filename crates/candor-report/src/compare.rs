@@ -727,6 +727,8 @@ fn json(c: &Comparison) -> String {
             json!({
                 "side": s.letter,
                 "source": s.source,
+                "file": s.file,
+                "path": s.path,
                 "target": s.target,
                 "mpi_ranks": s.mpi_ranks,
             })
