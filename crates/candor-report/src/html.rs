@@ -1022,6 +1022,48 @@ fn timelines(doc: &RunDoc, b: &mut String) {
         add("application read", |p| p.app_read_bps, 2, true);
         add("device write", |p| p.device_write_bps, 0, false);
         add("device read", |p| p.device_read_bps, 3, false);
+        // I/O that does not pass through read(2)/write(2) (io_uring, mmap) is not counted in
+        // /proc/self/io, so the timeline has no application rate: the mean rate of the
+        // repetition the timeline belongs to (the last one) stands in, dashed and named so.
+        let sampled_app = tl
+            .iter()
+            .any(|p| p.app_read_bps > 0.0 || p.app_write_bps > 0.0);
+        let mut caption =
+            "Wide pale lines: what candor asked for; thin lines: what the device did. \
+                           Each step is the rate over one sampling interval."
+                .to_string();
+        let last_rep = r
+            .reps
+            .last()
+            .filter(|p| p.seconds > 0.0 && p.bytes > 0)
+            .map(|p| p.bytes as f64 / p.seconds);
+        let (app_mean, over) = match last_rep {
+            Some(x) => (x, "the last repetition (this timeline's)"),
+            None => (r.throughput.mean, "the test"),
+        };
+        if !sampled_app && app_mean > 0.0 && (w.app.read_bytes > 0 || w.app.write_bytes > 0) {
+            let end = tl.last().map_or(0.0, |p| p.t);
+            series.insert(
+                0,
+                Series {
+                    name: format!("application, mean over {over}"),
+                    points: vec![(0.0, app_mean / 1e6), (end, app_mean / 1e6)],
+                    dashed: true,
+                    colour: Some(if w.app.write_bytes > 0 { 1 } else { 2 }),
+                    ..Default::default()
+                },
+            );
+            caption = format!(
+                "The application's own rate was not sampled: {} I/O does not pass through \
+                 read(2)/write(2), which /proc/self/io counts. Dashed: its mean over {over}; thin \
+                 lines: what the device did, each step the rate over one sampling interval.",
+                if r.engine.is_empty() {
+                    "this engine's"
+                } else {
+                    r.engine.as_str()
+                }
+            );
+        }
         let c1 = svg::line_chart(&LineChart {
             id: format!("tl-io-{i}"),
             title: format!("{}: application vs device", view::label(r)),
@@ -1064,11 +1106,7 @@ fn timelines(doc: &RunDoc, b: &mut String) {
             esc(&view::label(r)),
             badge(r),
             esc(&w.explanation),
-            fig(
-                c1,
-                "Wide pale lines: what candor asked for; thin lines: what the device did. Each step is \
-                 the rate over one sampling interval."
-            ),
+            fig(c1, &caption),
             fig(
                 c2,
                 "Dirty: written by applications, not yet on the device (/proc/meminfo Dirty)."
