@@ -92,6 +92,7 @@ impl Source for Bpf {
             devices: self.devices.clone(),
             begin: snapshot(&self.tracer),
             window: None,
+            last: None,
         })
     }
 }
@@ -101,6 +102,7 @@ struct BpfProbe {
     devices: Vec<DevId>,
     begin: Result<Snapshot, String>,
     window: Option<Result<Snapshot, String>>,
+    last: Option<Result<Snapshot, String>>,
 }
 
 impl Probe for BpfProbe {
@@ -108,8 +110,12 @@ impl Probe for BpfProbe {
         self.window = Some(snapshot(&self.tracer));
     }
 
+    fn before_last(&mut self) {
+        self.last = Some(snapshot(&self.tracer));
+    }
+
     fn finish(&mut self, facts: &mut Facts, w: &mut candor_model::Witness) {
-        let last = snapshot(&self.tracer);
+        let last = self.last.take().unwrap_or_else(|| snapshot(&self.tracer));
         let (begin, last) = match (&self.begin, last) {
             (Ok(b), Ok(l)) => (b, l),
             (Err(e), _) => return no_exact(w, e),

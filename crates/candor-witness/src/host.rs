@@ -225,6 +225,18 @@ pub struct Placement {
     pub backing: Option<crate::device::Resolved>,
 }
 
+/// The mount's own options, then the filesystem's (superblock) options that add something:
+/// "rw,relatime" and "rw,discard" make "rw,relatime,discard".
+pub fn merge_options(mount: &str, superblock: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for o in mount.split(',').chain(superblock.split(',')) {
+        if !o.is_empty() && !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    out.join(",")
+}
+
 /// Finds the mount and block devices under `path` (which must exist).
 pub fn place(path: &Path) -> Option<Placement> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -271,11 +283,7 @@ pub fn describe_target(path: &Path) -> TargetInfo {
         t.fs_type = p.mount.fs_type.clone();
         t.mount_point = p.mount.mount_point.clone();
         t.mount_source = p.mount.source.clone();
-        t.mount_options = if p.mount.super_options.is_empty() {
-            p.mount.options.clone()
-        } else {
-            format!("{},{}", p.mount.options, p.mount.super_options)
-        };
+        t.mount_options = merge_options(&p.mount.options, &p.mount.super_options);
         t.device = p
             .device
             .as_ref()
@@ -295,6 +303,18 @@ fn space(path: &Path) -> Option<(u64, u64)> {
     }
     let frsize = s.f_frsize as u64;
     Some((s.f_bavail as u64 * frsize, s.f_blocks as u64 * frsize))
+}
+
+#[cfg(test)]
+mod merge_tests {
+    #[test]
+    fn options_are_merged_without_repeats() {
+        assert_eq!(
+            super::merge_options("rw,relatime", "rw,discard,resv_strict"),
+            "rw,relatime,discard,resv_strict"
+        );
+        assert_eq!(super::merge_options("ro", ""), "ro");
+    }
 }
 
 #[cfg(test)]

@@ -193,8 +193,9 @@ impl Witness {
         }
         // Residency first and the sample last, so the sample sits next to the timed region.
         let cache_before = filecache::residency(&files);
-        let probe = self.source.as_ref().map(|s| s.start(&files));
         let begin = Sample::take(&self.devices);
+        // The probe starts after the sample, so its figures hold the test, not the witness.
+        let probe = self.source.as_ref().map(|s| s.start(&files));
         let sampler = Sampler::start(&begin, self.devices.clone(), self.config.interval);
         Watch {
             source: self.source.clone(),
@@ -218,11 +219,11 @@ impl Watch {
         if self.source.is_none() || self.end.is_some() {
             return;
         }
-        let devices = devices_of(&self.placement);
-        let s = Sample::take(&devices);
         if let Some(p) = self.probe.as_mut() {
             p.timed_end();
         }
+        let devices = devices_of(&self.placement);
+        let s = Sample::take(&devices);
         self.timeline = self.sampler.stop(&s);
         self.end = Some(s);
         self.cache_end = Some(filecache::residency(&self.files));
@@ -249,6 +250,9 @@ impl Watch {
         };
         // A runner that did not mark the end of the timed region gets the end here.
         self.timed_end();
+        if let Some(p) = self.probe.as_mut() {
+            p.before_last();
+        }
         let devices = devices_of(&self.placement);
         let last = Sample::take(&devices);
         let end = self.end.clone().unwrap_or_else(|| last.clone());

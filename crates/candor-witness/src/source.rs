@@ -12,14 +12,17 @@ use std::path::PathBuf;
 pub trait Source: Send + Sync {
     /// The value of `witness.source` ("procfs", "bpf").
     fn name(&self) -> &'static str;
-    /// Starts observing one repetition (called just before the begin sample).
+    /// Starts observing one repetition (called just after the begin sample, so the
+    /// witness's own reading of /proc is not counted as the test's system calls).
     fn start(&self, files: &[PathBuf]) -> Box<dyn Probe>;
 }
 
 /// The observation of one repetition by a source.
 pub trait Probe: Send {
-    /// The timed region has ended (called right after the timed-end sample).
+    /// The timed region has ended (called right before the timed-end sample).
     fn timed_end(&mut self) {}
+    /// The runner has flushed; the last procfs sample comes right after this call.
+    fn before_last(&mut self) {}
     /// The repetition is over and the procfs facts are gathered: a source may replace the
     /// estimated attribution (`facts.exact`) and add the figures only it has (`syscalls`,
     /// `block`, `cache_misses`, `extra`) to the witness, before the verdict is derived.
