@@ -1126,6 +1126,11 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
             .iter()
             .try_for_each(|t| check_target(t, a.allow_device_writes)),
     )?;
+    // Results and reports name each target by its full path ("." says nothing in a report).
+    let targets: Vec<PathBuf> = targets
+        .into_iter()
+        .map(|t| std::fs::canonicalize(&t).unwrap_or(t))
+        .collect();
     signals::install();
 
     // Stale run directories of killed runs go first (only candor's, by their marker).
