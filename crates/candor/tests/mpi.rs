@@ -394,12 +394,14 @@ fn a_rank_that_cannot_start_stops_every_rank_with_its_sentence() {
     let out = c.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("candor:")).collect();
-    assert_eq!(ours.len(), 1, "one sentence, from rank 0: {err}");
-    assert!(
-        ours[0].contains("rank 1 on ") && ours[0].contains("does not exist"),
-        "{err}"
+    // mpirun interleaves the ranks' stderr with its own notices, so count the sentence
+    // rather than lines.
+    assert_eq!(
+        err.matches("does not exist").count(),
+        1,
+        "one sentence, from rank 0: {err}"
     );
+    assert!(err.contains("rank 1 on "), "{err}");
     assert_eq!(
         std::fs::read_dir(&good).unwrap().count(),
         0,
@@ -455,4 +457,28 @@ fn shared_file_refuses_the_tests_that_cannot_address_a_segment() {
         "{err}"
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{err}");
+}
+
+#[test]
+fn a_bad_output_path_stops_every_rank_with_one_sentence() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("no-such-dir").join("out.json");
+    let out = mpirun(
+        2,
+        &[
+            dir.path().to_str().unwrap(),
+            "--file-size",
+            "1m",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("does not exist").count(), 1, "{err}");
+    assert!(err.contains("cannot save to"), "{err}");
 }
