@@ -44,8 +44,9 @@ fn page_size() -> u64 {
     }
 }
 
-/// cachestat on a whole file: (resident pages, dirty pages), or None when the kernel lacks it.
-fn cachestat(f: &std::fs::File) -> Option<(u64, u64)> {
+/// cachestat(2) on a whole file: (resident pages, dirty or under-writeback pages); the error
+/// is the kernel's (ENOSYS before Linux 6.5, EOPNOTSUPP on some filesystems).
+pub fn cachestat(f: &std::fs::File) -> std::io::Result<(u64, u64)> {
     let range = CachestatRange { off: 0, len: 0 }; // len 0 = to the end of the file
     let mut cs = Cachestat::default();
     // SAFETY: the fd is open for the call's duration; range and cs are valid for the kernel
@@ -59,7 +60,11 @@ fn cachestat(f: &std::fs::File) -> Option<(u64, u64)> {
             0u32,
         )
     };
-    (r == 0).then_some((cs.nr_cache, cs.nr_dirty + cs.nr_writeback))
+    if r == 0 {
+        Ok((cs.nr_cache, cs.nr_dirty + cs.nr_writeback))
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// mincore on a shared read-only mapping of the file: resident pages.
@@ -104,7 +109,7 @@ pub fn residency(files: &[PathBuf]) -> Residency {
         };
         r.pages += len.div_ceil(ps);
         if r.method != "mincore" {
-            if let Some((cached, dirty)) = cachestat(&f) {
+            if let Ok((cached, dirty)) = cachestat(&f) {
                 r.method = "cachestat";
                 r.resident += cached;
                 r.dirty = Some(r.dirty.unwrap_or(0) + dirty);

@@ -266,60 +266,26 @@ impl Drop for ProbeFile {
     }
 }
 
-/// struct cachestat_range and struct cachestat from <linux/mman.h>.
-#[repr(C)]
-struct CachestatRange {
-    off: u64,
-    len: u64,
-}
-
-#[repr(C)]
-#[derive(Default)]
-struct Cachestat {
-    nr_cache: u64,
-    nr_dirty: u64,
-    nr_writeback: u64,
-    nr_evicted: u64,
-    nr_recently_evicted: u64,
-}
-
-const SYS_CACHESTAT: libc::c_long = 451;
-
 fn cachestat_line(f: &ProbeFile) -> Line {
-    use std::os::fd::AsRawFd;
-    let range = CachestatRange { off: 0, len: 0 };
-    let mut cs = Cachestat::default();
-    // SAFETY: both pointers are valid for the duration of the call; flags must be 0.
-    let rc = unsafe {
-        libc::syscall(
-            SYS_CACHESTAT,
-            f.file.as_raw_fd(),
-            &range as *const CachestatRange,
-            &mut cs as *mut Cachestat,
-            0u32,
-        )
-    };
-    if rc == 0 {
-        line(
+    let answer = candor_witness::filecache::cachestat(&f.file);
+    match answer {
+        Ok((cached, _)) => line(
             "cachestat(2)",
             true,
-            format!(
-                "works here ({} of 16 pages of a fresh file cached)",
-                cs.nr_cache
-            ),
-        )
-    } else {
-        let e = std::io::Error::last_os_error();
-        let why = match e.raw_os_error() {
-            Some(libc::ENOSYS) => {
-                "not in this kernel (needs Linux 6.5); mincore(2) is used instead".to_string()
-            }
-            Some(libc::EOPNOTSUPP) => {
-                "not supported on this filesystem; mincore(2) is used instead".to_string()
-            }
-            _ => format!("failed: {e}"),
-        };
-        line("cachestat(2)", false, why)
+            format!("works here ({cached} of 16 pages of a fresh file cached)"),
+        ),
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOSYS) => {
+                    "not in this kernel (needs Linux 6.5); mincore(2) is used instead".to_string()
+                }
+                Some(libc::EOPNOTSUPP) => {
+                    "not supported on this filesystem; mincore(2) is used instead".to_string()
+                }
+                _ => format!("failed: {e}"),
+            };
+            line("cachestat(2)", false, why)
+        }
     }
 }
 
