@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+mod common;
+use common::{have, is_root, lab_skip_reason, text};
+
 /// Lab tests attach loop devices, of which the machine has few: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -21,40 +24,6 @@ fn candor_with_path(args: &[&str], path: Option<&str>) -> Output {
         cmd.env("PATH", p);
     }
     cmd.output().expect("run candor")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-}
-
-/// Why the real lab cannot be made here, if it cannot.
-fn lab_skip_reason() -> Option<String> {
-    if !is_root() {
-        return Some("needs root".into());
-    }
-    for p in [
-        "losetup",
-        "mount",
-        "umount",
-        "mkfs.ext4",
-        "mkfs.xfs",
-        "mkfs.btrfs",
-    ] {
-        if !have(p) {
-            return Some(format!("{p} is not installed"));
-        }
-    }
-    None
 }
 
 fn mounts_under(dir: &Path) -> Vec<String> {
@@ -255,7 +224,6 @@ fn a_failing_mkfs_leaves_no_loop_device_mount_or_file() {
     }
     let tmp = temp_dir();
     let dir = canonical(tmp.path());
-    let d = dir.display().to_string();
     // A mkfs.xfs that fails, found first on PATH: ext4 is made, then xfs fails, and the
     // whole call is undone.
     let bin = dir.join("bin");

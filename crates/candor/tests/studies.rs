@@ -13,6 +13,9 @@ use candor_model::{RunDoc, TestResult};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::{entries, lab_skip_reason};
+
 fn candor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_candor"))
         .args(args)
@@ -31,43 +34,6 @@ fn ok(o: &Output, what: &str) {
         o.status.code(),
         text(&o.stderr)
     );
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-}
-
-/// Why a lab of ext4, xfs and btrfs cannot be made here, if it cannot.
-fn lab_skip_reason() -> Option<String> {
-    if !is_root() {
-        return Some("needs root".into());
-    }
-    for p in [
-        "losetup",
-        "mount",
-        "umount",
-        "mkfs.ext4",
-        "mkfs.xfs",
-        "mkfs.btrfs",
-    ] {
-        if !have(p) {
-            return Some(format!("{p} is not installed"));
-        }
-    }
-    None
-}
-
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("read the directory")
-        .map(|e| e.expect("an entry").path())
-        .collect()
 }
 
 /// A lab of ext4, xfs and btrfs in a temporary directory, destroyed when dropped, also when

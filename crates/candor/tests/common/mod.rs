@@ -1,0 +1,47 @@
+//! Helpers shared by the integration tests (each test file uses some of them).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether `program` is on the PATH.
+pub fn have(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// Why a lab of ext4, xfs and btrfs cannot be made here, if it cannot.
+pub fn lab_skip_reason() -> Option<String> {
+    if !is_root() {
+        return Some("needs root".into());
+    }
+    for p in [
+        "losetup",
+        "mount",
+        "umount",
+        "mkfs.ext4",
+        "mkfs.xfs",
+        "mkfs.btrfs",
+    ] {
+        if !have(p) {
+            return Some(format!("{p} is not installed"));
+        }
+    }
+    None
+}
+
+/// The entries of a directory.
+pub fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("read the directory")
+        .map(|e| e.expect("an entry").path())
+        .collect()
+}
