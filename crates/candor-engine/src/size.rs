@@ -88,7 +88,7 @@ pub fn format_size(bytes: u64) -> String {
     ];
     for (m, u) in UNITS {
         if bytes >= m {
-            if bytes % m == 0 {
+            if bytes.is_multiple_of(m) {
                 return format!("{}{u}", bytes / m);
             }
             return format!("{:.1}{u}", bytes as f64 / m as f64);

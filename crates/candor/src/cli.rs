@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Benchmark one or more directories (default: the current directory).
-    Run(commands::run::Args),
+    Run(Box<commands::run::Args>),
     /// Run another benchmark (iozone, fio, dd...) under the witness and check what it claims.
     Audit(commands::audit::Args),
     /// Render a saved result as HTML or another format.

@@ -277,7 +277,7 @@ fn stonewall_stops_the_others_and_counts_what_each_moved() {
     let total: u64 = agg.per_thread_bytes.iter().sum();
     assert_eq!(total, r.reps[0].bytes);
     assert!(
-        agg.per_thread_bytes.iter().any(|&b| b == 8 << 20),
+        agg.per_thread_bytes.contains(&(8 << 20)),
         "the first finisher wrote its whole file"
     );
 }
@@ -493,7 +493,7 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let mut child = candor()
+    let child = candor()
         .args([
             "run",
             dir.path().to_str().unwrap(),

@@ -13,7 +13,7 @@ use crate::exit::CmdResult;
 
 pub fn dispatch(command: Command) -> CmdResult {
     match command {
-        Command::Run(a) => run::run(a),
+        Command::Run(a) => run::run(*a),
         Command::Audit(a) => audit::run(a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
