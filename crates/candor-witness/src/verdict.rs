@@ -638,7 +638,64 @@ pub fn combine(reps: Vec<Witness>) -> Option<Witness> {
     Some(out)
 }
 
+/// Adds the buckets of `b` to `a` (both in the saved [lower bound, count] form).
+fn merge_dump(a: &mut candor_model::HistogramDump, b: &candor_model::HistogramDump) {
+    let mut m: std::collections::BTreeMap<u64, u64> =
+        a.buckets.iter().map(|x| (x[0], x[1])).collect();
+    for x in &b.buckets {
+        *m.entry(x[0]).or_insert(0) += x[1];
+    }
+    a.buckets = m.into_iter().map(|(k, v)| [k, v]).collect();
+    a.relative_error = a.relative_error.max(b.relative_error);
+}
+
+/// The q-quantile of a saved histogram in microseconds: the middle of its bucket.
+fn dump_quantile_us(d: &candor_model::HistogramDump, q: f64) -> f64 {
+    let total: u64 = d.buckets.iter().map(|x| x[1]).sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let rank = ((q * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for x in &d.buckets {
+        seen += x[1];
+        if seen >= rank {
+            return x[0] as f64 * (1.0 + d.relative_error / 2.0) / 1000.0;
+        }
+    }
+    0.0
+}
+
+/// The eBPF figures of several repetitions, summed (they are counts over each repetition).
+fn merge_bpf(out: &mut Witness, w: &Witness) {
+    if let (Some(a), Some(b)) = (out.syscalls.as_mut(), w.syscalls.as_ref()) {
+        for (name, s) in b {
+            let t = a.entry(name.clone()).or_default();
+            t.count += s.count;
+            t.bytes += s.bytes;
+            t.time_ns += s.time_ns;
+            merge_dump(&mut t.latency, &s.latency);
+        }
+    }
+    if let (Some(a), Some(b)) = (out.block.as_mut(), w.block.as_ref()) {
+        for (dir, s) in b {
+            let t = a.entry(dir.clone()).or_default();
+            t.completions += s.completions;
+            t.bytes += s.bytes;
+            merge_dump(&mut t.size_histogram, &s.size_histogram);
+            merge_dump(&mut t.latency, &s.latency);
+            t.p50_us = dump_quantile_us(&t.latency, 0.5);
+            t.p99_us = dump_quantile_us(&t.latency, 0.99);
+        }
+    }
+    out.cache_misses = match (out.cache_misses, w.cache_misses) {
+        (Some(a), Some(b)) => Some(a + b),
+        _ => None,
+    };
+}
+
 fn merge_observations(out: &mut Witness, w: &Witness) {
+    merge_bpf(out, w);
     if let (Some(m), Some(n)) = (out.memory.as_mut(), w.memory.as_ref()) {
         m.dirty_after = n.dirty_after;
         m.dirty_peak = m.dirty_peak.max(n.dirty_peak);
@@ -664,16 +721,6 @@ fn merge_observations(out: &mut Witness, w: &Witness) {
     if !w.timeline.is_empty() {
         out.timeline = w.timeline.clone();
     }
-    if w.syscalls.is_some() {
-        out.syscalls = w.syscalls.clone();
-    }
-    if w.block.is_some() {
-        out.block = w.block.clone();
-    }
-    out.cache_misses = match (out.cache_misses, w.cache_misses) {
-        (Some(a), Some(b)) => Some(a + b),
-        _ => None,
-    };
 }
 
 #[cfg(test)]
@@ -863,6 +910,52 @@ mod tests {
         let j = judge(&read_facts(16 * MIB, 16 * MIB, 64 * MIB, "device"));
         assert!(j.disturbed);
         assert_eq!(j.verdict, "device");
+    }
+
+    #[test]
+    fn bpf_figures_of_repetitions_add_up() {
+        let rep = |n: u64| {
+            let mut w = Witness::default();
+            let mut sc = std::collections::BTreeMap::new();
+            sc.insert(
+                "pwrite64".to_string(),
+                candor_model::SyscallStat {
+                    count: n,
+                    bytes: n * 4096,
+                    time_ns: n * 1000,
+                    latency: candor_model::HistogramDump {
+                        relative_error: 0.25,
+                        buckets: vec![[1000, n]],
+                    },
+                },
+            );
+            w.syscalls = Some(sc);
+            let mut bl = std::collections::BTreeMap::new();
+            bl.insert(
+                "write".to_string(),
+                candor_model::BlockStat {
+                    completions: n,
+                    bytes: n * 4096,
+                    latency: candor_model::HistogramDump {
+                        relative_error: 0.25,
+                        buckets: vec![[100_000 * n, n]],
+                    },
+                    ..Default::default()
+                },
+            );
+            w.block = Some(bl);
+            w.cache_misses = Some(n);
+            w
+        };
+        let c = combine(vec![rep(10), rep(30)]).unwrap();
+        let s = &c.syscalls.as_ref().unwrap()["pwrite64"];
+        assert_eq!((s.count, s.bytes, s.time_ns), (40, 40 * 4096, 40_000));
+        assert_eq!(s.latency.buckets, vec![[1000, 40]]);
+        let b = &c.block.as_ref().unwrap()["write"];
+        assert_eq!((b.completions, b.bytes), (40, 40 * 4096));
+        // 30 of the 40 completions took 3 ms: the median is in that bucket.
+        assert!((b.p50_us - 3000.0 * 1.125).abs() < 1e-6, "{}", b.p50_us);
+        assert_eq!(c.cache_misses, Some(40));
     }
 
     #[test]
