@@ -30,8 +30,9 @@ pub struct Args {
 
     /// Tests to run, comma separated: write, rewrite, read, reread, randread, randwrite,
     /// bkwdread, recrewrite, strideread, fwrite, frewrite, fread, freread, randmix, pwrite,
-    /// repwrite, pread, repread, pwritev, repwritev, preadv, repreadv, mmapwrite, mmapread;
-    /// or iozone's numbers 0-12 (each means its group).
+    /// repwrite, pread, repread, pwritev, repwritev, preadv, repreadv, mmapwrite, mmapread,
+    /// copy, create, stat, open, readdir, unlink, mkdir, rmdir; or iozone's numbers 0-12
+    /// (each means its group).
     #[arg(long, value_name = "LIST")]
     pub tests: Option<String>,
 
