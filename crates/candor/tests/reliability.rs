@@ -14,14 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn candor() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_candor"))
-}
-
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod common;
+use common::{candor, is_root};
 
 fn spawn_run(target: &Path, args: &[&str]) -> Child {
     candor()

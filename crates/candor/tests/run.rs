@@ -6,33 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn candor() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_candor"))
-}
-
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    candor()
-        .arg("run")
-        .arg(dir)
-        .args(args)
-        .arg("--quiet")
-        .output()
-        .expect("candor runs")
-}
-
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect()
-}
+mod common;
+use common::{candor, entries, is_root, run_in};
 
 fn load(path: &Path) -> candor_model::RunDoc {
     candor_model::load_result(path).expect("the saved JSON loads back")
-}
-
-fn is_root() -> bool {
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Figures a real measurement of `bytes` must satisfy.

@@ -2,18 +2,10 @@
 //! going over the file until its runtime ends (so it moves more than one pass), pinning
 //! runs on the CPUs it was given, and bad values get exit code 2 and one sentence.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_candor"))
-        .arg("run")
-        .arg(dir)
-        .args(args)
-        .arg("--quiet")
-        .output()
-        .expect("candor runs")
-}
+mod common;
+use common::run_in;
 
 fn first_result(out: &Output) -> serde_json::Value {
     assert!(

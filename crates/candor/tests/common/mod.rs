@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -44,4 +45,20 @@ pub fn entries(dir: &Path) -> Vec<PathBuf> {
         .expect("read the directory")
         .map(|e| e.expect("an entry").path())
         .collect()
+}
+
+/// The binary under test.
+pub fn candor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+}
+
+/// `candor run DIR ARGS --quiet`, waited for.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    candor()
+        .arg("run")
+        .arg(dir)
+        .args(args)
+        .arg("--quiet")
+        .output()
+        .expect("candor runs")
 }
