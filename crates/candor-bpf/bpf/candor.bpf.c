@@ -546,6 +546,21 @@ int candor_sys_enter(__u64 *ctx)
 	return 0;
 }
 
+/* Do-nothing twins of the two syscall programs, attached only to measure what the kernel
+ * itself charges every system call once a program sits on these tracepoints (the
+ * overhead example's "empty" mode); candor never attaches them otherwise. */
+SEC("raw_tp/sys_enter")
+int candor_sys_enter_null(void *ctx)
+{
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int candor_sys_exit_null(void *ctx)
+{
+	return 0;
+}
+
 static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 now)
 {
 	/* The per-file totals take a phase's counters when it ends; user space adds the

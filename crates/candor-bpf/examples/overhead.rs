@@ -4,6 +4,11 @@
 //!
 //!     sudo target/release/examples/overhead [ROUNDS] [SECONDS_PER_ROUND] [DIR]
 //!
+//! Environment: CANDOR_BPF_PHASES=0 loads the tracer as `candor run` does (no per-file
+//! phases); CANDOR_BPF_SYSCALLS=off leaves the syscall programs out (`candor run` without
+//! --trace-syscalls), =empty attaches do-nothing programs in their place (the kernel's own
+//! cost of any syscall tracing); CANDOR_BPF_STATS=1 adds the kernel's run time per program.
+//!
 //! Defaults: 21 rounds, 0.5 s per round, the system temporary directory. Besides IOPS
 //! (wall clock) it prints CPU nanoseconds per read (the thread's CPU clock), which other
 //! processes on the machine disturb less.
@@ -34,7 +39,13 @@ fn run() -> Result<(), String> {
     let phases = std::env::var("CANDOR_BPF_PHASES")
         .map(|v| v != "0")
         .unwrap_or(true);
-    println!("tracer with phases: {phases}");
+    let syscalls = std::env::var("CANDOR_BPF_SYSCALLS").unwrap_or_else(|_| "full".into());
+    if !matches!(syscalls.as_str(), "full" | "empty" | "off") {
+        return Err(format!(
+            "CANDOR_BPF_SYSCALLS={syscalls}: use full, empty or off"
+        ));
+    }
+    println!("tracer with phases: {phases}, syscall programs: {syscalls}");
     let path = dir.join(format!("candor-overhead-{}", std::process::id()));
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -70,7 +81,7 @@ fn run() -> Result<(), String> {
         };
         for on in order {
             let tracer = if on {
-                Some(Tracer::load(&options(phases)).map_err(|e| e.to_string())?)
+                Some(Tracer::load(&options(phases, &syscalls)).map_err(|e| e.to_string())?)
             } else {
                 None
             };
@@ -114,7 +125,7 @@ fn run() -> Result<(), String> {
     );
     {
         // What one snapshot costs the caller (with this run's maps populated).
-        let t = Tracer::load(&options(phases)).map_err(|e| e.to_string())?;
+        let t = Tracer::load(&options(phases, &syscalls)).map_err(|e| e.to_string())?;
         random_reads(&file, &mut buf, Duration::from_millis(100), 7)?;
         let n = 200;
         let start = Instant::now();
@@ -129,7 +140,7 @@ fn run() -> Result<(), String> {
     if std::env::var_os("CANDOR_BPF_STATS").is_some() {
         // Per-program run time, measured by the kernel in one more traced round.
         let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| e.to_string())?;
-        let t = Tracer::load(&options(phases)).map_err(|e| e.to_string())?;
+        let t = Tracer::load(&options(phases, &syscalls)).map_err(|e| e.to_string())?;
         random_reads(&file, &mut buf, Duration::from_secs_f64(secs), 99)?;
         for p in aya::programs::loaded_programs().filter_map(Result::ok) {
             let name = p.name_as_str().unwrap_or("").to_string();
@@ -176,12 +187,18 @@ fn random_reads(
     }
 }
 
-fn options(phases: bool) -> TraceOptions {
-    let o = TraceOptions::this_process();
-    if phases {
-        o
-    } else {
-        o.without_phases()
+fn options(phases: bool, syscalls: &str) -> TraceOptions {
+    let mut o = TraceOptions::this_process();
+    if !phases {
+        o = o.without_phases();
+    }
+    match syscalls {
+        "off" => o.without_syscalls(),
+        "empty" => TraceOptions {
+            empty_syscall_programs: true,
+            ..o
+        },
+        _ => o,
     }
 }
 

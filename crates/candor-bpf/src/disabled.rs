@@ -47,6 +47,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn traces_syscalls(&self) -> bool {
+        match *self {}
+    }
+
     pub fn skipped(&self) -> Vec<(String, String)> {
         match *self {}
     }

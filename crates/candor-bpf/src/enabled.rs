@@ -24,6 +24,7 @@ pub struct Loaded {
     ring: RingBuf<MapData>,
     skipped: Vec<(String, String)>,
     quiet: [u8; 16],
+    syscalls: bool,
 }
 
 /// A thread name as the kernel stores it (15 bytes and a NUL); all zero for none.
@@ -64,6 +65,7 @@ impl Loaded {
             ebpf,
             skipped: Vec::new(),
             quiet,
+            syscalls: opts.syscalls,
         };
         for pid in &opts.seed_pids {
             loaded.add_pid(*pid).map_err(|e| Unavailable::Load(e.0))?;
@@ -71,6 +73,15 @@ impl Loaded {
         let mut programs_loaded = HashSet::new();
         for status in host.tracepoints {
             let spec = status.spec;
+            let program = if probe::is_syscall_program(spec.program) {
+                match (opts.syscalls, opts.empty_syscall_programs) {
+                    (false, _) => continue,
+                    (true, true) => probe::empty_program(spec.program),
+                    (true, false) => spec.program,
+                }
+            } else {
+                spec.program
+            };
             let attach = |ebpf: &mut Ebpf,
                           loaded_set: &mut HashSet<&'static str>|
              -> Result<(), String> {
@@ -81,9 +92,9 @@ impl Loaded {
                     return Err(why.clone());
                 }
                 let prog = ebpf
-                    .program_mut(spec.program)
-                    .ok_or_else(|| format!("program {} missing", spec.program))?;
-                let first = loaded_set.insert(spec.program);
+                    .program_mut(program)
+                    .ok_or_else(|| format!("program {program} missing"))?;
+                let first = loaded_set.insert(program);
                 match spec.attach {
                     Attach::Tracepoint => {
                         let tp: &mut TracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
@@ -111,6 +122,10 @@ impl Loaded {
             }
         }
         Ok(loaded)
+    }
+
+    pub fn traces_syscalls(&self) -> bool {
+        self.syscalls
     }
 
     pub fn skipped(&self) -> Vec<(String, String)> {

@@ -73,6 +73,16 @@ pub struct TraceOptions {
     /// syscall figures: a monitor's own sampling thread inside the traced process (the
     /// witness names its thread "candor-witness"). Their block I/O still counts.
     pub quiet_thread_name: Option<String>,
+    /// Trace every system call of the tracked set (raw_syscalls:sys_enter/sys_exit: count,
+    /// bytes, time and latency per call). Off, those two programs are not attached: no
+    /// syscall figures, and no cost per call. Enabling any syscall tracepoint sends every
+    /// system call on the machine through the kernel's slower syscall path; with both
+    /// programs this cost about 0.2 µs per call here (docs/performance.md).
+    pub syscalls: bool,
+    /// With `syscalls`, attach programs that return at once instead of the real ones: no
+    /// figures, only the kernel's own cost of running a program on every system call (what
+    /// `examples/overhead.rs` measures as the floor of any syscall tracing).
+    pub empty_syscall_programs: bool,
 }
 
 impl Default for TraceOptions {
@@ -81,6 +91,8 @@ impl Default for TraceOptions {
             seed_pids: Vec::new(),
             phases: true,
             quiet_thread_name: None,
+            syscalls: true,
+            empty_syscall_programs: false,
         }
     }
 }
@@ -92,6 +104,12 @@ impl TraceOptions {
             seed_pids: vec![std::process::id()],
             ..Default::default()
         }
+    }
+
+    /// Without the syscall programs (see [`TraceOptions::syscalls`]).
+    pub fn without_syscalls(mut self) -> TraceOptions {
+        self.syscalls = false;
+        self
     }
 
     /// Without per-file phases.
@@ -116,6 +134,11 @@ impl Tracer {
             inner: imp::Loaded::load(opts)?,
             paths: Default::default(),
         })
+    }
+
+    /// Whether system calls are traced (see [`TraceOptions::syscalls`]).
+    pub fn traces_syscalls(&self) -> bool {
+        self.inner.traces_syscalls()
     }
 
     /// Adds a process (and, from now on, its children) to the tracked set.

@@ -35,6 +35,26 @@ impl TracepointSpec {
     }
 }
 
+/// The raw_syscalls tracepoints and their programs: what `TraceOptions::syscalls` turns on.
+const SYSCALL_PROGRAMS: [(&str, &str); 2] = [
+    ("sys_enter", "candor_sys_enter"),
+    ("sys_exit", "candor_sys_exit"),
+];
+
+/// The do-nothing twin of a per-syscall program (`TraceOptions::empty_syscall_programs`).
+pub fn empty_program(program: &'static str) -> &'static str {
+    match program {
+        "candor_sys_enter" => "candor_sys_enter_null",
+        "candor_sys_exit" => "candor_sys_exit_null",
+        other => other,
+    }
+}
+
+/// Whether `program` is one of the per-syscall programs.
+pub fn is_syscall_program(program: &str) -> bool {
+    SYSCALL_PROGRAMS.iter().any(|(_, p)| *p == program)
+}
+
 /// Syscalls the programs decode (on raw_syscalls:sys_enter/sys_exit; others are ignored).
 pub const SYSCALLS: [&str; 16] = [
     "read",
@@ -92,10 +112,7 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             "process exits",
         ),
     ];
-    for (name, program) in [
-        ("sys_enter", "candor_sys_enter"),
-        ("sys_exit", "candor_sys_exit"),
-    ] {
+    for (name, program) in SYSCALL_PROGRAMS {
         v.push(TracepointSpec {
             attach: Attach::Raw,
             ..tp("raw_syscalls", name, program, true, &[], "syscall counts")

@@ -37,6 +37,8 @@ pub struct Config {
     pub mode: Mode,
     /// Timeline sampling period (`--witness-interval`, default 100 ms).
     pub interval: Duration,
+    /// With the eBPF source, also trace every system call (`--trace-syscalls`).
+    pub trace_syscalls: bool,
 }
 
 /// What the runner tells the witness about a repetition when it ends.
@@ -139,7 +141,7 @@ impl Witness {
         let source: Option<Arc<dyn Source>> = match config.mode {
             Mode::Off => None,
             Mode::Procfs => Some(Arc::new(source::Procfs)),
-            Mode::Auto | Mode::Bpf => match bpf::open(target, place.as_ref()) {
+            Mode::Auto | Mode::Bpf => match bpf::open(target, place.as_ref(), config.trace_syscalls) {
                 Ok(s) => Some(Arc::from(s)),
                 Err(why) => {
                     note = Some(format!(
@@ -407,6 +409,7 @@ mod tests {
         Config {
             mode,
             interval: Duration::from_millis(10),
+            trace_syscalls: true,
         }
     }
 

@@ -20,6 +20,7 @@ fn config() -> Config {
     Config {
         mode: Mode::Procfs,
         interval: Duration::from_millis(100),
+        trace_syscalls: false,
     }
 }
 

@@ -332,6 +332,10 @@ fn bad_input_gets_exit_2_one_sentence_and_leaves_nothing() {
         (&["--repeat", "0"], "--repeat 0"),
         (&["--format", "xml"], "not a format"),
         (&["--witness", "strace"], "not a witness source"),
+        (
+            &["--witness", "procfs", "--trace-syscalls"],
+            "--trace-syscalls needs the eBPF witness",
+        ),
         (&["--runtime", "soon"], "not a duration"),
         (&["--mix-read-pct", "150"], "percentage"),
         (

@@ -210,8 +210,9 @@ pub fn run(args: Args) -> CmdResult {
     println!();
     match bpf_verdict {
         None => println!(
-            "candor will use: the BPF witness (syscalls, block requests, page cache and \
-             writeback of its own processes) with procfs beside it (--witness auto)."
+            "candor will use: the BPF witness (block requests, page cache and writeback of \
+             its own processes; every system call too with --trace-syscalls) with procfs \
+             beside it (--witness auto)."
         ),
         Some(why) => println!(
             "candor will use: the procfs witness (/proc/diskstats, /proc/self/io, meminfo, \

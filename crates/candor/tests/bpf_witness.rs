@@ -1,0 +1,73 @@
+//! `candor run` as root with the eBPF witness: by default it traces block requests, the
+//! page cache and writeback but not every system call (the syscall tracepoints cost each
+//! call about 0.2 µs); `--trace-syscalls` adds per-call figures, which must count exactly
+//! the calls candor made.
+
+mod common;
+use common::{is_root, run_in, text};
+
+/// Runs a 16 MiB psync write in 4 KiB records with the eBPF witness and returns the
+/// test's witness block, or None (after saying "skipped: ...") when eBPF is not usable.
+fn write_16m_4k(extra: &[&str]) -> Option<serde_json::Value> {
+    if !is_root() {
+        eprintln!("skipped: needs root to load the eBPF witness");
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut args = vec![
+        "--witness",
+        "bpf",
+        "--tests",
+        "write",
+        "--engine",
+        "psync",
+        "--file-size",
+        "16m",
+        "--record-size",
+        "4k",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let o = run_in(dir.path(), &args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let w = doc["results"][0]["witness"].clone();
+    if w["source"] != "bpf" {
+        eprintln!(
+            "skipped: the eBPF witness did not load here ({})",
+            text(&o.stderr).trim()
+        );
+        return None;
+    }
+    Some(w)
+}
+
+#[test]
+fn by_default_the_bpf_witness_leaves_syscalls_untraced_and_says_so() {
+    let Some(w) = write_16m_4k(&[]) else { return };
+    assert!(w["syscalls"].is_null(), "{}", w["syscalls"]);
+    let why = w["extra"]["bpf_syscalls"].as_str().unwrap_or_default();
+    assert!(why.contains("--trace-syscalls"), "{why}");
+    // The exact figures that cost nothing per call are there: the block requests of the
+    // write (the flush is in the timing, so all 16 MiB reach the device) and the cache.
+    let block = w["block"]["write"]["bytes"].as_u64().unwrap_or(0);
+    assert!(block >= 16 << 20, "block write bytes {block}");
+    assert!(w["cache_misses"].as_u64().is_some(), "{w}");
+}
+
+#[test]
+fn trace_syscalls_counts_each_4k_write_of_a_16m_file() {
+    let Some(w) = write_16m_4k(&["--trace-syscalls"]) else {
+        return;
+    };
+    let pw = &w["syscalls"]["pwrite64"];
+    assert_eq!(pw["count"].as_u64(), Some(4096), "{}", w["syscalls"]);
+    assert_eq!(pw["bytes"].as_u64(), Some(16 << 20));
+    assert!(pw["time_ns"].as_u64().unwrap_or(0) > 0);
+    // The flush timed with the test is its one fsync.
+    assert_eq!(w["syscalls"]["fsync"]["count"].as_u64(), Some(1));
+    assert!(w["extra"].get("bpf_syscalls").is_none());
+}
