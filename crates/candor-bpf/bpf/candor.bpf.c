@@ -145,19 +145,27 @@ struct blk_stat {
 	__u64 lat[LL_BUCKETS];
 };
 
-struct req_key {
-	__u32 dev;
-	__u32 pad;
-	__u64 sector;
-};
-
+/* What is known of a request in flight, from its first event to its last completion:
+ * which request (its address: blk-mq preallocates them, so an address names one request
+ * at a time), its device and direction (read once, at its first event), its owner (decided
+ * in the submitter's context) and its times. */
 struct req_val {
+	__u64 rq;
 	__u64 insert_ns;
 	__u64 issue_ns;
+	__u32 dev;
+	__u8 dir;
 	__u8 owner;
 	__u8 issued;
-	__u8 pad[6];
+	__u8 pad;
 };
+
+/* Requests live in an array indexed by a hash of their address: a request is found with
+ * an inlined array lookup and claimed with one compare-and-swap, where a hash map insert
+ * and delete per request cost several hundred nanoseconds. A request whose slot another
+ * request in flight holds goes to the `reqs` hash instead. */
+#define RQ_SLOTS_BITS 14
+#define RQ_SLOTS (1 << RQ_SLOTS_BITS)
 
 /* Maps. User space finds them by these names. */
 struct {
@@ -244,9 +252,16 @@ struct {
 } blk_zero SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct req_val);
+} rq_slots SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct req_key);
+	__type(key, __u64);
 	__type(value, struct req_val);
 } reqs SEC(".maps");
 
@@ -759,41 +774,68 @@ static __always_inline struct blk_stat *blk_stat_of(__u32 dev, __u8 dir, __u8 ow
 	return bpf_map_lookup_elem(&blk_stats, &k);
 }
 
+static __always_inline __u32 rq_index(__u64 rq)
+{
+	return (__u32)(((rq >> 6) * 0x9E3779B97F4A7C15ULL) >> (64 - RQ_SLOTS_BITS));
+}
+
+/* The record of request `rq`, or 0 when none was made. */
+static __always_inline struct req_val *req_find(__u64 rq)
+{
+	__u32 i = rq_index(rq);
+	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
+	if (s && s->rq == rq)
+		return s;
+	return bpf_map_lookup_elem(&reqs, &rq);
+}
+
+/* A fresh record for `rq` (replacing any it had), its owner decided now. */
+static __always_inline struct req_val *req_new(__u64 rq)
+{
+	struct rq_info ri = {};
+	if (rq_info_of((struct request *)rq, &ri))
+		return 0;
+	__u8 owner = owner_now();
+	__u32 i = rq_index(rq);
+	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
+	if (s) {
+		__u64 was = __sync_val_compare_and_swap(&s->rq, 0, rq);
+		if (was == 0 || was == rq) {
+			s->insert_ns = 0;
+			s->issue_ns = 0;
+			s->dev = ri.dev;
+			s->dir = ri.dir;
+			s->owner = owner;
+			s->issued = 0;
+			return s;
+		}
+	}
+	struct req_val v = { .rq = rq, .dev = ri.dev, .dir = ri.dir, .owner = owner };
+	if (bpf_map_update_elem(&reqs, &rq, &v, BPF_ANY)) {
+		diag_inc(DIAG_REQS_FULL);
+		return 0;
+	}
+	return bpf_map_lookup_elem(&reqs, &rq);
+}
+
+static __always_inline struct req_val *req_of(__u64 rq)
+{
+	struct req_val *v = req_find(rq);
+	return v ? v : req_new(rq);
+}
+
 /* The request enters the block layer in its submitter's context: decide its owner here. */
 SEC("raw_tp/block_io_start")
 int candor_io_start(__u64 *ctx)
 {
-	struct rq_info ri = {};
-	if (rq_info_of((struct request *)ctx[0], &ri))
-		return 0;
-	struct req_key k = { .dev = ri.dev, .sector = ri.sector };
-	struct req_val v = {};
-	v.owner = owner_now();
-	if (bpf_map_update_elem(&reqs, &k, &v, BPF_ANY))
-		diag_inc(DIAG_REQS_FULL);
+	req_new(ctx[0]);
 	return 0;
-}
-
-static __always_inline struct req_val *req_of(struct req_key *k)
-{
-	struct req_val *v = bpf_map_lookup_elem(&reqs, k);
-	if (v)
-		return v;
-	struct req_val n = {};
-	n.owner = owner_now();
-	if (bpf_map_update_elem(&reqs, k, &n, BPF_NOEXIST))
-		diag_inc(DIAG_REQS_FULL);
-	return bpf_map_lookup_elem(&reqs, k);
 }
 
 SEC("raw_tp/block_rq_insert")
 int candor_rq_insert(__u64 *ctx)
 {
-	struct rq_info ri = {};
-	if (rq_info_of((struct request *)ctx[0], &ri))
-		return 0;
-	struct req_key k = { .dev = ri.dev, .sector = ri.sector };
-	struct req_val *v = req_of(&k);
+	struct req_val *v = req_of(ctx[0]);
 	if (v)
 		v->insert_ns = bpf_ktime_get_ns();
 	return 0;
@@ -802,11 +844,7 @@ int candor_rq_insert(__u64 *ctx)
 SEC("raw_tp/block_rq_issue")
 int candor_rq_issue(__u64 *ctx)
 {
-	struct rq_info ri = {};
-	if (rq_info_of((struct request *)ctx[0], &ri))
-		return 0;
-	struct req_key k = { .dev = ri.dev, .sector = ri.sector };
-	struct req_val *v = req_of(&k);
+	struct req_val *v = req_of(ctx[0]);
 	if (!v)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
@@ -814,7 +852,7 @@ int candor_rq_issue(__u64 *ctx)
 	if (v->issued)
 		return 0;
 	v->issued = 1;
-	__u32 dev = ri.dev;
+	__u32 dev = v->dev;
 	__u64 *inf = bpf_map_lookup_elem(&inflight, &dev);
 	if (!inf) {
 		__u64 z = 0;
@@ -824,7 +862,7 @@ int candor_rq_issue(__u64 *ctx)
 			return 0;
 	}
 	__u64 depth = __sync_fetch_and_add(inf, 1) + 1;
-	struct blk_stat *s = blk_stat_of(dev, ri.dir, v->owner);
+	struct blk_stat *s = blk_stat_of(dev, v->dir, v->owner);
 	if (!s)
 		return 0;
 	__sync_fetch_and_add(&s->issues, 1);
@@ -847,49 +885,64 @@ static __always_inline void inflight_dec(__u32 dev)
 SEC("raw_tp/block_rq_requeue")
 int candor_rq_requeue(__u64 *ctx)
 {
-	struct rq_info ri = {};
-	if (rq_info_of((struct request *)ctx[0], &ri))
-		return 0;
-	struct req_key k = { .dev = ri.dev, .sector = ri.sector };
-	struct req_val *v = bpf_map_lookup_elem(&reqs, &k);
+	struct req_val *v = req_find(ctx[0]);
 	if (v && v->issued) {
 		v->issued = 0;
-		inflight_dec(ri.dev);
+		inflight_dec(v->dev);
 	}
 	return 0;
 }
 
-/* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes) */
+/* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes), called
+ * before the request is updated: nr_bytes below the bytes it still has is a partial
+ * completion, and the request stays in flight for the rest. */
 SEC("raw_tp/block_rq_complete")
 int candor_rq_complete(__u64 *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct rq_info ri = {};
-	if (rq_info_of((struct request *)ctx[0], &ri))
-		return 0;
+	__u64 rq = ctx[0];
 	__u8 error = (__u8)ctx[1];
 	__u64 bytes = (__u32)ctx[2];
-	struct req_key k = { .dev = ri.dev, .sector = ri.sector };
-	struct req_val *vp = bpf_map_lookup_elem(&reqs, &k);
+	unsigned int left = 0;
+	bpf_probe_read_kernel(&left, sizeof(left), &((struct request *)rq)->__data_len);
+	int last = bytes >= left;
 	struct req_val v = {};
-	if (vp) {
-		v = *vp;
-		bpf_map_delete_elem(&reqs, &k);
+	__u32 i = rq_index(rq);
+	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
+	if (s && s->rq == rq) {
+		v = *s;
+		if (last)
+			__sync_lock_test_and_set(&s->rq, 0);
+	} else {
+		struct req_val *h = bpf_map_lookup_elem(&reqs, &rq);
+		if (h) {
+			v = *h;
+			if (last)
+				bpf_map_delete_elem(&reqs, &rq);
+		} else {
+			/* Never seen before (a request made before the tracer was attached):
+			 * someone else's, as far as anyone can tell. */
+			struct rq_info ri = {};
+			if (rq_info_of((struct request *)rq, &ri))
+				return 0;
+			v.dev = ri.dev;
+			v.dir = ri.dir;
+		}
 	}
-	if (v.issued)
-		inflight_dec(ri.dev);
-	struct blk_stat *s = blk_stat_of(ri.dev, ri.dir, v.owner);
-	if (!s)
+	if (v.issued && last)
+		inflight_dec(v.dev);
+	struct blk_stat *st = blk_stat_of(v.dev, v.dir, v.owner);
+	if (!st)
 		return 0;
-	__sync_fetch_and_add(&s->completions, 1);
-	__sync_fetch_and_add(&s->bytes, bytes);
-	__sync_fetch_and_add(&s->size[l2_bucket(bytes)], 1);
+	__sync_fetch_and_add(&st->completions, 1);
+	__sync_fetch_and_add(&st->bytes, bytes);
+	__sync_fetch_and_add(&st->size[l2_bucket(bytes)], 1);
 	if (error)
-		__sync_fetch_and_add(&s->errors, 1);
+		__sync_fetch_and_add(&st->errors, 1);
 	if (v.issue_ns && now >= v.issue_ns) {
 		__u64 lat = now - v.issue_ns;
-		__sync_fetch_and_add(&s->lat_ns, lat);
-		__sync_fetch_and_add(&s->lat[ll_bucket(lat)], 1);
+		__sync_fetch_and_add(&st->lat_ns, lat);
+		__sync_fetch_and_add(&st->lat[ll_bucket(lat)], 1);
 	}
 	return 0;
 }

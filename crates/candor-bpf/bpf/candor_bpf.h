@@ -82,6 +82,7 @@ struct request_queue {
 struct request {
 	struct request_queue *q;
 	unsigned int cmd_flags;
+	unsigned int __data_len;
 	unsigned long long __sector;
 } __attribute__((preserve_access_index));
 
