@@ -697,12 +697,12 @@ int candor_page_fault(void *ctx)
 
 /* ---- block layer ---- */
 
-/* The block programs are on raw tracepoints too. Besides being cheaper, this matters
- * for exactness: the kernel skips a classic tracepoint program when any other classic
- * program is already running on the CPU, and a completion interrupt arriving during one
- * would then go uncounted. A raw tracepoint program is only skipped when it interrupts
- * itself (counted in its recursion misses, which the loader reads). The request's fields
- * are read through CO-RE (struct request, its queue's gendisk). */
+/* The block programs are on raw tracepoints too (typed by BTF: tp_btf). Besides being
+ * cheaper, this matters for exactness: the kernel skips a classic tracepoint program when
+ * any other classic program is already running on the CPU, and a completion interrupt
+ * arriving during one would then go uncounted. A raw tracepoint program is only skipped
+ * when it interrupts itself (counted in its recursion misses, which the loader reads).
+ * The request's fields are relocated through CO-RE (struct request, its queue's gendisk). */
 struct rq_info {
 	__u32 dev;
 	__u8 dir;
@@ -713,31 +713,6 @@ struct rq_info {
 #define REQ_OP_READ 0
 #define REQ_OP_WRITE 1
 #define REQ_OP_DISCARD 3
-
-/* dir: 0 read, 1 write, 2 discard, 3 anything else (a flush, write-zeroes...). */
-static __always_inline int rq_info_of(struct request *rq, struct rq_info *out)
-{
-	struct request_queue *q = 0;
-	struct gendisk *disk = 0;
-	int major = 0, minor = 0;
-	unsigned int flags = 0;
-	if (bpf_probe_read_kernel(&q, sizeof(q), &rq->q) || !q)
-		return -1;
-	if (bpf_probe_read_kernel(&disk, sizeof(disk), &q->disk) || !disk)
-		return -1;
-	bpf_probe_read_kernel(&major, sizeof(major), &disk->major);
-	bpf_probe_read_kernel(&minor, sizeof(minor), &disk->first_minor);
-	bpf_probe_read_kernel(&flags, sizeof(flags), &rq->cmd_flags);
-	bpf_probe_read_kernel(&out->sector, sizeof(out->sector), &rq->__sector);
-	out->dev = ((__u32)major << 20) | ((__u32)minor & 0xfffff);
-	switch (flags & REQ_OP_MASK) {
-	case REQ_OP_READ: out->dir = 0; break;
-	case REQ_OP_WRITE: out->dir = 1; break;
-	case REQ_OP_DISCARD: out->dir = 2; break;
-	default: out->dir = 3;
-	}
-	return 0;
-}
 
 static __always_inline __u8 owner_now(void)
 {
@@ -774,6 +749,49 @@ static __always_inline struct blk_stat *blk_stat_of(__u32 dev, __u8 dir, __u8 ow
 	return bpf_map_lookup_elem(&blk_stats, &k);
 }
 
+/* dir: 0 read, 1 write, 2 discard, 3 anything else (a flush, write-zeroes...). The block
+ * programs are tp_btf programs: the request pointer is typed, so its fields are read with
+ * plain loads (which the verifier turns into guarded reads) instead of one helper call
+ * per field, which cost about 28 ns each here. */
+static __always_inline int rq_info_btf(struct request *rq, struct rq_info *out)
+{
+	struct request_queue *q = rq->q;
+	if (!q)
+		return -1;
+	struct gendisk *disk = q->disk;
+	if (!disk)
+		return -1;
+	unsigned int flags = rq->cmd_flags;
+	out->sector = rq->__sector;
+	out->dev = ((__u32)disk->major << 20) | ((__u32)disk->first_minor & 0xfffff);
+	switch (flags & REQ_OP_MASK) {
+	case REQ_OP_READ: out->dir = 0; break;
+	case REQ_OP_WRITE: out->dir = 1; break;
+	case REQ_OP_DISCARD: out->dir = 2; break;
+	default: out->dir = 3;
+	}
+	return 0;
+}
+
+/* One word of per-CPU scratch: a typed pointer written here and read back is a plain
+ * number, which the verifier lets a program hash (it refuses shifts of a pointer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} addr_scratch SEC(".maps");
+
+static __always_inline __u64 addr_of(const void *p)
+{
+	__u32 zero = 0;
+	volatile __u64 *s = bpf_map_lookup_elem(&addr_scratch, &zero);
+	if (!s)
+		return 0;
+	*s = (__u64)p;
+	return *s;
+}
+
 static __always_inline __u32 rq_index(__u64 rq)
 {
 	return (__u32)(((rq >> 6) * 0x9E3779B97F4A7C15ULL) >> (64 - RQ_SLOTS_BITS));
@@ -790,10 +808,11 @@ static __always_inline struct req_val *req_find(__u64 rq)
 }
 
 /* A fresh record for `rq` (replacing any it had), its owner decided now. */
-static __always_inline struct req_val *req_new(__u64 rq)
+static __always_inline struct req_val *req_new(struct request *rqp)
 {
+	__u64 rq = addr_of(rqp);
 	struct rq_info ri = {};
-	if (rq_info_of((struct request *)rq, &ri))
+	if (rq_info_btf(rqp, &ri))
 		return 0;
 	__u8 owner = owner_now();
 	__u32 i = rq_index(rq);
@@ -818,33 +837,33 @@ static __always_inline struct req_val *req_new(__u64 rq)
 	return bpf_map_lookup_elem(&reqs, &rq);
 }
 
-static __always_inline struct req_val *req_of(__u64 rq)
+static __always_inline struct req_val *req_of(struct request *rqp)
 {
-	struct req_val *v = req_find(rq);
-	return v ? v : req_new(rq);
+	struct req_val *v = req_find(addr_of(rqp));
+	return v ? v : req_new(rqp);
 }
 
 /* The request enters the block layer in its submitter's context: decide its owner here. */
-SEC("raw_tp/block_io_start")
+SEC("tp_btf/block_io_start")
 int candor_io_start(__u64 *ctx)
 {
-	req_new(ctx[0]);
+	req_new((struct request *)ctx[0]);
 	return 0;
 }
 
-SEC("raw_tp/block_rq_insert")
+SEC("tp_btf/block_rq_insert")
 int candor_rq_insert(__u64 *ctx)
 {
-	struct req_val *v = req_of(ctx[0]);
+	struct req_val *v = req_of((struct request *)ctx[0]);
 	if (v)
 		v->insert_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
-SEC("raw_tp/block_rq_issue")
+SEC("tp_btf/block_rq_issue")
 int candor_rq_issue(__u64 *ctx)
 {
-	struct req_val *v = req_of(ctx[0]);
+	struct req_val *v = req_of((struct request *)ctx[0]);
 	if (!v)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
@@ -882,10 +901,10 @@ static __always_inline void inflight_dec(__u32 dev)
 		__sync_fetch_and_add(inf, -1);
 }
 
-SEC("raw_tp/block_rq_requeue")
+SEC("tp_btf/block_rq_requeue")
 int candor_rq_requeue(__u64 *ctx)
 {
-	struct req_val *v = req_find(ctx[0]);
+	struct req_val *v = req_find(addr_of((void *)ctx[0]));
 	if (v && v->issued) {
 		v->issued = 0;
 		inflight_dec(v->dev);
@@ -896,16 +915,15 @@ int candor_rq_requeue(__u64 *ctx)
 /* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes), called
  * before the request is updated: nr_bytes below the bytes it still has is a partial
  * completion, and the request stays in flight for the rest. */
-SEC("raw_tp/block_rq_complete")
+SEC("tp_btf/block_rq_complete")
 int candor_rq_complete(__u64 *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 rq = ctx[0];
+	struct request *rqp = (struct request *)ctx[0];
+	__u64 rq = addr_of(rqp);
 	__u8 error = (__u8)ctx[1];
 	__u64 bytes = (__u32)ctx[2];
-	unsigned int left = 0;
-	bpf_probe_read_kernel(&left, sizeof(left), &((struct request *)rq)->__data_len);
-	int last = bytes >= left;
+	int last = bytes >= rqp->__data_len;
 	struct req_val v = {};
 	__u32 i = rq_index(rq);
 	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
@@ -923,7 +941,7 @@ int candor_rq_complete(__u64 *ctx)
 			/* Never seen before (a request made before the tracer was attached):
 			 * someone else's, as far as anyone can tell. */
 			struct rq_info ri = {};
-			if (rq_info_of((struct request *)rq, &ri))
+			if (rq_info_btf(rqp, &ri))
 				return 0;
 			v.dev = ri.dev;
 			v.dir = ri.dir;

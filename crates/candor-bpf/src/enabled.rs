@@ -9,7 +9,8 @@ use crate::raw::{
 };
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::{RawTracePoint, TracePoint};
+use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
+use aya::Btf;
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashSet;
 
@@ -17,6 +18,14 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/ca
 
 pub fn built() -> Result<(), String> {
     Ok(())
+}
+
+/// The kernel's BTF, parsed once (the typed tracepoints are loaded against it).
+fn kernel_btf() -> Result<&'static Btf, String> {
+    static BTF: std::sync::OnceLock<Result<Btf, String>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| format!("reading the kernel's BTF: {e}")))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 pub struct Loaded {
@@ -103,6 +112,15 @@ impl Loaded {
                         }
                         tp.attach(spec.category, &spec.name)
                             .map_err(|e| chain(&e))?;
+                    }
+                    Attach::Btf => {
+                        let tp: &mut BtfTracePoint =
+                            prog.try_into().map_err(|e| format!("{e}"))?;
+                        if first {
+                            tp.load(&spec.name, kernel_btf()?)
+                                .map_err(|e| verifier_message(&e))?;
+                        }
+                        tp.attach().map_err(|e| chain(&e))?;
                     }
                     Attach::Raw => {
                         let tp: &mut RawTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;

@@ -11,6 +11,9 @@ pub enum Attach {
     Tracepoint,
     /// A raw tracepoint: the program gets the hook's arguments directly (cheaper).
     Raw,
+    /// A raw tracepoint typed by the kernel's BTF (`tp_btf`): the arguments are typed
+    /// pointers the program reads with plain loads instead of a helper call per field.
+    Btf,
 }
 
 /// One tracepoint the programs attach to.
@@ -90,8 +93,8 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             }
         };
     // Raw tracepoints get the hook's arguments, not a record: nothing to check but presence.
-    let raw = |category, name: &str, program, required, purpose| TracepointSpec {
-        attach: Attach::Raw,
+    let btf = |category, name: &str, program, required, purpose| TracepointSpec {
+        attach: Attach::Btf,
         ..tp(category, name, program, required, &[], purpose)
     };
     let mut v = vec![
@@ -119,35 +122,35 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
         });
     }
     v.extend([
-        raw(
+        btf(
             "block",
             "block_io_start",
             "candor_io_start",
             true,
             "request owners",
         ),
-        raw(
+        btf(
             "block",
             "block_rq_insert",
             "candor_rq_insert",
             false,
             "queue time",
         ),
-        raw(
+        btf(
             "block",
             "block_rq_issue",
             "candor_rq_issue",
             true,
             "device latency",
         ),
-        raw(
+        btf(
             "block",
             "block_rq_requeue",
             "candor_rq_requeue",
             false,
             "requeue accounting",
         ),
-        raw(
+        btf(
             "block",
             "block_rq_complete",
             "candor_rq_complete",
