@@ -20,12 +20,14 @@ pub fn built() -> Result<(), String> {
     Ok(())
 }
 
-/// The kernel's BTF, parsed once (the typed tracepoints are loaded against it).
-fn kernel_btf() -> Result<&'static Btf, String> {
-    static BTF: std::sync::OnceLock<Result<Btf, String>> = std::sync::OnceLock::new();
-    BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| format!("reading the kernel's BTF: {e}")))
-        .as_ref()
-        .map_err(Clone::clone)
+/// The kernel's BTF, parsed on first need into `slot` (the typed tracepoints are loaded
+/// against it); the caller drops it once the programs are loaded (it takes megabytes).
+fn kernel_btf(slot: &mut Option<Btf>) -> Result<&Btf, String> {
+    if slot.is_none() {
+        *slot = Some(Btf::from_sys_fs().map_err(|e| format!("reading the kernel's BTF: {e}"))?);
+    }
+    slot.as_ref()
+        .ok_or_else(|| "reading the kernel's BTF failed".to_string())
 }
 
 pub struct Loaded {
@@ -80,6 +82,7 @@ impl Loaded {
             loaded.add_pid(*pid).map_err(|e| Unavailable::Load(e.0))?;
         }
         let mut programs_loaded = HashSet::new();
+        let mut btf: Option<Btf> = None;
         for status in host.tracepoints {
             let spec = status.spec;
             let program = if probe::is_syscall_program(spec.program) {
@@ -92,7 +95,8 @@ impl Loaded {
                 spec.program
             };
             let attach = |ebpf: &mut Ebpf,
-                          loaded_set: &mut HashSet<&'static str>|
+                          loaded_set: &mut HashSet<&'static str>,
+                          btf: &mut Option<Btf>|
              -> Result<(), String> {
                 if status.state == TracepointState::Missing {
                     return Err("not in this kernel".into());
@@ -117,7 +121,7 @@ impl Loaded {
                         let tp: &mut BtfTracePoint =
                             prog.try_into().map_err(|e| format!("{e}"))?;
                         if first {
-                            tp.load(&spec.name, kernel_btf()?)
+                            tp.load(&spec.name, kernel_btf(btf)?)
                                 .map_err(|e| verifier_message(&e))?;
                         }
                         tp.attach().map_err(|e| chain(&e))?;
@@ -132,7 +136,7 @@ impl Loaded {
                 }
                 Ok(())
             };
-            if let Err(why) = attach(&mut loaded.ebpf, &mut programs_loaded) {
+            if let Err(why) = attach(&mut loaded.ebpf, &mut programs_loaded, &mut btf) {
                 if spec.required {
                     return Err(Unavailable::Attach(spec.full_name(), why));
                 }

@@ -421,13 +421,16 @@ fn direct_supported(dir: &RunDir) -> Result<(), String> {
 struct Bar {
     bar: Option<indicatif::ProgressBar>,
     notes: Vec<String>,
+    /// `--duration`: which pass over the plan is running (the bar counts one pass).
+    round: Option<u64>,
 }
 
 impl Progress for Bar {
     fn start_point(&mut self, p: &Point, index: usize, total: usize) {
         if let Some(b) = &self.bar {
             b.set_message(format!(
-                "[{}/{}] {} {} file, {} records, {} thread(s), QD {}",
+                "{}[{}/{}] {} {} file, {} records, {} thread(s), QD {}",
+                self.round.map(|r| format!("round {r} ")).unwrap_or_default(),
                 index + 1,
                 total,
                 p.spec.name,
@@ -1259,6 +1262,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let mut progress = Bar {
         bar,
         notes: Vec::new(),
+        round: soak.map(|_| 1),
     };
     let mut save_error: Option<String> = None;
     let output = a.output.clone();
@@ -1315,7 +1319,14 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
                         &mut sink,
                     );
                     match soak {
-                        Some(d) if stop.is_none() && t0.elapsed() < d => continue,
+                        Some(d) if stop.is_none() && t0.elapsed() < d => {
+                            // The bar counts one pass over the plan: start it again.
+                            progress.round = progress.round.map(|r| r + 1);
+                            if let Some(b) = &progress.bar {
+                                b.set_position(0);
+                            }
+                            continue;
+                        }
                         _ => break stop,
                     }
                 }
