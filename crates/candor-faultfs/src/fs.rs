@@ -541,14 +541,31 @@ impl Filesystem for PassThrough {
         }
     }
 
+    /// A close(2) of a descriptor: the kernel sends FLUSH before close returns (RELEASE
+    /// follows later, in the background), so a file vanishes here, where the closing
+    /// program cannot yet have tried to open it again.
     fn flush(
         &mut self,
         _req: &Request<'_>,
         _ino: u64,
-        _fh: u64,
+        fh: u64,
         _lock_owner: u64,
         reply: ReplyEmpty,
     ) {
+        if let Some(rel) = self.handles.get(&fh).map(|h| h.rel.clone()) {
+            let closes = self.closes.entry(rel.clone()).or_insert(0);
+            *closes += 1;
+            let closes = *closes;
+            if self.faults.vanishes(&rel.to_string_lossy(), closes) {
+                eprintln!(
+                    "candor-faultfs: {} vanished after {closes} close(s)",
+                    rel.display()
+                );
+                let _ = std::fs::remove_file(self.full(&rel));
+                self.closes.remove(&rel);
+                self.forget_path(&rel);
+            }
+        }
         reply.ok()
     }
 
@@ -562,20 +579,7 @@ impl Filesystem for PassThrough {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        if let Some(h) = self.handles.remove(&fh) {
-            let closes = self.closes.entry(h.rel.clone()).or_insert(0);
-            *closes += 1;
-            let closes = *closes;
-            if self.faults.vanishes(&h.rel.to_string_lossy(), closes) {
-                eprintln!(
-                    "candor-faultfs: {} vanished after {closes} close(s)",
-                    h.rel.display()
-                );
-                let _ = std::fs::remove_file(self.full(&h.rel));
-                self.closes.remove(&h.rel);
-                self.forget_path(&h.rel);
-            }
-        }
+        self.handles.remove(&fh);
         reply.ok()
     }
 

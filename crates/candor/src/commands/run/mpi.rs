@@ -59,7 +59,8 @@ pub fn run(a: super::Args) -> CmdResult {
     drop(session);
     match out {
         // Rank 0 says why; the other ranks exit with the same code and say nothing more.
-        Err(f) if !root => Ok(f.code),
+        // An empty message was said already (see `agree`).
+        Err(f) if !root || f.message.is_empty() => Ok(f.code),
         other => other,
     }
 }
@@ -102,9 +103,16 @@ pub fn agree<T>(s: Option<&Session>, mine: Result<T, Failure>) -> Result<T, Fail
         } else {
             format!("rank {rank} on {}: {message}", s.node_of(rank))
         };
+        // Every rank is here and stops. Rank 0 says why before any rank exits: a rank that
+        // exits with an error makes mpirun kill the others, possibly before rank 0 has
+        // written its sentence. The sentence is then written; the failure carries none.
+        if s.world.rank() == 0 {
+            eprintln!("candor: {message}");
+        }
+        s.world.barrier();
         return Err(Failure {
             code: code.parse().unwrap_or(crate::exit::USAGE),
-            message,
+            message: String::new(),
         });
     }
     mine
