@@ -773,23 +773,17 @@ static __always_inline int rq_info_btf(struct request *rq, struct rq_info *out)
 	return 0;
 }
 
-/* One word of per-CPU scratch: a typed pointer written here and read back is a plain
- * number, which the verifier lets a program hash (it refuses shifts of a pointer). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} addr_scratch SEC(".maps");
-
-static __always_inline __u64 addr_of(const void *p)
+/* A number naming the request: its address minus the (fixed) address of the slot array.
+ * The verifier refuses to shift or hash a typed pointer, and to read a spilled pointer
+ * back in halves, but lets a privileged program subtract two pointers, which gives a
+ * plain number. No helper call, and nothing shared that an interrupt could overwrite. */
+static __always_inline __u64 rq_addr(__u64 *ctx)
 {
 	__u32 zero = 0;
-	volatile __u64 *s = bpf_map_lookup_elem(&addr_scratch, &zero);
-	if (!s)
+	char *base = bpf_map_lookup_elem(&rq_slots, &zero);
+	if (!base)
 		return 0;
-	*s = (__u64)p;
-	return *s;
+	return (__u64)((char *)ctx[0] - base);
 }
 
 static __always_inline __u32 rq_index(__u64 rq)
@@ -808,9 +802,8 @@ static __always_inline struct req_val *req_find(__u64 rq)
 }
 
 /* A fresh record for `rq` (replacing any it had), its owner decided now. */
-static __always_inline struct req_val *req_new(struct request *rqp)
+static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 {
-	__u64 rq = addr_of(rqp);
 	struct rq_info ri = {};
 	if (rq_info_btf(rqp, &ri))
 		return 0;
@@ -837,24 +830,25 @@ static __always_inline struct req_val *req_new(struct request *rqp)
 	return bpf_map_lookup_elem(&reqs, &rq);
 }
 
-static __always_inline struct req_val *req_of(struct request *rqp)
+static __always_inline struct req_val *req_of(__u64 *ctx)
 {
-	struct req_val *v = req_find(addr_of(rqp));
-	return v ? v : req_new(rqp);
+	__u64 rq = rq_addr(ctx);
+	struct req_val *v = req_find(rq);
+	return v ? v : req_new(rq, (struct request *)ctx[0]);
 }
 
 /* The request enters the block layer in its submitter's context: decide its owner here. */
 SEC("tp_btf/block_io_start")
 int candor_io_start(__u64 *ctx)
 {
-	req_new((struct request *)ctx[0]);
+	req_new(rq_addr(ctx), (struct request *)ctx[0]);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_insert")
 int candor_rq_insert(__u64 *ctx)
 {
-	struct req_val *v = req_of((struct request *)ctx[0]);
+	struct req_val *v = req_of(ctx);
 	if (v)
 		v->insert_ns = bpf_ktime_get_ns();
 	return 0;
@@ -863,7 +857,7 @@ int candor_rq_insert(__u64 *ctx)
 SEC("tp_btf/block_rq_issue")
 int candor_rq_issue(__u64 *ctx)
 {
-	struct req_val *v = req_of((struct request *)ctx[0]);
+	struct req_val *v = req_of(ctx);
 	if (!v)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
@@ -904,7 +898,7 @@ static __always_inline void inflight_dec(__u32 dev)
 SEC("tp_btf/block_rq_requeue")
 int candor_rq_requeue(__u64 *ctx)
 {
-	struct req_val *v = req_find(addr_of((void *)ctx[0]));
+	struct req_val *v = req_find(rq_addr(ctx));
 	if (v && v->issued) {
 		v->issued = 0;
 		inflight_dec(v->dev);
@@ -920,7 +914,7 @@ int candor_rq_complete(__u64 *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct request *rqp = (struct request *)ctx[0];
-	__u64 rq = addr_of(rqp);
+	__u64 rq = rq_addr(ctx);
 	__u8 error = (__u8)ctx[1];
 	__u64 bytes = (__u32)ctx[2];
 	int last = bytes >= rqp->__data_len;

@@ -144,8 +144,13 @@ impl Witness {
             Mode::Auto | Mode::Bpf => match bpf::open(target, place.as_ref(), config.trace_syscalls) {
                 Ok(s) => Some(Arc::from(s)),
                 Err(why) => {
+                    let syscalls = if config.trace_syscalls {
+                        " --trace-syscalls has nothing to trace with."
+                    } else {
+                        ""
+                    };
                     note = Some(format!(
-                            "The eBPF witness is not available ({why}): using /proc counters, which see the whole device."
+                            "The eBPF witness is not available ({why}): using /proc counters, which see the whole device.{syscalls}"
                         ));
                     Some(Arc::new(source::Procfs))
                 }
