@@ -118,8 +118,7 @@ impl Loaded {
                             .map_err(|e| chain(&e))?;
                     }
                     Attach::Btf => {
-                        let tp: &mut BtfTracePoint =
-                            prog.try_into().map_err(|e| format!("{e}"))?;
+                        let tp: &mut BtfTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
                         if first {
                             tp.load(&spec.name, kernel_btf(btf)?)
                                 .map_err(|e| verifier_message(&e))?;
@@ -157,24 +156,17 @@ impl Loaded {
     pub fn add_pid(&mut self, pid: u32) -> Result<(), TraceError> {
         // The process first, so the fork program gives threads created from now on their
         // syscall slot; then a slot for each thread that exists already.
-        let map = self
-            .ebpf
-            .map_mut("tracked")
-            .ok_or_else(|| TraceError("map tracked missing".into()))?;
-        let mut m: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(|e| err("tracked", e))?;
-        m.insert(pid, 1, 0).map_err(|e| err("tracked insert", e))?;
-        let map = self
-            .ebpf
-            .map_mut("starts")
-            .ok_or_else(|| TraceError("map starts missing".into()))?;
-        let mut starts: HashMap<_, u32, SysStart> =
-            HashMap::try_from(map).map_err(|e| err("starts", e))?;
+        self.u32_hash::<u8>("tracked")?
+            .insert(pid, 1, 0)
+            .map_err(|e| err("tracked insert", e))?;
+        let quiet = self.quiet;
+        let mut starts = self.u32_hash::<SysStart>("starts")?;
         let mut tids = threads_of(pid);
         if tids.is_empty() {
             tids.push(pid);
         }
         for tid in tids {
-            if self.quiet[0] != 0 && thread_comm(pid, tid) == self.quiet {
+            if quiet[0] != 0 && thread_comm(pid, tid) == quiet {
                 continue;
             }
             // BPF_NOEXIST: a thread already in a call keeps its start time.
@@ -184,34 +176,30 @@ impl Loaded {
     }
 
     pub fn quiet_thread(&mut self, tid: u32) -> Result<(), TraceError> {
-        let map = self
-            .ebpf
-            .map_mut("starts")
-            .ok_or_else(|| TraceError("map starts missing".into()))?;
-        let mut starts: HashMap<_, u32, SysStart> =
-            HashMap::try_from(map).map_err(|e| err("starts", e))?;
-        let _ = starts.remove(&tid);
+        let _ = self.u32_hash::<SysStart>("starts")?.remove(&tid);
         Ok(())
     }
 
     pub fn remove_pid(&mut self, pid: u32) -> Result<(), TraceError> {
-        let map = self
-            .ebpf
-            .map_mut("tracked")
-            .ok_or_else(|| TraceError("map tracked missing".into()))?;
-        let mut m: HashMap<_, u32, u8> = HashMap::try_from(map).map_err(|e| err("tracked", e))?;
         // Already gone (the process ended) is fine.
-        let _ = m.remove(&pid);
-        let map = self
-            .ebpf
-            .map_mut("starts")
-            .ok_or_else(|| TraceError("map starts missing".into()))?;
-        let mut starts: HashMap<_, u32, SysStart> =
-            HashMap::try_from(map).map_err(|e| err("starts", e))?;
+        let _ = self.u32_hash::<u8>("tracked")?.remove(&pid);
+        let mut starts = self.u32_hash::<SysStart>("starts")?;
         for tid in threads_of(pid).into_iter().chain([pid]) {
             let _ = starts.remove(&tid);
         }
         Ok(())
+    }
+
+    /// One of the maps keyed by a process or thread id, for writing.
+    fn u32_hash<V: aya::Pod>(
+        &mut self,
+        name: &str,
+    ) -> Result<HashMap<&mut MapData, u32, V>, TraceError> {
+        let map = self
+            .ebpf
+            .map_mut(name)
+            .ok_or_else(|| TraceError(format!("map {name} missing")))?;
+        HashMap::try_from(map).map_err(|e| err(name, e))
     }
 
     fn map(&self, name: &str) -> Result<&aya::maps::Map, TraceError> {

@@ -141,20 +141,22 @@ impl Witness {
         let source: Option<Arc<dyn Source>> = match config.mode {
             Mode::Off => None,
             Mode::Procfs => Some(Arc::new(source::Procfs)),
-            Mode::Auto | Mode::Bpf => match bpf::open(target, place.as_ref(), config.trace_syscalls) {
-                Ok(s) => Some(Arc::from(s)),
-                Err(why) => {
-                    let syscalls = if config.trace_syscalls {
-                        " --trace-syscalls has nothing to trace with."
-                    } else {
-                        ""
-                    };
-                    note = Some(format!(
+            Mode::Auto | Mode::Bpf => {
+                match bpf::open(target, place.as_ref(), config.trace_syscalls) {
+                    Ok(s) => Some(Arc::from(s)),
+                    Err(why) => {
+                        let syscalls = if config.trace_syscalls {
+                            " --trace-syscalls has nothing to trace with."
+                        } else {
+                            ""
+                        };
+                        note = Some(format!(
                             "The eBPF witness is not available ({why}): using /proc counters, which see the whole device.{syscalls}"
                         ));
-                    Some(Arc::new(source::Procfs))
+                        Some(Arc::new(source::Procfs))
+                    }
                 }
-            },
+            }
         };
         (
             Witness {

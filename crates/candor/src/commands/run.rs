@@ -430,7 +430,9 @@ impl Progress for Bar {
         if let Some(b) = &self.bar {
             b.set_message(format!(
                 "{}[{}/{}] {} {} file, {} records, {} thread(s), QD {}",
-                self.round.map(|r| format!("round {r} ")).unwrap_or_default(),
+                self.round
+                    .map(|r| format!("round {r} "))
+                    .unwrap_or_default(),
                 index + 1,
                 total,
                 p.spec.name,
@@ -1087,7 +1089,11 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
             )))
         }
     };
-    if a.trace_syscalls && matches!(mode, candor_witness::Mode::Procfs | candor_witness::Mode::Off)
+    if a.trace_syscalls
+        && matches!(
+            mode,
+            candor_witness::Mode::Procfs | candor_witness::Mode::Off
+        )
     {
         return Err(usage(format!(
             "--trace-syscalls needs the eBPF witness, not --witness {}: use --witness bpf or auto",
