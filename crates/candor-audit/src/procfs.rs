@@ -692,11 +692,23 @@ impl PhaseSource for ProcfsSource {
             .filter(|(_, p)| p.alive)
             .map(|(pid, _)| *pid)
             .collect();
-        let readings: Vec<(u32, Reading)> =
-            pids.into_iter().map(|pid| (pid, Self::read(pid))).collect();
-        // Output written before the readings is in the pipes or already read by now.
-        if let Some(probe) = &self.output_probe {
-            self.out_total = self.out_total.max(probe());
+        // stdout/stderr bytes are in wchar and must come off it: count the output before
+        // and after the readings. When the two counts agree, the readings hold exactly
+        // that output; when the command wrote in between, its wchar may or may not hold
+        // those bytes, so read again (a few times at most).
+        let probe = |me: &Self| me.output_probe.as_ref().map(|p| p());
+        let mut readings: Vec<(u32, Reading)> = Vec::new();
+        let mut output = None;
+        for _ in 0..3 {
+            let before = probe(self);
+            readings = pids.iter().map(|pid| (*pid, Self::read(*pid))).collect();
+            output = before;
+            if probe(self) == before {
+                break;
+            }
+        }
+        if let Some(o) = output {
+            self.out_total = self.out_total.max(o);
         }
         let mid = (self.prev_tick_s + now) / 2.0;
         for (pid, r) in &readings {
@@ -767,6 +779,7 @@ impl PhaseSource for ProcfsSource {
             phases,
             processes: self.procs.values().map(|p| p.rec.clone()).collect(),
             notes,
+            ..Default::default()
         }
     }
 }
