@@ -62,16 +62,7 @@ impl BpfSource {
     /// its processes, or written back for inodes it dirtied), per direction.
     fn storage(&self, p: &candor_bpf::Phase) -> Option<(u64, u64, u64)> {
         let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
-        let before = self
-            .snapshots
-            .iter()
-            .rev()
-            .find(|s| s.taken_ns <= p.open_ns)?;
-        let after = self
-            .snapshots
-            .iter()
-            .find(|s| s.taken_ns >= end)
-            .or(self.snapshots.last())?;
+        let (before, after) = window(&self.snapshots, p.open_ns, end)?;
         let d = after.delta(before);
         let (mut r, mut w, mut foreign) = (0, 0, 0);
         for (k, c) in &d.block {
@@ -97,6 +88,22 @@ impl BpfSource {
             Err(e) => self.notes.push(e.to_string()),
         }
     }
+}
+
+/// The two snapshots that bracket `open_ns..=end_ns`: the last one read wholly before the
+/// start (a reading takes time, and a counter read after the start would already hold
+/// some of the phase's bytes) and the first one begun after the end (or the last one).
+fn window(
+    snapshots: &[candor_bpf::Snapshot],
+    open_ns: u64,
+    end_ns: u64,
+) -> Option<(&candor_bpf::Snapshot, &candor_bpf::Snapshot)> {
+    let before = snapshots.iter().rev().find(|s| s.done_ns <= open_ns)?;
+    let after = snapshots
+        .iter()
+        .find(|s| s.taken_ns >= end_ns)
+        .or(snapshots.last())?;
+    Some((before, after))
 }
 
 /// Converts a tracer phase to the audit's phase (times relative to `t0_ns`).
@@ -208,11 +215,53 @@ impl PhaseSource for BpfSource {
         phases.sort_by(|a, b| a.open_s.total_cmp(&b.open_s));
         let mut notes = vec!["observed by eBPF on syscall tracepoints: every read, write, lseek, fsync and close of the tree".to_string()];
         notes.extend(self.notes.iter().cloned());
+        let mut block_requests_unseen = std::collections::BTreeMap::new();
+        match self.tracer.unseen_completions() {
+            Ok(unseen) => {
+                for (dev, n) in unseen {
+                    let name = dev.name().unwrap_or_else(|| dev.to_string());
+                    notes.push(format!(
+                        "the kernel did not run candor's completion program for {n} block request(s) on {name}: storage bytes on {name} can be short by that many requests"
+                    ));
+                    block_requests_unseen.insert(name, n);
+                }
+            }
+            Err(e) => notes.push(e.to_string()),
+        }
         Observed {
             source: "bpf".into(),
             phases,
             processes: self.counters.finish().processes,
             notes,
+            block_requests_unseen,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+    use candor_bpf::Snapshot;
+
+    fn snap(taken_ns: u64, done_ns: u64) -> Snapshot {
+        Snapshot::decode(&candor_bpf::raw::RawSnapshot {
+            taken_ns,
+            done_ns,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_reading_that_straddles_the_open_does_not_start_the_window() {
+        // The second reading began before the open (100) but ended after it: its block
+        // counters may already hold the phase's first requests.
+        let s = [snap(10, 20), snap(90, 130), snap(300, 310), snap(400, 410)];
+        let (a, b) = window(&s, 100, 250).expect("a window");
+        assert_eq!((a.taken_ns, b.taken_ns), (10, 300));
+        // Nothing read wholly before the open: no window at all, rather than a short one.
+        assert!(window(&s[1..], 100, 250).is_none());
+        // Past the last reading, the last one closes the window.
+        let (_, b) = window(&s, 100, 500).expect("a window");
+        assert_eq!(b.taken_ns, 400);
     }
 }

@@ -156,6 +156,11 @@ pub struct Observed {
     pub processes: Vec<ProcessRecord>,
     /// Sentences about the limits of what was seen ("times are sampled every 5 ms").
     pub notes: Vec<String>,
+    /// Per device (kernel name): block requests the eBPF programs saw issued and never
+    /// saw complete, because the kernel did not run the completion program for them.
+    /// Storage and device bytes on that device can be short by these requests. Empty
+    /// when none were missed (and always for procfs).
+    pub block_requests_unseen: std::collections::BTreeMap<String, u64>,
 }
 
 /// Where phases come from. The runner calls `attach` once the child exists (before it

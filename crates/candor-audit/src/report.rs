@@ -294,6 +294,7 @@ pub fn audit_value(a: &Audit) -> Value {
         "wall_s": a.wall_s,
         "source": a.observed.source,
         "notes": a.observed.notes,
+        "block_requests_unseen": a.observed.block_requests_unseen,
         "devices": a.devices,
         "processes": a.observed.processes,
         "phases": a.observed.phases,
@@ -330,6 +331,7 @@ mod tests {
                 phases,
                 processes: Vec::new(),
                 notes: vec!["a note".into()],
+                ..Default::default()
             },
             disks: crate::disk::DiskTimeline::default(),
             devices: vec!["vda".into()],

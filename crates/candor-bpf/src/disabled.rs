@@ -35,6 +35,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn inflight(&self) -> Result<Vec<(u32, u64)>, TraceError> {
+        match *self {}
+    }
+
     pub fn read(&self) -> Result<RawSnapshot, TraceError> {
         match *self {}
     }

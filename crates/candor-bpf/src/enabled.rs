@@ -13,6 +13,7 @@ use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::Btf;
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashSet;
+use std::os::fd::AsFd;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/candor.bpf.o"));
 
@@ -47,6 +48,36 @@ fn quiet_comm(name: Option<&str>) -> [u8; 16] {
         c[..len].copy_from_slice(&b[..len]);
     }
     c
+}
+
+/// A program's `recursion_misses` (BPF_OBJ_GET_INFO_BY_FD); None if the kernel says no.
+fn recursion_misses(fd: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // The `info` member of union bpf_attr for BPF_OBJ_GET_INFO_BY_FD.
+    #[repr(C)]
+    struct InfoByFd {
+        bpf_fd: u32,
+        info_len: u32,
+        info: u64,
+    }
+    // SAFETY: bpf_prog_info is plain integers; all-zero is a valid value.
+    let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut attr = InfoByFd {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: std::mem::size_of_val(&info) as u32,
+        info: &mut info as *mut _ as u64,
+    };
+    // SAFETY: attr names a buffer of info_len bytes that lives across the call; the kernel
+    // writes at most that many bytes into it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            aya_obj::generated::bpf_cmd::BPF_OBJ_GET_INFO_BY_FD as libc::c_long,
+            &mut attr as *mut InfoByFd,
+            std::mem::size_of::<InfoByFd>(),
+        )
+    };
+    (rc == 0).then_some(info.recursion_misses)
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> TraceError {
@@ -149,6 +180,19 @@ impl Loaded {
         self.syscalls
     }
 
+    /// Runs the kernel skipped, summed over the loaded programs. The kernel does not run a
+    /// program inside itself: when an interrupt on a CPU fires a tracepoint whose program
+    /// that CPU is already running (a completion in hard-IRQ context landing on a
+    /// completion in soft-IRQ context), the event goes uncounted and the kernel adds one
+    /// to the program's `recursion_misses`.
+    fn skipped_runs(&self) -> u64 {
+        self.ebpf
+            .programs()
+            .filter_map(|(_, p)| p.fd().ok())
+            .filter_map(|fd| recursion_misses(fd.as_fd()))
+            .sum()
+    }
+
     pub fn skipped(&self) -> Vec<(String, String)> {
         self.skipped.clone()
     }
@@ -214,6 +258,14 @@ impl Loaded {
         Ok(m.keys().filter_map(Result::ok).collect())
     }
 
+    /// Requests issued and not yet completed, as the programs count them, per device
+    /// (kernel dev_t).
+    pub fn inflight(&self) -> Result<Vec<(u32, u64)>, TraceError> {
+        let m: HashMap<_, u32, u64> =
+            HashMap::try_from(self.map("inflight")?).map_err(|e| err("inflight", e))?;
+        Ok(m.iter().filter_map(Result::ok).collect())
+    }
+
     pub fn read(&self) -> Result<RawSnapshot, TraceError> {
         let taken_ns = crate::monotonic_ns();
         let sys_map: PerCpuArray<_, SysStat> =
@@ -276,8 +328,11 @@ impl Loaded {
         let blk_map: HashMap<_, BlkKey, BlkStat> =
             HashMap::try_from(self.map("blk_stats")?).map_err(|e| err("blk_stats", e))?;
         let blk = blk_map.iter().filter_map(Result::ok).collect();
+        let skipped_runs = self.skipped_runs();
         Ok(RawSnapshot {
             taken_ns,
+            done_ns: crate::monotonic_ns(),
+            skipped_runs,
             sys,
             lseek,
             cache_misses,

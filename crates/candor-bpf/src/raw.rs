@@ -258,6 +258,12 @@ fn add_into(a: &mut [u64], b: &[u64]) {
 pub struct RawSnapshot {
     /// CLOCK_MONOTONIC nanoseconds when the reading started (same clock as bpf_ktime_get_ns).
     pub taken_ns: u64,
+    /// When the reading ended: the counters are from some moment in `taken_ns..=done_ns`
+    /// (each map is read at its own moment).
+    pub done_ns: u64,
+    /// Events the kernel did not give a program, summed over the programs (see
+    /// `Snapshot::diagnostics`).
+    pub skipped_runs: u64,
     pub sys: Vec<SysStat>,
     pub lseek: L2Hist,
     pub cache_misses: u64,

@@ -286,22 +286,31 @@ impl FileCounters {
     }
 }
 
-/// Events the tracer had to drop because a map or the ring buffer was full. All zero in
-/// a trustworthy snapshot.
+/// Events the tracer lost: a map or the ring buffer was full, or the kernel did not run a
+/// program. All zero in a trustworthy snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Diagnostics {
     pub phases_lost: u64,
     pub syscalls_untimed: u64,
     pub requests_untracked: u64,
     pub fds_untracked: u64,
+    /// Tracepoint events no program saw: the kernel does not run a program inside itself
+    /// on one CPU, so an interrupt's event that lands while the same program runs there is
+    /// dropped (a block completion, most often). Each one may be a request's bytes missing.
+    pub events_skipped: u64,
 }
 
 /// Cumulative counters of the tracked set since the tracer was loaded (or, for a value
 /// returned by [`Snapshot::delta`], between two snapshots).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
-    /// CLOCK_MONOTONIC nanoseconds when it was taken (the clock of the BPF timestamps).
+    /// CLOCK_MONOTONIC nanoseconds when the reading started (the clock of the BPF
+    /// timestamps).
     pub taken_ns: u64,
+    /// When the reading ended. Maps are read one after another, so a counter may hold
+    /// events up to `done_ns`: a window that must exclude everything after an instant
+    /// starts at a snapshot whose `done_ns` is before it.
+    pub done_ns: u64,
     /// Per syscall name ("read", "pwrite64", ...; "page_fault" counts user page faults).
     pub syscalls: BTreeMap<String, SyscallCounters>,
     /// File offsets that lseek returned, log2.
@@ -389,6 +398,7 @@ impl Snapshot {
         }
         Snapshot {
             taken_ns: raw.taken_ns,
+            done_ns: raw.done_ns,
             syscalls,
             lseek_offsets: Hist::new(Scale::Log2, raw.lseek.b.to_vec()),
             cache_misses: raw.cache_misses,
@@ -399,6 +409,7 @@ impl Snapshot {
                 syscalls_untimed: raw.diag[raw::DIAG_STARTS_FULL as usize],
                 requests_untracked: raw.diag[raw::DIAG_REQS_FULL as usize],
                 fds_untracked: raw.diag[raw::DIAG_FDS_FULL as usize],
+                events_skipped: raw.skipped_runs,
             },
         }
     }
@@ -449,6 +460,7 @@ impl Snapshot {
         let (a, b) = (&self.diagnostics, &earlier.diagnostics);
         Snapshot {
             taken_ns: self.taken_ns,
+            done_ns: self.done_ns,
             syscalls,
             lseek_offsets: self.lseek_offsets.minus(&earlier.lseek_offsets),
             cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
@@ -459,6 +471,7 @@ impl Snapshot {
                 syscalls_untimed: a.syscalls_untimed.saturating_sub(b.syscalls_untimed),
                 requests_untracked: a.requests_untracked.saturating_sub(b.requests_untracked),
                 fds_untracked: a.fds_untracked.saturating_sub(b.fds_untracked),
+                events_skipped: a.events_skipped.saturating_sub(b.events_skipped),
             },
         }
     }
@@ -538,6 +551,8 @@ pub(crate) mod tests {
         foreign.bytes = foreign_bytes;
         RawSnapshot {
             taken_ns: 1,
+            done_ns: 1,
+            skipped_runs: 0,
             sys,
             cache_misses: 7,
             blk: vec![

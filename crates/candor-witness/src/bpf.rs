@@ -144,12 +144,46 @@ impl Probe for BpfProbe {
         let d = &self.devices;
         facts.exact = Some(exact(&window, &total, d));
         candor_bpf::model::fill_witness(&total, d, w);
+        let unseen = newly_unseen(&self.tracer, d);
+        if unseen > 0 {
+            w.extra
+                .insert("bpf_completions_unseen".into(), serde_json::json!(unseen));
+        }
         if !self.syscalls {
             w.syscalls = None;
             w.extra
                 .insert("bpf_syscalls".into(), serde_json::json!(SYSCALLS_OFF));
         }
     }
+}
+
+/// Block completions on `devices` that the kernel did not hand to the tracer's program
+/// since the previous call (the tracer counts them since it was loaded; see
+/// `Tracer::unseen_completions`). The block figures of the repetition can be short by
+/// that many requests.
+fn newly_unseen(tracer: &Shared, devices: &[DevId]) -> u64 {
+    static REPORTED: Mutex<std::collections::BTreeMap<DevId, u64>> =
+        Mutex::new(std::collections::BTreeMap::new());
+    let Ok(now) = tracer
+        .lock()
+        .map_err(|_| ())
+        .and_then(|t| t.unseen_completions().map_err(|_| ()))
+    else {
+        return 0;
+    };
+    let Ok(mut reported) = REPORTED.lock() else {
+        return 0;
+    };
+    let mut new = 0;
+    for (dev, n) in now {
+        if !devices.contains(&dev) {
+            continue;
+        }
+        let before = reported.entry(dev).or_insert(0);
+        new += n.saturating_sub(*before);
+        *before = (*before).max(n);
+    }
+    new
 }
 
 /// Why a bpf witness block has no `syscalls` (the default of `candor run`).

@@ -243,11 +243,33 @@ fn dd_direct_write_bytes_are_exact() {
             .map(|p| p["storage_write_bytes"].as_u64().unwrap_or(0))
             .sum();
         // O_DIRECT bytes go to storage. (With eBPF, a request the block layer issues from
-        // a kernel thread is counted as that thread's, so allow a sliver.)
-        assert!(
-            storage.abs_diff(64 << 20) <= (64 << 20) / 100,
-            "O_DIRECT bytes went to storage: {on_file:#?}"
-        );
+        // a kernel thread is counted as that thread's, so allow a sliver.) Now and then
+        // the kernel does not run the eBPF completion program for a request; the audit
+        // must then say so, and the shortfall must fit in the requests it names.
+        let device = on_file[0]["device"].as_str().unwrap_or_default();
+        let unseen = v["audit"]["block_requests_unseen"][device]
+            .as_u64()
+            .unwrap_or(0);
+        let short = (64u64 << 20).saturating_sub(storage);
+        if unseen > 0 {
+            let max_request =
+                std::fs::read_to_string(format!("/sys/class/block/{device}/queue/max_sectors_kb"))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .map_or(u64::MAX, |kb| kb << 10);
+            eprintln!(
+                "{w}: the audit reports {unseen} completion(s) on {device} unseen; storage is short by {short} bytes"
+            );
+            assert!(
+                short <= unseen.saturating_mul(max_request),
+                "short by {short} bytes, more than {unseen} unseen request(s) can hold: {on_file:#?}"
+            );
+        } else {
+            assert!(
+                storage.abs_diff(64 << 20) <= (64 << 20) / 100,
+                "O_DIRECT bytes went to storage, and no unseen completion was reported: {on_file:#?}"
+            );
+        }
     }
 }
 
