@@ -144,6 +144,7 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         lseek_count: Some(p.lseeks),
         record_sizes: p.record_sizes.to_dump().buckets,
         offsets: p.offsets.to_dump().buckets,
+        direct: p.direct,
         source: "bpf".into(),
         ..Default::default()
     }

@@ -81,6 +81,10 @@ struct fd_key {
 
 #define PHASE_OPENED 1
 #define PHASE_CLOSED 2
+/* The file was in O_DIRECT mode when the phase began (the programs are built for x86_64,
+ * where O_DIRECT is 040000). */
+#define PHASE_DIRECT 4
+#define X86_O_DIRECT 040000
 
 struct phase {
 	__u32 tgid;
@@ -373,7 +377,7 @@ static __always_inline int is_positional(__u32 s)
 }
 
 /* fd -> (dev, inode) of the calling task, regular files only. */
-static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino)
+static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino, __u32 *fflags)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct files_struct *files = 0;
@@ -396,6 +400,8 @@ static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino)
 	if (bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]) || !f)
 		return -1;
 	if (bpf_probe_read_kernel(&in, sizeof(in), &f->f_inode) || !in)
+		return -1;
+	if (bpf_probe_read_kernel(fflags, sizeof(*fflags), &f->f_flags))
 		return -1;
 	if (bpf_probe_read_kernel(&mode, sizeof(mode), &in->i_mode))
 		return -1;
@@ -424,9 +430,9 @@ static __always_inline struct file_stat *file_stat_of(__u32 dev, __u64 ino)
 static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 					       const char *user_path)
 {
-	__u32 dev = 0, zero = 0;
+	__u32 dev = 0, zero = 0, fflags = 0;
 	__u64 ino = 0;
-	if (fd_inode(fd, &dev, &ino))
+	if (fd_inode(fd, &dev, &ino, &fflags))
 		return 0;
 	struct phase *p = bpf_map_lookup_elem(&phase_scratch, &zero);
 	if (!p)
@@ -441,6 +447,8 @@ static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 		bpf_probe_read_user_str(p->path, sizeof(p->path), user_path);
 		p->flags = PHASE_OPENED;
 	}
+	if (fflags & X86_O_DIRECT)
+		p->flags |= PHASE_DIRECT;
 	file_stat_of(dev, ino);
 	struct fd_key k = { .tgid = tgid, .fd = fd };
 	if (bpf_map_update_elem(&fds, &k, p, BPF_ANY)) {

@@ -3,7 +3,7 @@
 //! what `candor audit` rebuilds a program's tests from.
 
 use crate::hist::{Hist, Scale};
-use crate::raw::{RawPhase, PHASE_CLOSED, PHASE_OPENED};
+use crate::raw::{RawPhase, PHASE_CLOSED, PHASE_DIRECT, PHASE_OPENED};
 use crate::snapshot::DevId;
 use serde::Serialize;
 
@@ -19,6 +19,10 @@ pub struct Phase {
     pub path: Option<String>,
     /// False when the process ended (or tracing stopped) with the file still open.
     pub closed: bool,
+    /// The file was in O_DIRECT mode when the phase began (at its openat, or at the first
+    /// call the tracer saw on a descriptor it did not see opened, such as dd's dup2'd
+    /// output); a later fcntl(F_SETFL) is not followed.
+    pub direct: bool,
     /// CLOCK_MONOTONIC nanoseconds: open (or first sight), first and last I/O, close.
     pub open_ns: u64,
     pub first_io_ns: Option<u64>,
@@ -57,6 +61,7 @@ impl Phase {
             inode: r.ino,
             path,
             closed,
+            direct: r.flags & PHASE_DIRECT != 0,
             open_ns: r.open_ns,
             first_io_ns: nz(r.first_ns),
             last_io_ns: nz(r.last_ns),
@@ -120,6 +125,9 @@ mod tests {
         assert_eq!(p.wall_ns(), 9_000);
         assert_eq!(p.record_sizes.to_dump().buckets, vec![[4096, 4096]]);
         assert_eq!(p.close_ns, Some(10_000));
+        assert!(!p.direct);
+        r.flags |= PHASE_DIRECT;
+        assert!(Phase::decode(&r).direct);
     }
 
     #[test]

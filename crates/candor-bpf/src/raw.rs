@@ -39,6 +39,8 @@ pub const NDIAG: u32 = 4;
 /// Phase flags.
 pub const PHASE_OPENED: u32 = 1;
 pub const PHASE_CLOSED: u32 = 2;
+/// The file was in O_DIRECT mode when the phase began.
+pub const PHASE_DIRECT: u32 = 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

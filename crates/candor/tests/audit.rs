@@ -238,6 +238,11 @@ fn dd_direct_write_bytes_are_exact() {
             .filter(|p| p["path"] == of.display().to_string())
             .collect();
         assert!(!on_file.is_empty(), "{phases:#?}");
+        // dd opens its output with O_DIRECT and writes it through a dup2'd descriptor.
+        assert!(
+            on_file.iter().all(|p| p["direct"] == true),
+            "{w}: O_DIRECT seen: {on_file:#?}"
+        );
         let storage: u64 = on_file
             .iter()
             .map(|p| p["storage_write_bytes"].as_u64().unwrap_or(0))
