@@ -170,6 +170,9 @@ struct Reading {
     total: Option<Io>,
     threads: Option<HashMap<u32, Io>>,
     fds: Vec<(i32, String, FdInfo)>,
+    /// Descriptors closed while the counters were read: they take this tick's bytes,
+    /// then close.
+    closing: Vec<i32>,
 }
 
 pub struct ProcfsSource {
@@ -320,6 +323,10 @@ impl ProcfsSource {
     }
 
     fn read(pid: u32) -> Reading {
+        // The descriptors are listed before and after the counters: a file closed while
+        // they are read (its last bytes are in them) is in the first list, one opened
+        // meanwhile (its first bytes may be) in the second.
+        let fds_before = Self::read_fds(pid);
         let total = Io::read(&format!("/proc/{pid}/io"));
         // A zombie's threads are gone: its whole reading is all there is.
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -329,18 +336,22 @@ impl ProcfsSource {
                     .map(|i| t[i + 1..].trim_start().starts_with('Z'))
             })
             .unwrap_or(false);
+        let threads = if zombie {
+            None
+        } else {
+            Self::read_threads(pid)
+        };
+        let (fds, closing) = if zombie {
+            let closing = fds_before.iter().map(|f| f.0).collect();
+            (fds_before, closing)
+        } else {
+            merge_fds(fds_before, Self::read_fds(pid))
+        };
         Reading {
             total,
-            threads: if zombie {
-                None
-            } else {
-                Self::read_threads(pid)
-            },
-            fds: if zombie {
-                Vec::new()
-            } else {
-                Self::read_fds(pid)
-            },
+            threads,
+            fds,
+            closing,
         }
     }
 
@@ -438,6 +449,7 @@ impl ProcfsSource {
         // New files open a phase now (their bytes of this tick are theirs).
         let mut seen = HashSet::new();
         let mut replaced = Vec::new();
+        let closing = r.closing;
         for (fd, path, info) in r.fds {
             seen.insert(fd);
             if let Some(f) = p.files.get_mut(&fd).filter(|f| f.phase.path == path) {
@@ -523,7 +535,7 @@ impl ProcfsSource {
         let closed: Vec<i32> = p
             .files
             .keys()
-            .filter(|fd| !seen.contains(fd))
+            .filter(|fd| !seen.contains(fd) || closing.contains(fd))
             .copied()
             .collect();
         for fd in closed {
@@ -784,9 +796,56 @@ impl PhaseSource for ProcfsSource {
     }
 }
 
+/// The descriptors open at either listing (the later listing's entry where both have the
+/// descriptor: its position is the newer), and those only the earlier one had: closed
+/// during the reading, they take the tick's bytes (their last ones are in the counters)
+/// and then close.
+fn merge_fds(
+    before: Vec<(i32, String, FdInfo)>,
+    mut after: Vec<(i32, String, FdInfo)>,
+) -> (Vec<(i32, String, FdInfo)>, Vec<i32>) {
+    let mut closing = Vec::new();
+    for b in before {
+        if !after.iter().any(|a| a.0 == b.0) {
+            closing.push(b.0);
+            after.push(b);
+        }
+    }
+    (after, closing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_in_either_fd_listing_takes_the_tick() {
+        let info = |pos: u64| FdInfo::parse(&format!("pos:\t{pos}\nflags:\t0100001\n"));
+        let before = vec![
+            (1, "/a".to_string(), info(10)),
+            (3, "/b".to_string(), info(0)),
+        ];
+        let after = vec![
+            (1, "/a".to_string(), info(20)),
+            (4, "/c".to_string(), info(0)),
+        ];
+        let (merged, closing) = merge_fds(before, after);
+        assert_eq!(closing, vec![3]);
+        let mut got: Vec<(i32, String, u64)> = merged
+            .into_iter()
+            .map(|(fd, p, i)| (fd, p, i.pos))
+            .collect();
+        got.sort();
+        // fd 1 with the later position; fd 3 closed during the reading; fd 4 opened.
+        assert_eq!(
+            got,
+            vec![
+                (1, "/a".into(), 20),
+                (3, "/b".into(), 0),
+                (4, "/c".into(), 0)
+            ]
+        );
+    }
 
     #[test]
     fn io_text() {

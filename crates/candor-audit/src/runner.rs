@@ -50,12 +50,15 @@ pub struct Outcome {
     pub devices: Vec<String>,
 }
 
-/// Capture of one output stream, passed through to `sink` as it comes.
-fn pump<R: Read + Send + 'static>(
+/// Capture of one output stream, passed through to `sink` as it comes. `drain` is held
+/// from a read out of the pipe to the count's update, so the sampler (which holds it while
+/// it adds the count and what the pipes still hold) never sees bytes in neither.
+fn pump<R: Read + std::os::fd::AsRawFd + Send + 'static>(
     mut from: R,
     mut sink: impl Write + Send + 'static,
     buf: Arc<Mutex<Vec<u8>>>,
     count: Arc<AtomicU64>,
+    drain: Arc<Mutex<()>>,
     open: Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -64,11 +67,30 @@ fn pump<R: Read + Send + 'static>(
         let _closing = Closing(open);
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            match from.read(&mut chunk) {
+            // Wait for data (or the end) without the lock; the read then does not block.
+            let mut pfd = libc::pollfd {
+                fd: from.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            if unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            let got = {
+                let _held = drain.lock();
+                let got = from.read(&mut chunk);
+                if let Ok(n) = got {
+                    count.fetch_add(n as u64, Ordering::SeqCst);
+                }
+                got
+            };
+            match got {
                 Ok(0) => break,
                 Ok(n) => {
-                    // Counted first: the sampler adds what is still in the pipe to this.
-                    count.fetch_add(n as u64, Ordering::SeqCst);
                     let _ = sink.write_all(&chunk[..n]);
                     let _ = sink.flush();
                     if let Ok(mut b) = buf.lock() {
@@ -226,6 +248,7 @@ pub fn run(
     let out_buf = Arc::new(Mutex::new(Vec::new()));
     let err_buf = Arc::new(Mutex::new(Vec::new()));
     let count = Arc::new(AtomicU64::new(0));
+    let drain = Arc::new(Mutex::new(()));
     let mut pumps = Vec::new();
     // The pipes' read ends, to add the bytes written but not yet read to the count.
     let mut pipes: Vec<(i32, Arc<std::sync::atomic::AtomicBool>)> = Vec::new();
@@ -237,7 +260,14 @@ pub fn run(
         };
         let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
         pipes.push((o.as_raw_fd(), open.clone()));
-        pumps.push(pump(o, sink, out_buf.clone(), count.clone(), open));
+        pumps.push(pump(
+            o,
+            sink,
+            out_buf.clone(),
+            count.clone(),
+            drain.clone(),
+            open,
+        ));
     }
     if let Some(e) = child.stderr.take() {
         let sink: Box<dyn Write + Send> = if pass_through {
@@ -247,10 +277,18 @@ pub fn run(
         };
         let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
         pipes.push((e.as_raw_fd(), open.clone()));
-        pumps.push(pump(e, sink, err_buf.clone(), count.clone(), open));
+        pumps.push(pump(
+            e,
+            sink,
+            err_buf.clone(),
+            count.clone(),
+            drain.clone(),
+            open,
+        ));
     }
     let counter = count.clone();
     source.output_probe(Box::new(move || {
+        let _held = drain.lock();
         let mut n = counter.load(Ordering::SeqCst);
         for (fd, open) in &pipes {
             if !open.load(Ordering::SeqCst) {
