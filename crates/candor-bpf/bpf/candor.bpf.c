@@ -882,7 +882,10 @@ int candor_rq_issue(__u64 *ctx)
 		if (!inf)
 			return 0;
 	}
-	__u64 depth = __sync_fetch_and_add(inf, 1) + 1;
+	/* Flushes and other dataless requests (dir 3) are left out of the in-flight count,
+	 * as the kernel leaves them out of its own (/sys/.../inflight), which user space
+	 * compares with this one to find completions the program never saw. */
+	__u64 depth = v->dir == 3 ? *inf : __sync_fetch_and_add(inf, 1) + 1;
 	struct blk_stat *s = blk_stat_of(dev, v->dir, v->owner);
 	if (!s)
 		return 0;
@@ -909,7 +912,8 @@ int candor_rq_requeue(__u64 *ctx)
 	struct req_val *v = req_find(rq_addr(ctx));
 	if (v && v->issued) {
 		v->issued = 0;
-		inflight_dec(v->dev);
+		if (v->dir != 3)
+			inflight_dec(v->dev);
 	}
 	return 0;
 }
@@ -949,7 +953,7 @@ int candor_rq_complete(__u64 *ctx)
 			v.dir = ri.dir;
 		}
 	}
-	if (v.issued && last)
+	if (v.issued && last && v.dir != 3)
 		inflight_dec(v.dev);
 	struct blk_stat *st = blk_stat_of(v.dev, v.dir, v.owner);
 	if (!st)

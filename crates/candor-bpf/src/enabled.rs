@@ -181,10 +181,9 @@ impl Loaded {
     }
 
     /// Runs the kernel skipped, summed over the loaded programs. The kernel does not run a
-    /// program inside itself: when an interrupt on a CPU fires a tracepoint whose program
-    /// that CPU is already running (a completion in hard-IRQ context landing on a
-    /// completion in soft-IRQ context), the event goes uncounted and the kernel adds one
-    /// to the program's `recursion_misses`.
+    /// program inside itself: when an interrupt fires a tracepoint whose program that CPU
+    /// is already running, the event goes uncounted and the kernel adds one to the
+    /// program's `recursion_misses`.
     fn skipped_runs(&self) -> u64 {
         self.ebpf
             .programs()

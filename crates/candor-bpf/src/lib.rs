@@ -178,15 +178,16 @@ impl Tracer {
     /// contention, the completion program's own run count was now and then 127 for 128
     /// completions the tracepoint reported, with no recursion miss counted; this is how
     /// candor notices.) Compares the programs' in-flight count with the kernel's
-    /// (/sys/dev/block/M:m/inflight: the requests that keep I/O statistics, so not a flush
-    /// in flight; devices with iostats off are skipped). A request caught between the two readings looks lost for an instant, so an excess is
-    /// read again up to three times over 17 ms and the smallest one counts. Only devices
-    /// with an excess are returned.
+    /// (/sys/dev/block/M:m/inflight); both leave flushes out, and devices with iostats off
+    /// (whose requests the kernel does not count) are skipped. A request caught between
+    /// the two readings, or completed by the device but not yet by the kernel's soft
+    /// interrupt, looks lost for a moment, so an excess is read again up to five times
+    /// over 77 ms and the smallest one counts. Only devices with an excess are returned.
     pub fn unseen_completions(&self) -> Result<Vec<(DevId, u64)>, TraceError> {
         let mut least: std::collections::BTreeMap<DevId, u64> = Default::default();
         // One reading when nothing is amiss; otherwise a few more, further apart, so a
         // request in flight outside the kernel's count (a flush) has time to finish.
-        for (i, wait_ms) in [0u64, 2, 5, 10].into_iter().enumerate() {
+        for (i, wait_ms) in [0u64, 2, 5, 10, 20, 40].into_iter().enumerate() {
             std::thread::sleep(std::time::Duration::from_millis(wait_ms));
             let mut now: std::collections::BTreeMap<DevId, u64> = Default::default();
             for (dev, n) in self.inner.inflight()? {

@@ -296,7 +296,8 @@ pub struct Diagnostics {
     pub fds_untracked: u64,
     /// Tracepoint events no program saw: the kernel does not run a program inside itself
     /// on one CPU, so an interrupt's event that lands while the same program runs there is
-    /// dropped (a block completion, most often). Each one may be a request's bytes missing.
+    /// dropped (the programs' `recursion_misses`). A dropped block completion is a
+    /// request's bytes missing.
     pub events_skipped: u64,
 }
 
