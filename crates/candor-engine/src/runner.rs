@@ -560,13 +560,19 @@ fn run_repetition(
     }
     target.dir.syncfs();
     let meant = intent(point, s);
-    if spec.direction != Direction::Write && meant == "device" {
+    // Every test meant for the device starts with none of its files' pages cached, writes
+    // included (fio's default `invalidate=1` does the same). A write into pages left cached
+    // by the untimed fill is a different workload: the fill's 1 MiB writes leave large
+    // folios, and each 4 KiB write into one walks all of its buffer heads
+    // (`ext4_block_write_begin`): median latency 16 us against 3.5 us into empty cache
+    // (docs/performance.md, "Causes found").
+    if !s.keep_cache && !spec.cached {
         for p in &paths {
             drop_file_cache(p);
         }
-        if s.drop_caches && is_root() {
-            drop_all_caches();
-        }
+    }
+    if spec.direction != Direction::Write && meant == "device" && s.drop_caches && is_root() {
+        drop_all_caches();
     }
     if spec.cached && !direct {
         for p in &paths {
