@@ -4,7 +4,7 @@
 use crate::reconcile::{human_bytes, Row};
 use crate::runner::Exit;
 use crate::Audit;
-use candor_model::{AppIo, DeviceIo, ProcessIo, Witness};
+use candor_model::{AppIo, DeviceIo, ProcessIo, Verdict, Witness};
 use serde_json::{json, Value};
 
 /// A rate in the largest fitting binary unit: "1.56 GiB/s".
@@ -245,14 +245,14 @@ pub fn witness(a: &Audit) -> Witness {
     let app = (app_read + app_write) as f64;
     let moved = (dev.read_bytes + dev.write_bytes) as f64;
     w.verdict = if app == 0.0 {
-        "unverified".into()
+        Verdict::Unverified
     } else if moved >= 0.9 * app {
-        "device".into()
+        Verdict::Device
     } else if moved <= 0.1 * app {
-        "cache".into()
+        Verdict::Cache
     } else {
         w.device_share = Some(moved / app);
-        "mixed".into()
+        Verdict::Mixed
     };
     let worst = a.rows.iter().find(|r| r.verdict != "agrees");
     w.explanation = match (worst, a.rows.is_empty()) {

@@ -12,7 +12,7 @@ use crate::rundir::RunDir;
 use crate::signals;
 use crate::verify::{FileVerify, Tally, VerifyConfig};
 use crate::workload::{Direction, FileState};
-use candor_model::{Cpu, Repetition, TestResult, ThreadAggregate};
+use candor_model::{Cpu, Intent, Repetition, TestResult, ThreadAggregate};
 use candor_stats::{summarize, Histogram};
 use candor_witness::{Outcome, Watch, Witness};
 use std::ffi::CString;
@@ -229,7 +229,7 @@ pub trait Coordinator {
 fn may_read_elsewhere(point: &Point, s: &RunSettings) -> bool {
     point.spec.special == crate::special::Special::None
         && point.spec.direction == Direction::Read
-        && intent(point, s) == "device"
+        && intent(point, s) == Intent::Device
 }
 
 /// The coordinator's steps of a repetition, for a process that does not run it (its test
@@ -274,13 +274,13 @@ pub(crate) struct RepMeasure {
 }
 
 /// What the test meant to measure.
-pub fn intent(point: &Point, s: &RunSettings) -> &'static str {
+pub fn intent(point: &Point, s: &RunSettings) -> Intent {
     if point.spec.direction == Direction::Write {
-        "device"
+        Intent::Device
     } else if point.spec.cached || s.keep_cache {
-        "cache"
+        Intent::Cache
     } else {
-        "device"
+        Intent::Device
     }
 }
 
@@ -571,7 +571,7 @@ fn run_repetition(
             drop_file_cache(p);
         }
     }
-    if spec.direction != Direction::Write && meant == "device" && s.drop_caches && is_root() {
+    if spec.direction != Direction::Write && meant == Intent::Device && s.drop_caches && is_root() {
         drop_all_caches();
     }
     if spec.cached && !direct {
@@ -818,7 +818,7 @@ fn run_repetition(
     let witness = watch.map(|w| {
         w.finish(&Outcome {
             test: spec.name.to_string(),
-            intent: meant.to_string(),
+            intent: meant,
             is_write,
             direct,
             app_read_bytes: stats.read_bytes,
@@ -867,8 +867,8 @@ fn base_result(target: &Target, point: &Point, s: &RunSettings) -> TestResult {
         osync: s.osync,
         fsync_in_timing: s.fsync_in_timing,
         close_in_timing: s.close_in_timing,
-        intent: intent(point, s).to_string(),
-        status: "ok".to_string(),
+        intent: intent(point, s),
+        status: candor_model::Status::Ok,
         ..Default::default()
     }
 }
@@ -1031,7 +1031,7 @@ pub fn run_coordinated(
                 }
             }
             if let Some(e) = err {
-                r.status = "failed".to_string();
+                r.status = candor_model::Status::Failed;
                 progress.note(&format!(
                     "{} on {} failed: {e}",
                     point.spec.name,

@@ -446,7 +446,7 @@ pub(crate) fn run_repetition(
     let witness = watch.map(|w| {
         w.finish(&Outcome {
             test: point.spec.name.to_string(),
-            intent: "device".into(),
+            intent: candor_model::Intent::Device,
             is_write,
             direct: false,
             app_read_bytes: stats.read_bytes,

@@ -137,7 +137,13 @@ fn states(tests: &[&str], keep_cache: bool) -> Option<Vec<(u64, u64)>> {
     );
     assert!(stop.is_none(), "the run stopped: {stop:?}");
     for r in &results {
-        assert_eq!(r.status, "ok", "{} failed: {:?}", r.test, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{} failed: {:?}",
+            r.test,
+            r.error
+        );
     }
     let mut out = Vec::new();
     for s in probe.seen {

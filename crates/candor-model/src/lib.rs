@@ -6,8 +6,14 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod extra;
+mod facts;
 mod load;
+mod vocab;
+pub use extra::WitnessExtra;
+pub use facts::{DiskDelta, Exact, Facts, OwnIo, Placement};
 pub use load::{load_result, parse_result, LoadError};
+pub use vocab::{Intent, Status, Verdict};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -218,9 +224,8 @@ pub struct TestResult {
     pub close_in_timing: bool,
     /// What the test is meant to measure: "device" (caches dropped first) or "cache"
     /// (re-tests and --keep-cache, which read what is already in memory).
-    pub intent: String,
-    /// "ok" or "failed".
-    pub status: String,
+    pub intent: Intent,
+    pub status: Status,
     pub error: Option<String>,
     pub repetitions: u32,
     /// Headline throughput, bytes per second.
@@ -290,8 +295,7 @@ pub struct Efficiency {
 pub struct Witness {
     /// "procfs", "bpf" or "off".
     pub source: String,
-    /// "device", "cache", "mixed", "memory" or "unverified".
-    pub verdict: String,
+    pub verdict: Verdict,
     /// For "mixed": the share of the application's bytes that the device moved.
     pub device_share: Option<f64>,
     /// One plain sentence, with a suggestion when the verdict is not what the test meant.
@@ -327,8 +331,9 @@ pub struct Witness {
     pub block: Option<BTreeMap<String, BlockStat>>,
     /// eBPF only: pages of the tracked files inserted into the page cache (misses).
     pub cache_misses: Option<u64>,
-    /// Free-form details a source adds (documented per source in docs/methodology.md).
-    pub extra: BTreeMap<String, serde_json::Value>,
+    /// Details a source adds (documented in docs/results-schema.md), and the facts the
+    /// verdict was judged from (`extra.facts`).
+    pub extra: WitnessExtra,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

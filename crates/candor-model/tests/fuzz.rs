@@ -19,7 +19,7 @@ fn sample() -> String {
         file_size: 1 << 20,
         record_size: 4096,
         threads: 1,
-        status: "ok".into(),
+        status: candor_model::Status::Ok,
         ..Default::default()
     });
     serde_json::to_string_pretty(&doc).unwrap()

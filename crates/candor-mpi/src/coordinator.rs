@@ -157,12 +157,12 @@ fn merge_payloads(topo: &Topology, mine: &[TestResult], raw: &[Vec<u8>]) -> Vec<
             for (rank, p) in payloads.iter().enumerate() {
                 let result = match p {
                     Ok(p) => p.results.get(ti).cloned().unwrap_or_else(|| TestResult {
-                        status: "failed".into(),
+                        status: candor_model::Status::Failed,
                         error: Some("this rank sent no result for the test".into()),
                         ..mine[ti].clone()
                     }),
                     Err(e) => TestResult {
-                        status: "failed".into(),
+                        status: candor_model::Status::Failed,
                         error: Some(format!("this rank's result could not be read: {e}")),
                         ..mine[ti].clone()
                     },
@@ -317,7 +317,7 @@ mod tests {
         };
         let mine = vec![TestResult {
             test: "write".into(),
-            status: "ok".into(),
+            status: candor_model::Status::Ok,
             ..Default::default()
         }];
         let good = serde_json::to_vec(&Payload {
@@ -327,7 +327,7 @@ mod tests {
         .unwrap();
         let merged = merge_payloads(&topo, &mine, &[good, b"{not json".to_vec()]);
         assert_eq!(merged.len(), 1);
-        assert_eq!(merged[0].status, "failed");
+        assert_eq!(merged[0].status, candor_model::Status::Failed);
         assert!(merged[0]
             .error
             .as_deref()

@@ -6,11 +6,10 @@
 //! beside the merged figures (`TestResult::ranks`), with the spread between ranks.
 
 use crate::clock::to_rank0;
-use candor_model::Witness;
 use candor_model::{Cpu, HistogramDump, Latency, Repetition, Summary, TestResult};
+use candor_model::{DiskDelta, Facts, Intent, Status, Verdict, Witness};
 use candor_stats::{summarize, Welford};
 use candor_witness::combine;
-use candor_witness::verdict::{facts_of, DiskDelta, Facts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -36,7 +35,7 @@ pub struct RankPart {
 pub struct RankFigures {
     pub rank: u32,
     pub node: String,
-    pub status: String,
+    pub status: Status,
     pub error: Option<String>,
     /// Over all repetitions.
     pub bytes: u64,
@@ -52,7 +51,7 @@ pub struct RankFigures {
     pub latency_histogram: HistogramDump,
     pub truncated: bool,
     pub stonewalled: bool,
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     pub cache_hit_ratio: Option<f64>,
     pub write_amplification: Option<f64>,
     pub device_read_bytes: Option<u64>,
@@ -65,7 +64,7 @@ pub struct RankFigures {
 pub struct NodeFigures {
     pub node: String,
     pub ranks: Vec<u32>,
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     pub cache_hit_ratio: Option<f64>,
     /// A read test meant for the device that this node's page cache served (mostly) anyway.
     pub served_by_cache: bool,
@@ -184,7 +183,7 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
 /// the most (each field's largest delta) is taken: the windows all open before the common
 /// release, and the one that closed last covers every rank's I/O on that node.
 pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
-    let facts: Vec<Option<Facts>> = ws.iter().map(|(_, w)| facts_of(w)).collect();
+    let facts: Vec<Option<Facts>> = ws.iter().map(|(_, w)| w.extra.facts.clone()).collect();
     let mut node_device: BTreeMap<u32, (DiskDelta, DiskDelta)> = BTreeMap::new();
     let (mut app_bytes, mut timed, mut window, mut total) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for ((node, _), f) in ws.iter().zip(&facts) {
@@ -194,8 +193,8 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
         window = window.max(f.window_seconds);
         total = total.max(f.total_seconds);
         let e = node_device.entry(*node).or_default();
-        e.0 = widest(&e.0, &f.device_window);
-        e.1 = widest(&e.1, &f.device_total);
+        e.0 = e.0.widest(&f.device_window);
+        e.1 = e.1.widest(&f.device_total);
     }
     let mut seen: Vec<u32> = Vec::new();
     let mut out = Vec::with_capacity(ws.len());
@@ -227,26 +226,11 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
                 w.vmstat.clear();
                 w.io_pressure_us = w.io_pressure_us.map(|_| [0, 0]);
             }
-            if let Ok(v) = serde_json::to_value(&f) {
-                w.extra.insert("facts".into(), v);
-            }
+            w.extra.facts = Some(f);
         }
         out.push(w);
     }
     combine(out)
-}
-
-/// Each field's larger value.
-fn widest(a: &DiskDelta, b: &DiskDelta) -> DiskDelta {
-    DiskDelta {
-        read_bytes: a.read_bytes.max(b.read_bytes),
-        write_bytes: a.write_bytes.max(b.write_bytes),
-        read_ios: a.read_ios.max(b.read_ios),
-        write_ios: a.write_ios.max(b.write_ios),
-        read_ms: a.read_ms.max(b.read_ms),
-        write_ms: a.write_ms.max(b.write_ms),
-        io_ticks_ms: a.io_ticks_ms.max(b.io_ticks_ms),
-    }
 }
 
 /// Welford state of a set of samples.
@@ -262,7 +246,7 @@ fn welford(samples: &[f64]) -> Welford {
 pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
     let Some(first) = parts.first() else {
         return TestResult {
-            status: "failed".into(),
+            status: candor_model::Status::Failed,
             error: Some("no rank reported this test".into()),
             ..Default::default()
         };
@@ -276,8 +260,8 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
     };
     let is_write = first.result.throughput_with_flush.is_some();
 
-    if let Some(bad) = parts.iter().find(|p| p.result.status != "ok") {
-        out.status = "failed".into();
+    if let Some(bad) = parts.iter().find(|p| !p.result.status.is_ok()) {
+        out.status = candor_model::Status::Failed;
         out.error = Some(format!(
             "rank {} on {}: {}",
             bad.rank,
@@ -393,7 +377,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
         per_rank.push(RankFigures {
             rank: p.rank,
             node: node_name(p.node),
-            status: r.status.clone(),
+            status: r.status,
             error: r.error.clone(),
             bytes: r.reps.iter().map(|x| x.bytes).sum(),
             ops: r.reps.iter().map(|x| x.ops).sum(),
@@ -411,7 +395,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
             // Stopped early but not by --runtime: another thread or rank finished first.
             stonewalled: r.thread_aggregate.as_ref().is_some_and(|t| t.stonewalled)
                 || (full_ops > 0 && r.reps.iter().any(|x| !x.truncated && x.ops < full_ops)),
-            verdict: w.map(|w| w.verdict.clone()),
+            verdict: w.map(|w| w.verdict),
             cache_hit_ratio: w.and_then(|w| w.cache_hit_ratio),
             write_amplification: w.and_then(|w| w.write_amplification),
             device_read_bytes: w.and_then(|w| w.device.as_ref()).map(|d| d.read_bytes),
@@ -453,7 +437,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
         .as_ref()
         .is_some_and(|w| w.app.read_bytes > 0)
         || first.result.test.contains("read");
-    let meant_device = first.result.intent == "device";
+    let meant_device = first.result.intent == Intent::Device;
     for &n in &node_ids {
         let on_node: Vec<&RankPart> = parts.iter().filter(|p| p.node == n).collect();
         let w = combine_parallel(
@@ -474,7 +458,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
         per_node.push(NodeFigures {
             node: node_name(n),
             ranks: on_node.iter().map(|p| p.rank).collect(),
-            verdict: w.as_ref().map(|w| w.verdict.clone()),
+            verdict: w.as_ref().map(|w| w.verdict),
             cache_hit_ratio: hit,
             served_by_cache: served,
         });
@@ -571,8 +555,8 @@ mod tests {
             offset_ns: offset,
             result: TestResult {
                 test: "write".into(),
-                status: "ok".into(),
-                intent: "device".into(),
+                status: candor_model::Status::Ok,
+                intent: candor_model::Intent::Device,
                 throughput_with_flush: Some(Summary::default()),
                 reps: reps
                     .iter()
@@ -630,10 +614,10 @@ mod tests {
             part(0, 0, 0, 0, &[(0.0, 1.0, 1 << 20)]),
             part(1, 0, 0, 0, &[]),
         ];
-        parts[1].result.status = "failed".into();
+        parts[1].result.status = candor_model::Status::Failed;
         parts[1].result.error = Some("write x: No space left on device".into());
         let r = merge(&parts, &["n0".to_string()]);
-        assert_eq!(r.status, "failed");
+        assert_eq!(r.status, Status::Failed);
         assert_eq!(
             r.error.as_deref(),
             Some("rank 1 on n0: write x: No space left on device")
@@ -642,7 +626,6 @@ mod tests {
     }
 
     fn witness(app_write: u64, device_write: u64, seconds: f64) -> Witness {
-        use candor_witness::verdict::{DiskDelta, Facts};
         let mib = 1u64 << 20;
         let dev = DiskDelta {
             write_bytes: device_write * mib,
@@ -651,7 +634,7 @@ mod tests {
         };
         let f = Facts {
             test: "write".into(),
-            intent: "device".into(),
+            intent: candor_model::Intent::Device,
             is_write: true,
             app_write: app_write * mib,
             timed_seconds: seconds,
@@ -664,8 +647,7 @@ mod tests {
             ..Default::default()
         };
         let mut w = Witness::default();
-        w.extra
-            .insert("facts".into(), serde_json::to_value(&f).unwrap());
+        w.extra.facts = Some(f);
         w
     }
 
@@ -680,7 +662,7 @@ mod tests {
             (1, witness(100, 100, 0.9)),
         ];
         let w = combine_parallel(ws).unwrap();
-        let f = facts_of(&w).unwrap();
+        let f = w.extra.facts.clone().unwrap();
         let mib = 1u64 << 20;
         assert_eq!(f.app_write, 300 * mib, "every rank's bytes");
         assert_eq!(

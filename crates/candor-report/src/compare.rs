@@ -702,7 +702,7 @@ fn csv(c: &Comparison) -> String {
                 sig,
                 r.witness
                     .as_ref()
-                    .map(|w| w.verdict.clone())
+                    .map(|w| w.verdict.to_string())
                     .unwrap_or_default(),
                 r.witness
                     .as_ref()
@@ -805,7 +805,7 @@ mod tests {
             record_size: rec,
             threads: 1,
             iodepth: 1,
-            status: "ok".into(),
+            status: candor_model::Status::Ok,
             throughput: candor_stats::summarize(samples),
             ..Default::default()
         }

@@ -241,10 +241,7 @@ fn badge(r: &TestResult) -> String {
     match &r.witness {
         None => "<span class=\"badge b-none\">no witness</span>".into(),
         Some(w) => {
-            let class = match w.verdict.as_str() {
-                "device" | "cache" | "mixed" | "memory" | "unverified" => w.verdict.as_str(),
-                _ => "none",
-            };
+            let class = w.verdict.as_str();
             format!(
                 "<span class=\"badge b-{class}{}\" title=\"{}\">{}</span>",
                 if w.contradicts_intent { " bad" } else { "" },
@@ -1381,11 +1378,11 @@ mod tests {
                 record_size: *rec,
                 threads: 1,
                 iodepth: 1,
-                status: "ok".into(),
+                status: candor_model::Status::Ok,
                 throughput: candor_stats::summarize(&[1e8 + i as f64, 1.1e8, 0.9e8]),
                 latency_histogram: h.dump(),
                 witness: Some(Witness {
-                    verdict: "device".into(),
+                    verdict: candor_model::Verdict::Device,
                     timeline: (0..5)
                         .map(|k| TimelinePoint {
                             t: k as f64 * 0.1,
@@ -1450,7 +1447,7 @@ mod tests {
         assert!(render(&d).contains("No results were recorded."));
         d.results.push(TestResult {
             test: "read".into(),
-            status: "failed".into(),
+            status: candor_model::Status::Failed,
             error: Some("boom".into()),
             latency_histogram: HistogramDump::default(),
             ..Default::default()

@@ -4,7 +4,7 @@
 //! thread count or queue depth with the point where scaling stops.
 
 use crate::units;
-use candor_model::{BlockDevice, RunDoc, TargetInfo, TestResult};
+use candor_model::{BlockDevice, Intent, RunDoc, TargetInfo, TestResult, Verdict};
 
 /// Coefficient of variation above which repetitions are called noisy.
 pub const NOISY_CV: f64 = 0.10;
@@ -73,15 +73,15 @@ pub fn verdict_cell(r: &TestResult) -> String {
     let Some(w) = r.witness.as_ref() else {
         return "-".to_string();
     };
-    let mut v = w.verdict.clone();
-    if v == "mixed" {
+    let mut v = w.verdict.to_string();
+    if w.verdict == Verdict::Mixed {
         if let Some(s) = w.device_share {
             v = format!("mixed {}", units::pct(s));
         }
     }
     if w.contradicts_intent {
         v.push_str(" [!]");
-    } else if r.intent == "cache" && w.verdict == "cache" {
+    } else if r.intent == Intent::Cache && w.verdict == Verdict::Cache {
         v.push_str(" (meant)");
     }
     if w.disturbed {
@@ -135,7 +135,7 @@ pub fn show_io(results: &[&TestResult]) -> bool {
 
 /// True when the result is not ok.
 pub fn failed(r: &TestResult) -> bool {
-    !(r.status.is_empty() || r.status == "ok")
+    !r.status.is_ok()
 }
 
 /// "write 64m/1m", plus threads and depth when they are not 1: "randread 1g/4k x4 qd32".
@@ -236,7 +236,7 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
                 units::size_long(w.foreign_device_bytes),
             );
         }
-        if w.verdict == "unverified" {
+        if w.verdict == Verdict::Unverified {
             let why = w
                 .unverified_reason
                 .clone()
@@ -866,7 +866,7 @@ mod tests {
             file_size: 1 << 20,
             record_size: 4096,
             witness: Some(candor_model::Witness {
-                verdict: "device".into(),
+                verdict: candor_model::Verdict::Device,
                 disturbed,
                 foreign_device_bytes: 2 << 20,
                 contradicts_intent: contradicts,

@@ -73,7 +73,7 @@ fn csv_reads_back_to_the_json_figures() {
         assert_eq!(f(row, "latency_p99_ns") as u64, r.latency_ns.p99);
         match &r.witness {
             Some(w) => {
-                assert_eq!(row["verdict"], w.verdict);
+                assert_eq!(row["verdict"], w.verdict.as_str());
                 assert_eq!(row["explanation"], w.explanation);
                 assert_eq!(row["contradicts_intent"], w.contradicts_intent.to_string());
                 let d = w.device.as_ref().expect("device counters");
@@ -260,7 +260,7 @@ fn iozone_output_reads_back_to_the_json_figures() {
     let t = iozone_table(&render(&doc, Format::Iozone));
     let mut checked = 0;
     for r in &doc.results {
-        if r.threads > 1 || r.iodepth > 1 || r.status != "ok" {
+        if r.threads > 1 || r.iodepth > 1 || !r.status.is_ok() {
             continue;
         }
         let kbps = t[&(r.file_size / 1024, r.record_size / 1024)][&r.test];

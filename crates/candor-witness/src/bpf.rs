@@ -6,8 +6,8 @@
 
 use crate::host::Placement;
 use crate::source::{Probe, Source};
-use crate::verdict::{Exact, Facts};
 use candor_bpf::{DevId, Direction, Owner, Snapshot, TraceOptions, Tracer};
+use candor_model::{Exact, Facts};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -321,7 +321,7 @@ mod tests {
         watch.timed_end();
         let out = watch.finish(&crate::Outcome {
             test: "write".into(),
-            intent: "device".into(),
+            intent: candor_model::Intent::Device,
             is_write: true,
             direct: true,
             app_write_bytes: 16 << 20,

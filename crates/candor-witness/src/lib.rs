@@ -8,14 +8,20 @@
 
 pub mod bpf;
 pub mod device;
+pub mod explain;
+pub mod facts;
 pub mod filecache;
 pub mod host;
 pub mod procfs;
+pub mod rules;
 pub mod sample;
 pub mod source;
-pub mod verdict;
+#[cfg(test)]
+mod testkit;
 
-use candor_model::{FileCache, Host, MemoryDelta, TargetInfo};
+use candor_model::{
+    DiskDelta, Facts, FileCache, Host, Intent, MemoryDelta, OwnIo, Placement, TargetInfo,
+};
 use filecache::Residency;
 use sample::{Sample, Sampler, Timeline};
 pub use source::{Probe, Source};
@@ -45,8 +51,8 @@ pub struct Config {
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
     pub test: String,
-    /// "device" or "cache": what the test meant to measure.
-    pub intent: String,
+    /// What the test meant to measure.
+    pub intent: Intent,
     pub is_write: bool,
     pub direct: bool,
     /// Bytes the application asked for in the timed region.
@@ -64,7 +70,7 @@ pub struct Witness {
     config: Config,
     /// None when the witness is off.
     source: Option<Arc<dyn Source>>,
-    placement: verdict::Placement,
+    placement: Placement,
     /// The diskstats names to sum (empty when there is no block device).
     devices: Vec<String>,
     /// The device is a `candor lab` loop device: candor's alone.
@@ -74,7 +80,7 @@ pub struct Witness {
 /// The observation of one repetition.
 pub struct Watch {
     source: Option<Arc<dyn Source>>,
-    placement: verdict::Placement,
+    placement: Placement,
     files: Vec<PathBuf>,
     probe: Option<Box<dyn Probe>>,
     begin: Sample,
@@ -87,13 +93,10 @@ pub struct Watch {
 }
 
 /// Where the target's bytes go, as the verdict rules see it, and the devices to count.
-fn placement_of(
-    target: &Path,
-    place: Option<&host::Placement>,
-) -> (verdict::Placement, Vec<String>) {
+fn placement_of(target: &Path, place: Option<&host::Placement>) -> (Placement, Vec<String>) {
     let Some(p) = place.cloned() else {
         return (
-            verdict::Placement::Unobservable {
+            Placement::Unobservable {
                 reason: format!("cannot find the filesystem of {}", target.display()),
             },
             Vec::new(),
@@ -101,19 +104,19 @@ fn placement_of(
     };
     match p.device {
         Some(d) if !d.counted.is_empty() => (
-            verdict::Placement::Device {
+            Placement::Device {
                 name: d.counted.join("+"),
             },
             d.counted,
         ),
         _ if host::is_memory_fs(&p.mount.fs_type) => (
-            verdict::Placement::Memory {
+            Placement::Memory {
                 fs_type: p.mount.fs_type,
             },
             Vec::new(),
         ),
         _ => (
-            verdict::Placement::Unobservable {
+            Placement::Unobservable {
                 reason: format!(
                     "{} ({}) has no block device whose counters the witness can read",
                     p.mount.mount_point, p.mount.fs_type
@@ -247,14 +250,14 @@ impl Watch {
             };
             let facts = facts_from(
                 outcome,
-                verdict::Placement::Unobservable {
+                Placement::Unobservable {
                     reason: "the witness was turned off (--witness off)".into(),
                 },
                 &self.begin,
                 &self.begin,
                 &self.begin,
             );
-            verdict::apply(&facts, &mut w);
+            facts::apply(&facts, &mut w);
             return w;
         };
         // A runner that did not mark the end of the timed region gets the end here.
@@ -272,8 +275,8 @@ impl Watch {
             ..Default::default()
         };
         if self.begin.disk.is_none() || last.disk.is_none() {
-            if let verdict::Placement::Device { name } = &self.placement {
-                facts.placement = verdict::Placement::Unobservable {
+            if let Placement::Device { name } = &self.placement {
+                facts.placement = Placement::Unobservable {
                     reason: format!("/proc/diskstats has no line for {name}"),
                 };
             }
@@ -281,7 +284,7 @@ impl Watch {
         if let Some(p) = self.probe.as_mut() {
             p.finish(&mut facts, &mut w);
         }
-        verdict::apply(&facts, &mut w);
+        facts::apply(&facts, &mut w);
         w.memory = memory_of(&self.begin, &last, &self.timeline);
         w.vmstat = sample::vmstat_delta(&self.begin, &last);
         w.io_pressure_us = sample::pressure_delta(&self.begin, &last);
@@ -292,16 +295,16 @@ impl Watch {
 }
 
 /// The diskstats names behind a placement ("loop0", "sda+sdb").
-fn devices_of(p: &verdict::Placement) -> Vec<String> {
+fn devices_of(p: &Placement) -> Vec<String> {
     match p {
-        verdict::Placement::Device { name } => name.split('+').map(str::to_string).collect(),
+        Placement::Device { name } => name.split('+').map(str::to_string).collect(),
         _ => Vec::new(),
     }
 }
 
-fn disk_delta(a: &Sample, b: &Sample) -> verdict::DiskDelta {
+fn disk_delta(a: &Sample, b: &Sample) -> DiskDelta {
     sample::disk_delta(a, b)
-        .map(|d| verdict::DiskDelta {
+        .map(|d| DiskDelta {
             read_bytes: d.read_bytes(),
             write_bytes: d.write_bytes(),
             read_ios: d.read_ios,
@@ -313,8 +316,8 @@ fn disk_delta(a: &Sample, b: &Sample) -> verdict::DiskDelta {
         .unwrap_or_default()
 }
 
-fn own_delta(a: &Sample, b: &Sample) -> Option<verdict::OwnIo> {
-    sample::io_delta(a, b).map(|d| verdict::OwnIo {
+fn own_delta(a: &Sample, b: &Sample) -> Option<OwnIo> {
+    sample::io_delta(a, b).map(|d| OwnIo {
         rchar: d.rchar,
         wchar: d.wchar,
         read_bytes: d.read_bytes,
@@ -326,19 +329,15 @@ fn own_delta(a: &Sample, b: &Sample) -> Option<verdict::OwnIo> {
 /// The plain facts of one repetition from its three samples.
 fn facts_from(
     o: &Outcome,
-    placement: verdict::Placement,
+    placement: Placement,
     begin: &Sample,
     end: &Sample,
     last: &Sample,
-) -> verdict::Facts {
-    verdict::Facts {
+) -> Facts {
+    Facts {
         test: o.test.clone(),
         // A write benchmark means to measure storage, whatever the runner calls it.
-        intent: if o.is_write {
-            "device".into()
-        } else {
-            o.intent.clone()
-        },
+        intent: if o.is_write { Intent::Device } else { o.intent },
         is_write: o.is_write,
         direct: o.direct,
         app_read: o.app_read_bytes,
@@ -394,7 +393,7 @@ fn file_cache_of(before: &Residency, end: Option<&Residency>) -> Option<FileCach
 
 /// Merges the witnesses of a test's repetitions into the test's witness.
 pub fn combine(reps: Vec<candor_model::Witness>) -> Option<candor_model::Witness> {
-    verdict::combine(reps)
+    facts::combine(reps)
 }
 
 /// The machine (CPU, caches, RAM, kernel).
@@ -410,6 +409,7 @@ pub fn describe_target(path: &Path) -> TargetInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candor_model::Verdict;
     use std::io::{Read, Write};
 
     fn config(mode: Mode) -> Config {
@@ -438,7 +438,7 @@ mod tests {
         watch.timed_end();
         let out = watch.finish(&Outcome {
             test: "reread".into(),
-            intent: "cache".into(),
+            intent: Intent::Cache,
             app_read_bytes: buf.len() as u64,
             timed_seconds: 0.04,
             headline_bps: buf.len() as f64 / 0.04,
@@ -463,7 +463,13 @@ mod tests {
         // tests of this process spawn mkfs and mount, whose I/O joins /proc/self/io when
         // they are reaped.
         assert!(
-            ["memory", "cache", "mixed", "device"].contains(&out.verdict.as_str()),
+            [
+                Verdict::Memory,
+                Verdict::Cache,
+                Verdict::Mixed,
+                Verdict::Device
+            ]
+            .contains(&out.verdict),
             "verdict {}: {}",
             out.verdict,
             out.explanation
@@ -482,12 +488,12 @@ mod tests {
         watch.timed_end();
         let out = watch.finish(&Outcome {
             test: "read".into(),
-            intent: "device".into(),
+            intent: Intent::Device,
             app_read_bytes: 4096,
             ..Default::default()
         });
         assert_eq!(out.source, "off");
-        assert_eq!(out.verdict, "unverified");
+        assert_eq!(out.verdict, Verdict::Unverified);
         assert!(out
             .unverified_reason
             .unwrap_or_default()
@@ -510,10 +516,10 @@ mod tests {
         let (w, _) = Witness::new(Path::new("/nonexistent/candor"), config(Mode::Procfs));
         let out = w.begin(&[]).finish(&Outcome {
             test: "read".into(),
-            intent: "device".into(),
+            intent: Intent::Device,
             app_read_bytes: 4096,
             ..Default::default()
         });
-        assert_eq!(out.verdict, "unverified");
+        assert_eq!(out.verdict, Verdict::Unverified);
     }
 }

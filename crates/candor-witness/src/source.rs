@@ -3,9 +3,9 @@
 //! [`Source`] adds what only it can see. The procfs source adds nothing; the eBPF source
 //! (src/bpf.rs) adds an exact split of the device's bytes between candor and other
 //! processes, and per-syscall and per-request figures. Whatever the source, the figures
-//! and the verdict are derived by the same rules (`verdict::apply`).
+//! and the verdict are derived by the same rules (`facts::apply`).
 
-use crate::verdict::Facts;
+use candor_model::Facts;
 use std::path::PathBuf;
 
 /// A way of observing the kernel for the whole run.

@@ -4,6 +4,7 @@
 //!
 //! /proc/self/io counts the whole process, so the tests take a lock and run one at a time.
 
+use candor_model::{Intent, Verdict};
 use candor_witness::{Config, Mode, Outcome, Witness};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -170,10 +171,10 @@ fn observe(
     Timed { witness, seconds }
 }
 
-fn outcome(test: &str, intent: &str, is_write: bool, direct: bool) -> Outcome {
+fn outcome(test: &str, intent: Intent, is_write: bool, direct: bool) -> Outcome {
     Outcome {
         test: test.into(),
-        intent: intent.into(),
+        intent,
         is_write,
         direct,
         ..Default::default()
@@ -194,13 +195,13 @@ fn buffered_read_after_dropping_the_cache_is_the_device() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("read", "device", false, false),
+        outcome("read", Intent::Device, false, false),
         || (read_all(&file), 0),
         || {},
     );
     let w = &t.witness;
     assert_eq!(w.source, "procfs");
-    assert_eq!(w.verdict, "device", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Device, "{}", w.explanation);
     let hit = w.cache_hit_ratio.expect("hit ratio");
     assert!(hit <= 0.05, "hit ratio {hit}");
     assert!(!w.contradicts_intent);
@@ -223,12 +224,12 @@ fn reread_of_a_small_file_is_the_cache() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("reread", "cache", false, false),
+        outcome("reread", Intent::Cache, false, false),
         || (read_all(&file), 0),
         || {},
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "cache", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Cache, "{}", w.explanation);
     let hit = w.cache_hit_ratio.expect("hit ratio");
     assert!(hit >= 0.9, "hit ratio {hit}");
     assert!(!w.contradicts_intent);
@@ -236,7 +237,7 @@ fn reread_of_a_small_file_is_the_cache() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("read", "device", false, false),
+        outcome("read", Intent::Device, false, false),
         || (read_all(&file), 0),
         || {},
     );
@@ -256,12 +257,12 @@ fn direct_write_and_read_are_the_device_byte_for_byte() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("write", "device", true, true),
+        outcome("write", Intent::Device, true, true),
         || (0, direct_write(&file, 32 * MIB)),
         || {},
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "device", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Device, "{}", w.explanation);
     let dev = w.device.as_ref().expect("device block");
     let app = w.app.write_bytes as f64;
     let off = (dev.write_bytes as f64 - app).abs() / app;
@@ -277,12 +278,12 @@ fn direct_write_and_read_are_the_device_byte_for_byte() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("read", "device", false, true),
+        outcome("read", Intent::Device, false, true),
         || (direct_read(&file), 0),
         || {},
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "device", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Device, "{}", w.explanation);
     let dev = w.device.as_ref().expect("device block");
     let app = w.app.read_bytes as f64;
     let off = (dev.read_bytes as f64 - app).abs() / app;
@@ -319,12 +320,12 @@ fn buffered_write_is_absorbed_unless_the_fsync_is_timed() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("write", "device", true, false),
+        outcome("write", Intent::Device, true, false),
         || (0, buffered_write(&file, 32 * MIB, false)),
         || fsync_path(&file),
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "cache", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Cache, "{}", w.explanation);
     let flushed = w.flushed_in_window.expect("flushed");
     assert!(flushed <= 0.05, "flushed in window {flushed}");
     assert!(w.contradicts_intent);
@@ -338,12 +339,12 @@ fn buffered_write_is_absorbed_unless_the_fsync_is_timed() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("write", "device", true, false),
+        outcome("write", Intent::Device, true, false),
         || (0, buffered_write(&file, 32 * MIB, true)),
         || {},
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "device", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Device, "{}", w.explanation);
     assert!(w.flushed_in_window.expect("flushed") >= 0.95);
     assert!(!w.contradicts_intent);
 }
@@ -361,12 +362,12 @@ fn a_target_on_tmpfs_is_memory() {
     let t = observe(
         dir.path(),
         std::slice::from_ref(&file),
-        outcome("write", "device", true, false),
+        outcome("write", Intent::Device, true, false),
         || (0, buffered_write(&file, 8 * MIB, true)),
         || {},
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "memory", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Memory, "{}", w.explanation);
     assert!(w.contradicts_intent);
     assert!(w.device.is_none());
     assert!(w.explanation.contains("tmpfs"), "{}", w.explanation);
@@ -413,7 +414,7 @@ fn another_process_writing_the_device_disturbs_the_test() {
     assert_eq!(r, 0, "waitid: {}", std::io::Error::last_os_error());
     let seconds = t0.elapsed().as_secs_f64();
     watch.timed_end();
-    let mut o = outcome("write", "device", true, true);
+    let mut o = outcome("write", Intent::Device, true, true);
     o.app_write_bytes = written;
     o.timed_seconds = seconds;
     o.headline_bps = written as f64 / seconds;
@@ -443,14 +444,14 @@ fn repetitions_combine_into_one_judgement() {
         let t = observe(
             fs.path(),
             std::slice::from_ref(&file),
-            outcome("read", "device", false, false),
+            outcome("read", Intent::Device, false, false),
             || (read_all(&file), 0),
             || {},
         );
         reps.push(t.witness);
     }
     let c = candor_witness::combine(reps).expect("combined");
-    assert_eq!(c.verdict, "device", "{}", c.explanation);
+    assert_eq!(c.verdict, Verdict::Device, "{}", c.explanation);
     assert_eq!(c.app.read_bytes, 48 * MIB);
     assert!(c.device.as_ref().expect("device").read_bytes >= 48 * MIB);
 }
@@ -472,12 +473,12 @@ fn half_cached_read_is_mixed_with_its_share() {
     let t = observe(
         fs.path(),
         std::slice::from_ref(&file),
-        outcome("read", "device", false, false),
+        outcome("read", Intent::Device, false, false),
         || (read_all(&file), 0),
         || {},
     );
     let w = &t.witness;
-    assert_eq!(w.verdict, "mixed", "{}", w.explanation);
+    assert_eq!(w.verdict, Verdict::Mixed, "{}", w.explanation);
     let share = w.device_share.expect("share");
     assert!((0.4..0.6).contains(&share), "device share {share}");
     assert!(w.contradicts_intent);

@@ -44,7 +44,7 @@ fn the_timeline_adds_up_to_the_window_and_dirty_data_shows() {
     assert_eq!(unsafe { libc::fsync(f.as_raw_fd()) }, 0);
     let out = watch.finish(&Outcome {
         test: "write".into(),
-        intent: "device".into(),
+        intent: candor_model::Intent::Device,
         is_write: true,
         app_write_bytes: 64 * MIB,
         timed_seconds: seconds,
@@ -99,5 +99,10 @@ fn the_timeline_adds_up_to_the_window_and_dirty_data_shows() {
         "device wrote {} MiB",
         dev.write_bytes / MIB
     );
-    assert_eq!(out.verdict, "cache", "{}", out.explanation);
+    assert_eq!(
+        out.verdict,
+        candor_model::Verdict::Cache,
+        "{}",
+        out.explanation
+    );
 }

@@ -106,7 +106,7 @@ fn uses_iops(r: &TestResult) -> bool {
 
 /// The efficiency of one result, when the spec has the ceiling it needs.
 pub fn efficiency(r: &TestResult, spec: &DeviceSpec) -> Option<Efficiency> {
-    if r.status != "ok" {
+    if !r.status.is_ok() {
         return None;
     }
     let write = r.is_write();
@@ -164,7 +164,7 @@ mod tests {
         let mut r = TestResult {
             test: "read".into(),
             record_size: 1 << 20,
-            status: "ok".into(),
+            status: candor_model::Status::Ok,
             ..Default::default()
         };
         r.throughput.mean = 408e6;
@@ -174,20 +174,20 @@ mod tests {
         let mut q = TestResult {
             test: "randread".into(),
             record_size: 4096,
-            status: "ok".into(),
+            status: candor_model::Status::Ok,
             ..Default::default()
         };
         q.iops.mean = 47500.0;
         let e = efficiency(&q, &spec).unwrap();
         assert_eq!(e.basis, "iops");
         assert!((e.share - 0.5).abs() < 1e-12);
-        q.status = "failed".into();
+        q.status = candor_model::Status::Failed;
         assert!(efficiency(&q, &spec).is_none());
         let only_seq = parse_spec("seq-read=1GB/s").unwrap();
         let w = TestResult {
             test: "write".into(),
             record_size: 1 << 20,
-            status: "ok".into(),
+            status: candor_model::Status::Ok,
             ..Default::default()
         };
         assert!(

@@ -162,7 +162,13 @@ fn four_ranks_aggregate_barrier_and_merged_percentiles() {
     // Every repetition of every test, in the order they ran: (ranks' starts, ranks' ends).
     let mut spans: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{}: {:?}",
+            r.test,
+            r.error
+        );
         let ranks = r.ranks.as_ref().expect("per-rank figures");
         assert_eq!(ranks["ranks"], 4);
         let per = ranks["per_rank"].as_array().unwrap();
@@ -290,7 +296,13 @@ fn stonewall_stops_every_rank_when_the_first_finishes() {
     let doc = run_ranks(4, dir.path(), &["--stonewall"]);
     let full = 8u64 << 20;
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{}: {:?}",
+            r.test,
+            r.error
+        );
         let ranks = r.ranks.as_ref().unwrap();
         let per = ranks["per_rank"].as_array().unwrap();
         for k in 0..2 {
@@ -342,7 +354,13 @@ fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
     let doc = run_ranks(4, dir.path(), &["--reorder"]);
     assert!(doc.mpi.as_ref().unwrap().reorder);
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{}: {:?}",
+            r.test,
+            r.error
+        );
         let ranks = r.ranks.as_ref().unwrap();
         for p in ranks["per_rank"].as_array().unwrap() {
             assert_eq!(
@@ -356,7 +374,7 @@ fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
         for node in ranks["per_node"].as_array().unwrap() {
             let hit = node["cache_hit_ratio"].as_f64();
             let served = node["served_by_cache"].as_bool().unwrap();
-            if r.test.contains("read") && r.intent == "device" {
+            if r.test.contains("read") && r.intent == candor_model::Intent::Device {
                 assert_eq!(served, hit.is_some_and(|h| h > 0.5), "{node}");
             } else {
                 assert!(!served);
@@ -419,7 +437,13 @@ fn shared_file_gives_every_rank_its_segment_of_one_file() {
     let doc = run_ranks(4, dir.path(), &["--shared-file"]);
     assert!(doc.mpi.as_ref().unwrap().shared_file);
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "{}: {:?}", r.test, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{}: {:?}",
+            r.test,
+            r.error
+        );
         for p in r.ranks.as_ref().unwrap()["per_rank"].as_array().unwrap() {
             assert_eq!(p["rep_bytes"], serde_json::json!([8 << 20, 8 << 20]));
         }

@@ -322,7 +322,7 @@ fn enospc_in_the_middle_of_a_write_test() {
         [("write", 4 << 20), ("read", 4 << 20)],
         "completed tests kept"
     );
-    assert!(doc.results.iter().all(|r| r.status == "ok"));
+    assert!(doc.results.iter().all(|r| r.status.is_ok()));
     assert!(run_dirs(fs.path()).is_empty(), "candor's files removed");
 }
 
@@ -552,7 +552,7 @@ fn a_target_removed_during_the_run_fails_clearly() {
     assert!(doc
         .results
         .iter()
-        .any(|r| r.status == "failed" && r.error.is_some()));
+        .any(|r| r.status == candor_model::Status::Failed && r.error.is_some()));
     assert!(
         !target.exists(),
         "candor did not recreate the removed target"
@@ -671,7 +671,7 @@ fn signal_at(sig: i32, name: &str, moment: Moment) {
     );
     // What is in the JSON finished: every repetition of it.
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "{moment:?}: {}", r.test);
+        assert_eq!(r.status, candor_model::Status::Ok, "{moment:?}: {}", r.test);
         assert_eq!(r.repetitions, 5, "{moment:?}: {} is whole", r.test);
     }
     if matches!(moment, Moment::AfterFirstTest) {
@@ -810,7 +810,7 @@ fn an_io_error_on_write_is_named_too() {
     no_panic(&err);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(doc.results[0].status, "failed");
+    assert_eq!(doc.results[0].status, candor_model::Status::Failed);
     let e = doc.results[0].error.clone().unwrap_or_default();
     assert!(
         e.contains("Input/output error") && e.contains("offset 3145728"),
@@ -923,7 +923,7 @@ fn a_failing_block_device_under_the_filesystem() {
     let failed: Vec<&candor_model::TestResult> = doc
         .results
         .iter()
-        .filter(|r| r.status == "failed")
+        .filter(|r| r.status == candor_model::Status::Failed)
         .collect();
     assert!(!failed.is_empty(), "a read of the failing half fails");
     for r in failed {
@@ -1111,7 +1111,7 @@ fn corruption_found(engine: &[&str]) {
         f.write_all_at(&b, 5 << 20).unwrap();
     });
     let r = &doc.results[0];
-    assert_eq!(r.status, "failed");
+    assert_eq!(r.status, candor_model::Status::Failed);
     let v = r.verify.as_ref().unwrap();
     assert!(v["bad_records"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(v["first_bad_offset"], 5 << 20, "{v}");
@@ -1212,9 +1212,9 @@ fn older_generation_put_back(range: std::ops::Range<usize>) -> serde_json::Value
     assert!(err.contains("data verification failed"), "{err}");
     let doc = load(&json);
     let rewrite = &doc.results[0];
-    assert_eq!(rewrite.status, "ok");
+    assert_eq!(rewrite.status, candor_model::Status::Ok);
     let read = &doc.results[1];
-    assert_eq!(read.status, "failed");
+    assert_eq!(read.status, candor_model::Status::Failed);
     let v = read.verify.clone().unwrap();
     assert_eq!(v["first_bad_offset"], last, "{v}");
     v

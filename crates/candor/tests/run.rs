@@ -15,7 +15,13 @@ fn load(path: &Path) -> candor_model::RunDoc {
 
 /// Figures a real measurement of `bytes` must satisfy.
 fn assert_plausible(r: &candor_model::TestResult) {
-    assert_eq!(r.status, "ok", "{} failed: {:?}", r.test, r.error);
+    assert_eq!(
+        r.status,
+        candor_model::Status::Ok,
+        "{} failed: {:?}",
+        r.test,
+        r.error
+    );
     assert!(
         r.throughput.mean > 0.0,
         "{}: throughput {}",
@@ -521,7 +527,7 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
     assert!(!doc.complete);
     assert_eq!(doc.stop_reason.as_deref(), Some("interrupted by SIGINT"));
     for r in &doc.results {
-        assert_eq!(r.status, "ok");
+        assert_eq!(r.status, candor_model::Status::Ok);
     }
 }
 
@@ -622,14 +628,14 @@ fn copy_and_metadata_workloads() {
         "UnixBench's buffer sizes"
     );
     for r in &copies {
-        assert_eq!(r.status, "ok");
+        assert_eq!(r.status, candor_model::Status::Ok);
         assert_eq!(r.reps[0].bytes, 1 << 20, "the whole file is copied");
         assert_eq!(r.reps[0].ops, (1 << 20) / r.record_size);
         assert!(r.throughput.mean > 1e5);
     }
     for name in ["create", "stat", "open", "unlink", "mkdir", "rmdir"] {
         let r = doc.results.iter().find(|r| r.test == name).unwrap();
-        assert_eq!(r.status, "ok", "{name}: {:?}", r.error);
+        assert_eq!(r.status, candor_model::Status::Ok, "{name}: {:?}", r.error);
         assert_eq!(r.reps[0].ops, 300, "{name} touches every entry once");
         assert!(r.iops.mean > 10.0, "{name}: {} ops/s", r.iops.mean);
         assert_eq!(r.latency_ns.count, 300);

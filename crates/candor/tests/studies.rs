@@ -157,11 +157,16 @@ fn ext4_xfs_btrfs_lab_write_amplification_copy_and_metadata() {
         let rs = by_target(&doc, path);
         assert_eq!(rs.len(), 1, "{fs}: one result per target and point");
         let r = rs[0];
-        assert_eq!(r.status, "ok", "{fs}: {:?}", r.error);
+        assert_eq!(r.status, candor_model::Status::Ok, "{fs}: {:?}", r.error);
         assert!(r.fsync_in_timing && !r.direct);
         assert_eq!(r.reps.len(), 2);
         let w = r.witness.as_ref().expect("the witness judged the test");
-        assert_eq!(w.verdict, "device", "{fs}: {}", w.explanation);
+        assert_eq!(
+            w.verdict,
+            candor_model::Verdict::Device,
+            "{fs}: {}",
+            w.explanation
+        );
         assert_eq!(w.app.write_bytes, 2 * (16 << 20), "{fs}: app bytes");
         let a = w
             .write_amplification
@@ -265,7 +270,12 @@ fn ext4_xfs_btrfs_lab_write_amplification_copy_and_metadata() {
             "{fs}: UnixBench's buffer sizes"
         );
         for r in &copies {
-            assert_eq!(r.status, "ok", "{fs} copy: {:?}", r.error);
+            assert_eq!(
+                r.status,
+                candor_model::Status::Ok,
+                "{fs} copy: {:?}",
+                r.error
+            );
             assert_eq!(r.reps[0].bytes, 4 << 20, "{fs}: the whole file is copied");
             // Between 100 kB/s and 100 GB/s: a real copy through the page cache.
             assert!(
@@ -292,7 +302,12 @@ fn ext4_xfs_btrfs_lab_write_amplification_copy_and_metadata() {
         );
         for name in ["create", "stat", "open", "unlink", "mkdir", "rmdir"] {
             let r = rs.iter().find(|r| r.test == name).expect("the test ran");
-            assert_eq!(r.status, "ok", "{fs} {name}: {:?}", r.error);
+            assert_eq!(
+                r.status,
+                candor_model::Status::Ok,
+                "{fs} {name}: {:?}",
+                r.error
+            );
             assert_eq!(r.reps[0].ops, 200, "{fs} {name}: every entry once");
             // A metadata operation takes between 100 ns and 100 ms here.
             assert!(
@@ -357,7 +372,14 @@ fn thread_and_depth_sweeps_give_one_result_per_point_with_its_efficiency() {
         assert_eq!(got, threads, "{test}: every thread count once, in order");
     }
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "{} x{}: {:?}", r.test, r.threads, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{} x{}: {:?}",
+            r.test,
+            r.threads,
+            r.error
+        );
         let ops = (2u64 << 20) / 4096 * r.threads as u64;
         assert_eq!(r.reps[0].ops, ops, "every thread covers its file");
         let e = r.efficiency.as_ref().expect("efficiency against the spec");
@@ -400,7 +422,13 @@ fn thread_and_depth_sweeps_give_one_result_per_point_with_its_efficiency() {
     let depths: Vec<u32> = doc.results.iter().map(|r| r.iodepth).collect();
     assert_eq!(depths, [1, 4, 16], "one result per depth, in order");
     for r in &doc.results {
-        assert_eq!(r.status, "ok", "QD {}: {:?}", r.iodepth, r.error);
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "QD {}: {:?}",
+            r.iodepth,
+            r.error
+        );
         assert_eq!(r.engine, "io_uring");
         assert_eq!(r.reps[0].ops, (2 << 20) / 4096);
         let e = r.efficiency.as_ref().expect("efficiency at every depth");
@@ -447,7 +475,14 @@ fn several_plain_targets_are_grouped_and_compared() {
         let rs = by_target(&doc, p);
         assert_eq!(rs.len(), 8, "{p}: 4 tests x 2 file sizes");
         for r in rs {
-            assert_eq!(r.status, "ok", "{} {}: {:?}", r.test, r.file_size, r.error);
+            assert_eq!(
+                r.status,
+                candor_model::Status::Ok,
+                "{} {}: {:?}",
+                r.test,
+                r.file_size,
+                r.error
+            );
             assert_eq!(r.reps.len(), 3, "three repetitions");
             assert_eq!(r.throughput.n, 3);
             assert!(r.throughput.mean > 0.0 && r.throughput.stddev >= 0.0);

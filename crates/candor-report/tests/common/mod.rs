@@ -167,8 +167,8 @@ pub fn result(
         osync: false,
         fsync_in_timing: write,
         close_in_timing: false,
-        intent: intent.into(),
-        status: "ok".into(),
+        intent: intent.parse().expect("an intent"),
+        status: candor_model::Status::Ok,
         error: None,
         repetitions: 3,
         throughput_without_flush: write
@@ -196,7 +196,7 @@ pub fn result(
         reps,
         witness: Some(Witness {
             source: "procfs".into(),
-            verdict: verdict.into(),
+            verdict: verdict.parse().expect("a verdict"),
             device_share: (verdict == "mixed").then_some(0.4),
             explanation,
             contradicts_intent: contradicts,
@@ -381,7 +381,7 @@ pub fn sample_doc() -> RunDoc {
     ));
     // A failed test keeps its place.
     let mut f = result(t, "randwrite", 256 * M, M, 1, 1, 1.0, 0.0, "device");
-    f.status = "failed".into();
+    f.status = candor_model::Status::Failed;
     f.error = Some("No space left on device (ENOSPC) after 180 MiB".into());
     f.throughput = Summary::default();
     f.throughput_without_flush = None;

@@ -875,13 +875,13 @@ fn soak_merge(results: &mut Vec<TestResult>, new: Vec<TestResult>) {
                 .get("failed_rounds")
                 .and_then(|v| v.as_u64())
                 .unwrap_or(0);
-            if old.status != "ok" && r.status == "ok" {
+            if !old.status.is_ok() && r.status.is_ok() {
                 // A failure in an earlier round stays visible.
                 r.status = old.status;
                 r.error = old.error;
             }
         }
-        if r.status != "ok" {
+        if !r.status.is_ok() {
             failed_rounds += 1;
         }
         rounds.push(r.throughput.mean.into());
@@ -991,7 +991,7 @@ fn measure_ceiling(
     }
     let pick = |t: &str, iops: bool| {
         got.iter()
-            .find(|r| r.test == t && r.status == "ok")
+            .find(|r| r.test == t && r.status.is_ok())
             .map(|r| if iops { r.iops.mean } else { r.throughput.mean })
     };
     let spec = crate::efficiency::DeviceSpec {
@@ -1369,7 +1369,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let code = match &stop {
         None => {
             doc.complete = true;
-            if doc.results.iter().any(|r| r.status != "ok") {
+            if doc.results.iter().any(|r| !r.status.is_ok()) {
                 FAILED
             } else {
                 OK
@@ -1428,7 +1428,7 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
             eprintln!("candor: {m}");
         }
         None => {
-            for r in doc.results.iter().filter(|r| r.status != "ok") {
+            for r in doc.results.iter().filter(|r| !r.status.is_ok()) {
                 eprintln!(
                     "candor: {} failed on {}: {}",
                     r.test,

@@ -1,0 +1,189 @@
+//! The witness's raw measurements of a repetition (or the sum of several), as plain
+//! numbers: what its rules judge. They are kept in the result (`Witness::facts`, saved at
+//! `witness.extra.facts`) so that repetitions, and the ranks of an MPI job, can be summed
+//! and judged again with the same rules.
+
+use crate::Intent;
+use serde::{Deserialize, Serialize};
+
+/// Where the target's bytes can go.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Placement {
+    /// A block device; `name` as shown ("vda", "loop0", "sda+sdb").
+    Device { name: String },
+    /// A filesystem that lives in memory (tmpfs...).
+    Memory { fs_type: String },
+    /// The witness cannot see the storage (FUSE, network, a failed sample): why.
+    Unobservable { reason: String },
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement::Unobservable {
+            reason: "nothing was observed".into(),
+        }
+    }
+}
+
+/// Growth of the /proc/diskstats counters of the counted devices over an interval.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct DiskDelta {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_ms: u64,
+    pub write_ms: u64,
+    pub io_ticks_ms: u64,
+}
+
+/// Growth of candor's /proc/self/io over an interval.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct OwnIo {
+    /// Bytes returned by read-like calls (cache hits included), the witness's own reads of
+    /// /proc removed by the caller.
+    pub rchar: u64,
+    pub wchar: u64,
+    /// Block-layer reads submitted by the process (misses, readahead, O_DIRECT).
+    pub read_bytes: u64,
+    /// Bytes dirtied (buffered) or written directly.
+    pub write_bytes: u64,
+    pub cancelled_write_bytes: u64,
+}
+
+/// Device bytes attributed exactly (eBPF): no allowance needed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Exact {
+    pub own_read_window: u64,
+    pub own_read_total: u64,
+    pub own_write_window: u64,
+    pub own_write_total: u64,
+    pub foreign_bytes: u64,
+}
+
+/// Everything measured about one repetition (or the sum of several), as plain numbers.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Facts {
+    pub test: String,
+    /// What the test meant to measure (a write test always means the device).
+    pub intent: Intent,
+    pub is_write: bool,
+    pub direct: bool,
+    pub app_read: u64,
+    pub app_write: u64,
+    /// The runner's timed seconds and headline throughput.
+    pub timed_seconds: f64,
+    pub headline_bps: f64,
+    pub ram_bytes: u64,
+    pub placement: Placement,
+    /// begin -> timed_end.
+    pub device_window: DiskDelta,
+    /// begin -> finish (after the runner's flush).
+    pub device_total: DiskDelta,
+    pub own_window: Option<OwnIo>,
+    pub own_total: Option<OwnIo>,
+    pub exact: Option<Exact>,
+    /// Block-layer [read, write] bytes of every other process over begin -> finish; None
+    /// when other processes' counters cannot be read (not root).
+    pub others_io: Option<[u64; 2]>,
+    /// The device is candor's alone (a `candor lab` loop device): all its traffic is the
+    /// test's.
+    pub exclusive: bool,
+    /// Seconds between the witness's samples: begin -> timed_end and begin -> finish.
+    pub window_seconds: f64,
+    pub total_seconds: f64,
+    /// How many repetitions these facts sum.
+    pub repetitions: u32,
+}
+
+impl std::ops::AddAssign<&DiskDelta> for DiskDelta {
+    fn add_assign(&mut self, o: &DiskDelta) {
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.read_ios += o.read_ios;
+        self.write_ios += o.write_ios;
+        self.read_ms += o.read_ms;
+        self.write_ms += o.write_ms;
+        self.io_ticks_ms += o.io_ticks_ms;
+    }
+}
+
+impl std::ops::AddAssign<&OwnIo> for OwnIo {
+    fn add_assign(&mut self, o: &OwnIo) {
+        self.rchar += o.rchar;
+        self.wchar += o.wchar;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.cancelled_write_bytes += o.cancelled_write_bytes;
+    }
+}
+
+impl std::ops::AddAssign<&Exact> for Exact {
+    fn add_assign(&mut self, b: &Exact) {
+        self.own_read_window += b.own_read_window;
+        self.own_read_total += b.own_read_total;
+        self.own_write_window += b.own_write_window;
+        self.own_write_total += b.own_write_total;
+        self.foreign_bytes += b.foreign_bytes;
+    }
+}
+
+impl DiskDelta {
+    /// Each field's larger value.
+    pub fn widest(&self, b: &DiskDelta) -> DiskDelta {
+        DiskDelta {
+            read_bytes: self.read_bytes.max(b.read_bytes),
+            write_bytes: self.write_bytes.max(b.write_bytes),
+            read_ios: self.read_ios.max(b.read_ios),
+            write_ios: self.write_ios.max(b.write_ios),
+            read_ms: self.read_ms.max(b.read_ms),
+            write_ms: self.write_ms.max(b.write_ms),
+            io_ticks_ms: self.io_ticks_ms.max(b.io_ticks_ms),
+        }
+    }
+}
+
+/// `a += b` when both are known; a repetition without the counter makes the sum unknown.
+pub(crate) fn add_opt<T: Copy>(a: &mut Option<T>, b: &Option<T>, f: impl Fn(&mut T, &T)) {
+    match (a.as_mut(), b) {
+        (Some(x), Some(y)) => f(x, y),
+        _ => *a = None,
+    }
+}
+
+impl Facts {
+    /// Adds another repetition of the same test (one that ran after this one).
+    pub fn add(&mut self, o: &Facts) {
+        self.app_read += o.app_read;
+        self.app_write += o.app_write;
+        // The combined headline is bytes over time, like any throughput.
+        let bytes = self.headline_bps * self.timed_seconds + o.headline_bps * o.timed_seconds;
+        self.timed_seconds += o.timed_seconds;
+        self.headline_bps = if self.timed_seconds > 0.0 {
+            bytes / self.timed_seconds
+        } else {
+            0.0
+        };
+        self.device_window += &o.device_window;
+        self.device_total += &o.device_total;
+        add_opt(&mut self.own_window, &o.own_window, |a, b| *a += b);
+        add_opt(&mut self.own_total, &o.own_total, |a, b| *a += b);
+        add_opt(&mut self.others_io, &o.others_io, |a, b| {
+            a[0] += b[0];
+            a[1] += b[1];
+        });
+        add_opt(&mut self.exact, &o.exact, |a, b| *a += b);
+        self.window_seconds += o.window_seconds;
+        self.total_seconds += o.total_seconds;
+        self.repetitions += o.repetitions.max(1);
+        self.exclusive &= o.exclusive;
+        if let Placement::Unobservable { .. } = o.placement {
+            self.placement = o.placement.clone();
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The words a result is judged in: what a test meant to measure, whether it ran, and
+//! what the witness concluded. Each serialises to the lowercase word the JSON has always
+//! held, so saved files are unchanged and old files load.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a test is meant to measure.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Intent {
+    /// Storage: caches are dropped first (or the writes must reach the device). Files
+    /// written before intents were typed may hold "" here.
+    #[default]
+    #[serde(alias = "")]
+    Device,
+    /// Memory: re-tests and `--keep-cache` read what is already in the page cache.
+    Cache,
+}
+
+/// Whether a test ran to the end.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Readers have always taken "" as ok.
+    #[default]
+    #[serde(alias = "")]
+    Ok,
+    Failed,
+}
+
+/// Where the witness says a figure's bytes came from (docs/witness.md, "The verdict").
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The device moved the bytes (and, for reads meant for it, the operations waited on it).
+    Device,
+    /// The page cache served the bytes: memory speed.
+    Cache,
+    /// Part device, part memory; `device_share` says how much.
+    Mixed,
+    /// The filesystem keeps its data in RAM (tmpfs): there is no device.
+    Memory,
+    /// The witness could not observe; `unverified_reason` says why ("" in a witness that
+    /// was never judged).
+    #[default]
+    #[serde(alias = "")]
+    Unverified,
+}
+
+impl Intent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::Device => "device",
+            Intent::Cache => "cache",
+        }
+    }
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn is_ok(self) -> bool {
+        self == Status::Ok
+    }
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Device => "device",
+            Verdict::Cache => "cache",
+            Verdict::Mixed => "mixed",
+            Verdict::Memory => "memory",
+            Verdict::Unverified => "unverified",
+        }
+    }
+
+    /// Whether this verdict is what a test of `intent` meant to measure.
+    pub fn fits(self, intent: Intent) -> bool {
+        match intent {
+            Intent::Device => self == Verdict::Device,
+            Intent::Cache => self == Verdict::Cache,
+        }
+    }
+}
+
+/// Display as the saved word; parse the saved word back (the error names the word).
+macro_rules! as_word {
+    ($($t:ty: $($v:expr),*;)*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                [$($v),*]
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| format!("unknown {} \"{s}\"", stringify!($t).to_lowercase()))
+            }
+        }
+    )*};
+}
+as_word! {
+    Intent: Intent::Device, Intent::Cache;
+    Status: Status::Ok, Status::Failed;
+    Verdict: Verdict::Device, Verdict::Cache, Verdict::Mixed, Verdict::Memory, Verdict::Unverified;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_the_saved_ones() {
+        for v in [
+            Verdict::Device,
+            Verdict::Cache,
+            Verdict::Mixed,
+            Verdict::Memory,
+            Verdict::Unverified,
+        ] {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{v}\""));
+            assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), v);
+            assert_eq!(v.as_str().parse::<Verdict>(), Ok(v));
+        }
+        for i in [Intent::Device, Intent::Cache] {
+            assert_eq!(serde_json::to_string(&i).unwrap(), format!("\"{i}\""));
+        }
+        for s in [Status::Ok, Status::Failed] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+        assert!(serde_json::from_str::<Verdict>("\"maybe\"").is_err());
+        assert_eq!(
+            "maybe".parse::<Verdict>(),
+            Err("unknown verdict \"maybe\"".to_string())
+        );
+        assert_eq!(serde_json::from_str::<Status>("\"\"").unwrap(), Status::Ok);
+    }
+
+    #[test]
+    fn a_verdict_fits_its_intent() {
+        assert!(Verdict::Device.fits(Intent::Device));
+        assert!(!Verdict::Mixed.fits(Intent::Device));
+        assert!(Verdict::Cache.fits(Intent::Cache));
+        assert!(!Verdict::Memory.fits(Intent::Cache));
+    }
+}

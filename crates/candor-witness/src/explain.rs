@@ -1,0 +1,143 @@
+//! The explanation: one plain sentence saying where a figure's bytes came from and what
+//! the figure therefore is, the remedy when that is not what the test meant, and a note
+//! when the device was disturbed (docs/witness.md, "Explanations").
+
+use crate::rules::{Attribution, Judgement};
+use candor_model::{Facts, Intent, Verdict};
+
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} bytes")
+    } else if v < 10.0 {
+        format!("{v:.1} {}", UNITS[i])
+    } else {
+        format!("{v:.0} {}", UNITS[i])
+    }
+}
+
+/// A share as a whole percentage that never rounds a part to 0% or 100%.
+pub(crate) fn pct(x: f64) -> String {
+    let p = (x * 100.0).round();
+    let p = if x > 0.0 && p < 1.0 {
+        1.0
+    } else if x < 1.0 && p > 99.0 {
+        99.0
+    } else {
+        p
+    };
+    format!("{p:.0}%")
+}
+
+/// The "file larger than 3x RAM" size, RAM rounded up to a whole GiB first.
+pub(crate) fn three_ram(ram: u64) -> String {
+    let gib = ram.div_ceil(1 << 30).max(1);
+    format!("{} GiB", 3 * gib)
+}
+
+pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev: &str) -> String {
+    let reads = f.app_read > 0 && f.app_write == 0;
+    let writes = f.app_write > 0 && f.app_read == 0;
+    let hit = j.cache_hit_ratio.unwrap_or(0.0);
+    let flushed = j.flushed_in_window.unwrap_or(0.0);
+    let device_fix = format!(
+        "Use --direct, or a file larger than 3x RAM ({} here).",
+        three_ram(f.ram_bytes)
+    );
+    let flush_fix =
+        "Include the flush in the timing (leave out --no-fsync-in-timing) or use --direct.";
+    let cache_fix =
+        "To measure the page cache, use a file well under the free memory and read it once before.";
+    let mut s = match (j.verdict, reads, writes) {
+        (Verdict::Device, true, _) => format!(
+            "{} of the bytes read came from the device ({dev}): this is the device's figure.",
+            pct(1.0 - hit)
+        ),
+        (Verdict::Device, _, true) => {
+            let mut s = format!(
+                "{} of the written bytes reached the device ({dev}) inside the timed region: this is the device's figure",
+                pct(flushed)
+            );
+            if let Some(wa) = j.write_amplification.filter(|w| *w >= 1.1 && !j.disturbed) {
+                s.push_str(&format!(", and the device wrote {wa:.2}x the application's bytes"));
+            }
+            s.push('.');
+            s
+        }
+        (Verdict::Device, _, _) => format!(
+            "{} of the bytes read and written moved to or from the device ({dev}) inside the timed region: this is the device's figure.",
+            pct(share)
+        ),
+        (Verdict::Cache, true, _) => {
+            format!("{} of these reads came from the page cache: this is memory speed.", pct(hit))
+        }
+        (Verdict::Cache, _, true) if write_in_window(f, j) == 0 => "None of the written bytes reached the device inside the timed region: the page cache absorbed them, so this is memory speed.".to_string(),
+        (Verdict::Cache, _, true) => format!(
+            "Only {} of the written bytes reached the device inside the timed region: the page cache absorbed the rest, so this is memory speed.",
+            pct(flushed)
+        ),
+        (Verdict::Cache, _, _) => format!(
+            "Only {} of the bytes read and written reached the device inside the timed region: this is memory speed.",
+            pct(share)
+        ),
+        (_, true, _) => format!(
+            "{} of these reads came from the page cache and {} from the device ({dev}): the figure mixes memory and device speed.",
+            pct(hit),
+            pct(1.0 - hit)
+        ),
+        (_, _, true) => format!(
+            "{} of the written bytes reached the device ({dev}) inside the timed region and the rest waited in the page cache: the figure mixes memory and device speed.",
+            pct(flushed)
+        ),
+        _ => format!(
+            "{} of the bytes read and written moved to or from the device ({dev}) inside the timed region: the figure mixes memory and device speed.",
+            pct(share)
+        ),
+    };
+    if j.contradicts_intent {
+        s.push(' ');
+        match (f.intent, f.is_write || writes) {
+            (Intent::Cache, _) => s.push_str(cache_fix),
+            (_, true) if !reads => s.push_str(flush_fix),
+            _ => s.push_str(&device_fix),
+        }
+    }
+    if j.disturbed {
+        let what = if a.exact || f.others_io.is_some() {
+            "traffic of other processes".to_string()
+        } else {
+            "traffic that candor's own I/O does not explain (another process, or filesystem metadata beyond the allowance)".to_string()
+        };
+        s.push_str(&format!(
+            " The device also carried {} of {what}: rerun when the device is idle.",
+            human_bytes(j.foreign_device_bytes)
+        ));
+    }
+    s
+}
+
+fn write_in_window(f: &Facts, j: &Judgement) -> u64 {
+    (j.flushed_in_window.unwrap_or(0.0) * f.app_write as f64).round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::RAM;
+
+    #[test]
+    fn units() {
+        assert_eq!(human_bytes(72 << 30), "72 GiB");
+        assert_eq!(human_bytes(3 << 19), "1.5 MiB");
+        assert_eq!(human_bytes(10), "10 bytes");
+        assert_eq!(pct(0.004), "1%");
+        assert_eq!(pct(0.996), "99%");
+        assert_eq!(three_ram(RAM), "72 GiB");
+    }
+}

@@ -1,0 +1,457 @@
+//! The rules: which of the device's bytes are the test's own (attribution), and from the
+//! facts the derived figures (cache hit ratio, write amplification, share flushed inside
+//! the timed region, foreign traffic, precision) and the verdict. Everything here is pure;
+//! the thresholds are the constants below and docs/witness.md gives the reason for each.
+
+use crate::explain::explain;
+use candor_model::{Facts, Intent, Placement, Verdict};
+
+pub const DEVICE_SHARE_MIN: f64 = 0.95;
+/// A figure is the cache's (memory speed) when at most this share of its bytes did.
+pub const CACHE_SHARE_MAX: f64 = 0.05;
+/// Device reads candor's counters do not explain but the filesystem may have caused
+/// (inode tables, extent trees, directory blocks): a fixed part plus a share of the reads.
+pub const READ_ALLOWANCE_BYTES: u64 = 1 << 20;
+pub const READ_ALLOWANCE_SHARE: f64 = 0.10;
+/// The same for writes (journal, metadata, allocation maps): a fixed part plus a share of
+/// the bytes candor wrote. Write amplification beyond 1 + this share is reported as foreign.
+pub const WRITE_ALLOWANCE_BYTES: u64 = 2 << 20;
+pub const WRITE_ALLOWANCE_SHARE: f64 = 0.50;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Attribution {
+    pub own_read: u64,
+    pub own_write_window: u64,
+    pub own_write_total: u64,
+    pub foreign_read: u64,
+    pub foreign_write: u64,
+    /// True when eBPF attributed the bytes; false when the allowance estimated them.
+    pub exact: bool,
+}
+
+/// Other processes moving at most this much during a test are taken as quiet: daemons'
+/// occasional log lines should not make a run "disturbed".
+pub const OTHERS_QUIET_BYTES: u64 = 256 << 10;
+
+fn quiet_or(bytes: u64) -> u64 {
+    if bytes <= OTHERS_QUIET_BYTES {
+        0
+    } else {
+        bytes
+    }
+}
+
+/// Splits the device traffic into the test's own and foreign. With eBPF the split is exact.
+/// Otherwise, when every other process's /proc/<pid>/io is readable (root), device traffic
+/// beyond candor's own is foreign only up to what the other processes moved (the rest is
+/// the filesystem working for the test); when it is not, the device's bytes beyond what
+/// /proc/self/io explains plus the allowance are foreign. With no /proc/self/io at all,
+/// everything is taken as the test's own (and nothing can be said about foreign traffic).
+pub fn attribute(f: &Facts) -> Attribution {
+    if let Some(e) = f.exact {
+        return Attribution {
+            own_read: e.own_read_total,
+            own_write_window: e.own_write_window,
+            own_write_total: e.own_write_total,
+            foreign_read: 0,
+            foreign_write: e.foreign_bytes,
+            exact: true,
+        };
+    }
+    let dev = &f.device_total;
+    let Some(own) = f.own_total else {
+        return Attribution {
+            own_read: dev.read_bytes,
+            own_write_window: f.device_window.write_bytes,
+            own_write_total: dev.write_bytes,
+            ..Default::default()
+        };
+    };
+    let explained_write = own.write_bytes.saturating_sub(own.cancelled_write_bytes);
+    let (foreign_read, foreign_write) = match f.others_io {
+        _ if f.exclusive => (0, 0),
+        // Other processes' counters are visible: device traffic beyond candor's own can be
+        // foreign only up to what the others moved; the rest is the filesystem's own work
+        // for the test (journal, metadata, copy-on-write), which amplification must count.
+        Some([others_read, others_write]) => (
+            dev.read_bytes
+                .saturating_sub(own.read_bytes)
+                .min(quiet_or(others_read)),
+            dev.write_bytes
+                .saturating_sub(explained_write)
+                .min(quiet_or(others_write)),
+        ),
+        None => {
+            let read_allow =
+                READ_ALLOWANCE_BYTES + (own.read_bytes as f64 * READ_ALLOWANCE_SHARE) as u64;
+            let write_allow =
+                WRITE_ALLOWANCE_BYTES + (explained_write as f64 * WRITE_ALLOWANCE_SHARE) as u64;
+            (
+                dev.read_bytes.saturating_sub(own.read_bytes + read_allow),
+                dev.write_bytes
+                    .saturating_sub(explained_write + write_allow),
+            )
+        }
+    };
+    // Reads the process submitted may have gone to other devices (the binary paging in):
+    // the test's own device reads are at most what the device did.
+    let own_read = if f.others_io.is_some() || f.exclusive {
+        dev.read_bytes - foreign_read
+    } else {
+        own.read_bytes.min(dev.read_bytes)
+    };
+    // Without the others' counters, foreign writes cannot be told apart from the allowance:
+    // the test's own writes are then only what the process itself wrote (a lower bound).
+    let own_write_total = if f.others_io.is_some() || f.exclusive {
+        dev.write_bytes - foreign_write
+    } else if foreign_write > 0 {
+        explained_write.min(dev.write_bytes)
+    } else {
+        dev.write_bytes
+    };
+    // Where the foreign writes fell in time is unknown: assume they were spread evenly.
+    let own_write_window = if dev.write_bytes > 0 {
+        (f.device_window.write_bytes as f64 * own_write_total as f64 / dev.write_bytes as f64)
+            as u64
+    } else {
+        0
+    };
+    Attribution {
+        own_read,
+        own_write_window,
+        own_write_total,
+        foreign_read,
+        foreign_write,
+        exact: false,
+    }
+}
+
+/// The figures and the judgement of a set of facts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Share of the application's bytes the device moved in the timed region.
+    pub device_share: Option<f64>,
+    pub cache_hit_ratio: Option<f64>,
+    pub write_amplification: Option<f64>,
+    pub flushed_in_window: Option<f64>,
+    pub foreign_device_bytes: u64,
+    pub disturbed: bool,
+    pub precision: Option<f64>,
+    pub explanation: String,
+    pub contradicts_intent: bool,
+    pub unverified_reason: Option<String>,
+}
+
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        (a as f64 / b as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// Judges a set of facts: the figures, the verdict and the sentence that explains it.
+pub fn judge(f: &Facts) -> Judgement {
+    let mut j = Judgement::default();
+    let device_name = match &f.placement {
+        Placement::Unobservable { reason } => {
+            j.verdict = Verdict::Unverified;
+            j.unverified_reason = Some(reason.clone());
+            j.explanation = format!("The witness could not observe this test: {reason}.");
+            return j;
+        }
+        Placement::Memory { fs_type } => {
+            j.verdict = Verdict::Memory;
+            // Memory is what a cache test meant; a device test finds no device.
+            j.contradicts_intent = f.intent == Intent::Device;
+            j.precision = precision(f, &Attribution::default(), j.verdict);
+            j.explanation = format!(
+                "There is no block device under this target ({fs_type}): every figure is memory speed."
+            );
+            if j.contradicts_intent {
+                j.explanation
+                    .push_str(" To measure storage, point candor at a directory on a disk.");
+            }
+            return j;
+        }
+        Placement::Device { name } => name.clone(),
+    };
+    let app_total = f.app_read + f.app_write;
+    if app_total == 0 {
+        j.verdict = Verdict::Unverified;
+        let reason = "the test reported no bytes moved".to_string();
+        j.explanation = format!("The witness could not judge this test: {reason}.");
+        j.unverified_reason = Some(reason);
+        return j;
+    }
+    let a = attribute(f);
+    let read_from_device = a.own_read.min(f.app_read);
+    let write_in_window = a.own_write_window.min(f.app_write);
+    if f.app_read > 0 {
+        j.cache_hit_ratio = Some(1.0 - ratio(read_from_device, f.app_read));
+    }
+    if f.app_write > 0 {
+        j.flushed_in_window = Some(ratio(write_in_window, f.app_write));
+        j.write_amplification = Some(a.own_write_total as f64 / f.app_write as f64);
+    }
+    j.foreign_device_bytes = a.foreign_read + a.foreign_write;
+    j.disturbed = j.foreign_device_bytes > 0;
+    let share = (read_from_device + write_in_window) as f64 / app_total as f64;
+    j.verdict = if share >= DEVICE_SHARE_MIN {
+        Verdict::Device
+    } else if share <= CACHE_SHARE_MAX {
+        Verdict::Cache
+    } else {
+        j.device_share = Some(share);
+        Verdict::Mixed
+    };
+    j.contradicts_intent = !j.verdict.fits(f.intent);
+    j.precision = precision(f, &a, j.verdict);
+    j.explanation = explain(f, &j, &a, share, &device_name);
+    j
+}
+
+/// |headline - witness| / headline, the witness's throughput being the bytes it saw move in
+/// the timed region over its own clock: device bytes when the device did the work, the
+/// process's rchar/wchar otherwise.
+fn precision(f: &Facts, a: &Attribution, verdict: Verdict) -> Option<f64> {
+    if f.headline_bps <= 0.0 || f.window_seconds <= 0.0 {
+        return None;
+    }
+    let bytes = if verdict == Verdict::Device {
+        let read_window = f.device_window.read_bytes.min(a.own_read);
+        (if f.app_read > 0 { read_window } else { 0 })
+            + (if f.app_write > 0 {
+                a.own_write_window
+            } else {
+                0
+            })
+    } else {
+        let own = f.own_window?;
+        (if f.app_read > 0 { own.rchar } else { 0 }) + (if f.app_write > 0 { own.wchar } else { 0 })
+    };
+    if bytes == 0 {
+        return None;
+    }
+    let witness_bps = bytes as f64 / f.window_seconds;
+    Some((f.headline_bps - witness_bps).abs() / f.headline_bps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn cold_read_is_the_device() {
+        let j = judge(&read_facts(
+            64 * MIB,
+            64 * MIB,
+            64 * MIB + 8192,
+            Intent::Device,
+        ));
+        assert_eq!(j.verdict, Verdict::Device);
+        assert_eq!(j.cache_hit_ratio, Some(0.0));
+        assert!(!j.contradicts_intent && !j.disturbed);
+        assert!(j
+            .explanation
+            .starts_with("100% of the bytes read came from the device (loop0)"));
+        assert!(j.precision.expect("precision") < 0.01);
+    }
+
+    #[test]
+    fn cached_read_meant_for_the_device_says_so_and_suggests() {
+        let j = judge(&read_facts(100 * MIB, 6 * MIB, 6 * MIB, Intent::Device));
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert_eq!(j.device_share.map(|s| (s * 100.0).round()), Some(6.0));
+        let j = judge(&read_facts(100 * MIB, 2 * MIB, 2 * MIB, Intent::Device));
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert!(j.contradicts_intent);
+        assert_eq!(
+            j.explanation,
+            "98% of these reads came from the page cache: this is memory speed. \
+             Use --direct, or a file larger than 3x RAM (72 GiB here)."
+        );
+    }
+
+    #[test]
+    fn reread_is_the_cache_as_intended() {
+        let j = judge(&read_facts(16 * MIB, 0, 0, Intent::Cache));
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert_eq!(j.cache_hit_ratio, Some(1.0));
+        assert!(!j.contradicts_intent);
+        // Meant for the cache but served by the device: the remedy is a smaller file.
+        let j = judge(&read_facts(16 * MIB, 16 * MIB, 16 * MIB, Intent::Cache));
+        assert!(j.contradicts_intent);
+        assert!(j.explanation.contains("free memory"), "{}", j.explanation);
+    }
+
+    #[test]
+    fn readahead_beyond_the_app_bytes_caps_at_zero_hits() {
+        let j = judge(&read_facts(4 * MIB, 6 * MIB, 6 * MIB, Intent::Device));
+        assert_eq!(j.cache_hit_ratio, Some(0.0));
+        assert_eq!(j.verdict, Verdict::Device);
+    }
+
+    #[test]
+    fn buffered_write_without_flush_is_absorbed() {
+        // Nothing reached the device while the timer ran; the runner's fsync wrote it after.
+        let j = judge(&write_facts(32 * MIB, 0, 32 * MIB + 300 * 1024, 32 * MIB));
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert_eq!(j.flushed_in_window, Some(0.0));
+        assert!(j.contradicts_intent);
+        assert!(
+            j.explanation.starts_with("None of the written bytes"),
+            "{}",
+            j.explanation
+        );
+        assert!(j.explanation.ends_with("or use --direct."));
+        let wa = j.write_amplification.expect("wa");
+        assert!((1.0..1.02).contains(&wa), "{wa}");
+        assert!(!j.disturbed);
+    }
+
+    #[test]
+    fn write_with_flush_in_timing_is_the_device() {
+        let j = judge(&write_facts(32 * MIB, 33 * MIB, 33 * MIB, 32 * MIB));
+        assert_eq!(j.verdict, Verdict::Device);
+        assert_eq!(j.flushed_in_window, Some(1.0));
+        assert!(!j.contradicts_intent);
+        let j = judge(&write_facts(32 * MIB, 12 * MIB, 33 * MIB, 32 * MIB));
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert!(j.explanation.contains("rest waited in the page cache"));
+    }
+
+    #[test]
+    fn foreign_writes_beyond_the_allowance_disturb() {
+        // 16 MiB written by candor, 80 MiB more by someone else.
+        let j = judge(&write_facts(16 * MIB, 96 * MIB, 96 * MIB, 16 * MIB));
+        assert!(j.disturbed);
+        let allowance = WRITE_ALLOWANCE_BYTES + 8 * MIB;
+        assert_eq!(j.foreign_device_bytes, 96 * MIB - 16 * MIB - allowance);
+        assert!(j.explanation.contains("rerun when the device is idle"));
+        assert_eq!(
+            j.write_amplification,
+            Some(1.0),
+            "a lower bound when disturbed"
+        );
+        // Journal traffic inside the allowance is the test's own.
+        let j = judge(&write_facts(16 * MIB, 17 * MIB, 17 * MIB, 16 * MIB));
+        assert!(!j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 0);
+        // Foreign reads during a read test.
+        let j = judge(&read_facts(16 * MIB, 16 * MIB, 64 * MIB, Intent::Device));
+        assert!(j.disturbed);
+        assert_eq!(j.verdict, Verdict::Device);
+    }
+
+    #[test]
+    fn others_counters_tell_amplification_from_foreign_traffic() {
+        // A copy-on-write filesystem writes 5x what candor wrote, and nobody else moved a
+        // byte: all of it is the test's, and the amplification says so.
+        let mut f = write_facts(16 * MIB, 80 * MIB, 80 * MIB, 16 * MIB);
+        f.others_io = Some([0, 100 << 10]);
+        let j = judge(&f);
+        assert!(!j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 0);
+        assert_eq!(j.write_amplification, Some(5.0));
+        // Another process wrote 100 MiB while the device carried 80 MiB beyond candor's:
+        // all 80 can be foreign.
+        f.others_io = Some([0, 100 * MIB]);
+        let j = judge(&f);
+        assert!(j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 64 * MIB);
+        assert!(j.explanation.contains("traffic of other processes"));
+        // On a lab device nothing is foreign, whatever other processes did elsewhere.
+        f.exclusive = true;
+        let j = judge(&f);
+        assert!(!j.disturbed);
+        assert_eq!(j.write_amplification, Some(5.0));
+        f.exclusive = false;
+        // Another process wrote 20 MiB: at most 20 of the 64 extra are foreign.
+        f.others_io = Some([0, 20 * MIB]);
+        let j = judge(&f);
+        assert!(j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 20 * MIB);
+        assert_eq!(j.write_amplification, Some(60.0 / 16.0));
+    }
+
+    #[test]
+    fn exact_attribution_needs_no_allowance() {
+        let mut f = write_facts(16 * MIB, 96 * MIB, 96 * MIB, 16 * MIB);
+        f.exact = Some(candor_model::Exact {
+            own_write_window: 16 * MIB,
+            own_write_total: 16 * MIB,
+            foreign_bytes: 80 * MIB,
+            ..Default::default()
+        });
+        let j = judge(&f);
+        assert_eq!(j.foreign_device_bytes, 80 * MIB);
+        assert_eq!(j.write_amplification, Some(1.0));
+        assert!(j.explanation.contains("traffic of other processes"));
+    }
+
+    #[test]
+    fn memory_and_unobservable_targets() {
+        let mut f = read_facts(MIB, 0, 0, Intent::Device);
+        f.placement = Placement::Memory {
+            fs_type: "tmpfs".into(),
+        };
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Memory);
+        assert!(j.contradicts_intent);
+        assert!(j
+            .explanation
+            .starts_with("There is no block device under this target (tmpfs)"));
+        assert!(j.precision.expect("precision from rchar") < 0.01);
+        f.placement = Placement::Unobservable {
+            reason: "fuse has no block device the witness can read".into(),
+        };
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Unverified);
+        assert!(!j.contradicts_intent);
+        assert!(j.unverified_reason.is_some());
+        let j = judge(&read_facts(0, 0, 0, Intent::Device));
+        assert_eq!(j.verdict, Verdict::Unverified);
+    }
+
+    #[test]
+    fn without_proc_self_io_everything_is_own() {
+        let mut f = read_facts(16 * MIB, 0, 64 * MIB, Intent::Device);
+        f.own_total = None;
+        f.own_window = None;
+        let j = judge(&f);
+        assert!(!j.disturbed);
+        assert_eq!(j.verdict, Verdict::Device);
+    }
+
+    #[test]
+    fn a_mix_of_reads_and_writes_is_judged_on_all_its_bytes() {
+        // randmix: 8 MiB read from the device, 8 MiB written and absorbed by the cache.
+        let mut f = read_facts(8 * MIB, 8 * MIB, 8 * MIB, Intent::Device);
+        f.test = "randmix".into();
+        f.is_write = true;
+        f.app_write = 8 * MIB;
+        f.device_total.write_bytes = 8 * MIB;
+        if let Some(o) = f.own_total.as_mut() {
+            o.write_bytes = 8 * MIB;
+        }
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert_eq!(j.device_share, Some(0.5));
+        assert_eq!(j.cache_hit_ratio, Some(0.0));
+        assert_eq!(j.flushed_in_window, Some(0.0));
+        assert!(
+            j.explanation
+                .starts_with("50% of the bytes read and written"),
+            "{}",
+            j.explanation
+        );
+        assert!(
+            j.explanation.ends_with("or use --direct."),
+            "{}",
+            j.explanation
+        );
+    }
+}
