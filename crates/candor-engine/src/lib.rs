@@ -1,9 +1,14 @@
-//! candor's benchmark engine: the test catalog (`workload`), access patterns (`pattern`),
-//! I/O engines (`engines`, one file each), the plan (`plan`), the run directory that is the
-//! only place candor writes (`rundir`), signal handling (`signals`) and the runner.
+//! candor's benchmark engine: the plan (`plan`: options and targets in, checked, every test
+//! point out; ready-made plans in `plan::presets`), the test catalog (`workload`), access
+//! patterns (`pattern`), I/O engines (`engines`, one file each), the run directory that is
+//! the only place candor writes (`rundir`), signal handling (`signals`), the runner, and
+//! what becomes of results as they arrive (`collect`, `efficiency`, `ceiling`).
 
 pub mod buffer;
+pub mod ceiling;
 pub mod clock;
+pub mod collect;
+pub mod efficiency;
 pub mod engines;
 pub mod pattern;
 pub mod plan;

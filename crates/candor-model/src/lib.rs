@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 mod extra;
 mod facts;
 mod load;
+mod time;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{DiskDelta, Exact, Facts, OwnIo, Placement};
 pub use load::{load_result, parse_result, LoadError};
+pub use time::{rfc3339, rfc3339_now};
 pub use vocab::{Intent, Status, Verdict};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.

@@ -48,6 +48,14 @@ impl Format {
         Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
     }
 
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("table")
+    }
+
     /// The names, for error messages ("table, json, csv, ...").
     pub fn names() -> String {
         Self::ALL

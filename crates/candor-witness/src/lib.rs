@@ -38,6 +38,34 @@ pub enum Mode {
     Off,
 }
 
+impl Mode {
+    /// Every mode by the name `--witness` takes.
+    pub const ALL: &'static [(&'static str, Mode)] = &[
+        ("auto", Mode::Auto),
+        ("procfs", Mode::Procfs),
+        ("bpf", Mode::Bpf),
+        ("off", Mode::Off),
+    ];
+
+    pub fn parse(name: &str) -> Result<Mode, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| {
+                format!("'{name}' is not a witness source: choose auto, procfs, bpf or off")
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("auto")
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub mode: Mode,

@@ -6,13 +6,16 @@
 
 mod cli;
 mod commands;
-mod efficiency;
 mod exit;
+mod output;
 
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => refuse(e),
+    };
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -21,4 +24,15 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// A value one of candor's own parsers refused is said as candor says every refusal, in
+/// one sentence; everything else (help, version, clap's own usage errors) as clap says it.
+fn refuse(e: clap::Error) -> ! {
+    let refusal = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<exit::Refusal>());
+    if let Some(r) = refusal {
+        eprintln!("candor: {r}");
+        std::process::exit(exit::USAGE);
+    }
+    e.exit()
 }

@@ -14,12 +14,13 @@ mod vector;
 use crate::buffer::AlignedBuf;
 use crate::clock::now_ns;
 use crate::pattern::Pattern;
+use crate::rundir::RunDir;
 use crate::workload::Direction;
 use candor_stats::Histogram;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How a test's file is opened.
@@ -313,27 +314,35 @@ pub struct Fd {
 
 impl Fd {
     pub fn open(spec: &OpenSpec) -> Result<Fd, EngineError> {
-        let c = CString::new(spec.path.as_os_str().as_bytes()).map_err(|_| {
+        Fd::open_path(&spec.path, spec.write, spec.create, spec.direct, spec.osync)
+    }
+
+    /// Opens `path` as the engines do: never following a link, a created file never one
+    /// that existed (O_CREAT|O_EXCL), mode 0600.
+    fn open_path(
+        path: &Path,
+        write: bool,
+        create: bool,
+        direct: bool,
+        osync: bool,
+    ) -> Result<Fd, EngineError> {
+        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
             EngineError::new(
                 "open",
-                &spec.path,
+                path,
                 None,
                 io::Error::from(io::ErrorKind::InvalidInput),
             )
         })?;
         let mut flags = libc::O_CLOEXEC | libc::O_NOFOLLOW;
-        flags |= if spec.write {
-            libc::O_RDWR
-        } else {
-            libc::O_RDONLY
-        };
-        if spec.create {
+        flags |= if write { libc::O_RDWR } else { libc::O_RDONLY };
+        if create {
             flags |= libc::O_CREAT | libc::O_EXCL;
         }
-        if spec.direct {
+        if direct {
             flags |= libc::O_DIRECT;
         }
-        if spec.osync {
+        if osync {
             flags |= libc::O_SYNC;
         }
         // SAFETY: c is a valid C string.
@@ -341,14 +350,14 @@ impl Fd {
         if fd < 0 {
             return Err(EngineError::new(
                 "open",
-                &spec.path,
+                path,
                 None,
                 io::Error::last_os_error(),
             ));
         }
         Ok(Fd {
             fd: Some(fd),
-            path: spec.path.clone(),
+            path: path.to_path_buf(),
         })
     }
 
@@ -397,6 +406,15 @@ impl Drop for Fd {
     fn drop(&mut self) {
         let _ = self.close();
     }
+}
+
+/// Whether the filesystem under `dir` accepts O_DIRECT: a probe file of candor's own,
+/// opened as the engines open their files, then removed. The error is the kernel's reason.
+pub fn direct_supported(dir: &RunDir) -> Result<(), String> {
+    const PROBE: &str = "direct-probe";
+    let opened = Fd::open_path(&dir.file(PROBE), true, true, true, false);
+    let _ = dir.remove_file(PROBE);
+    opened.map(drop).map_err(|e| e.source.to_string())
 }
 
 /// The timed loop of every synchronous engine: for each operation, read the clock, move one

@@ -1,10 +1,10 @@
 //! `candor audit -- CMD [ARGS...]`: runs another benchmark under the witness, prints what it
 //! claimed next to what the kernel saw, and exits with the command's own exit code.
 
-use crate::commands::run::save_atomic;
-use crate::exit::{CmdResult, Failure};
+use crate::exit::{refusing, CmdResult, Failure};
+use crate::output::save_atomic;
 use candor_audit::{report, Exit, Options, SourceChoice};
-use candor_model::RunDoc;
+use candor_model::{rfc3339_now, RunDoc};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,8 +20,8 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE.json")]
     pub output: Option<PathBuf>,
     /// How to observe: eBPF when it loads (root), else /proc sampling; or force one.
-    #[arg(long, value_name = "auto|procfs|bpf", default_value = "auto")]
-    pub witness: String,
+    #[arg(long, value_name = "auto|procfs|bpf", default_value = "auto", value_parser = refusing(parse_source))]
+    pub witness: SourceChoice,
     /// Sampling period of /proc and /proc/diskstats, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5)]
     pub interval: u64,
@@ -38,17 +38,31 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
+/// `--witness`: the phase sources by name.
+const SOURCES: &[(&str, SourceChoice)] = &[
+    ("auto", SourceChoice::Auto),
+    ("procfs", SourceChoice::Procfs),
+    ("bpf", SourceChoice::Bpf),
+];
+
+fn parse_source(name: &str) -> Result<SourceChoice, String> {
+    SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .ok_or_else(|| format!("--witness {name}: use auto, procfs or bpf"))
+}
+
+fn source_name(source: SourceChoice) -> &'static str {
+    SOURCES
+        .iter()
+        .find(|(_, s)| *s == source)
+        .map(|(n, _)| *n)
+        .unwrap_or("auto")
+}
+
 pub fn run(args: Args) -> CmdResult {
-    let source = match args.witness.as_str() {
-        "auto" => SourceChoice::Auto,
-        "procfs" => SourceChoice::Procfs,
-        "bpf" => SourceChoice::Bpf,
-        other => {
-            return Err(Failure::usage(format!(
-                "--witness {other}: use auto, procfs or bpf"
-            )))
-        }
-    };
+    let source = args.witness;
     if args.interval == 0 || args.interval > 10_000 {
         return Err(Failure::usage(
             "--interval: give a sampling period between 1 and 10000 milliseconds",
@@ -92,7 +106,7 @@ pub fn run(args: Args) -> CmdResult {
             &audit.cwd,
         ))];
         doc.options
-            .insert("witness".into(), serde_json::json!(args.witness));
+            .insert("witness".into(), serde_json::json!(source_name(source)));
         doc.options
             .insert("interval_ms".into(), serde_json::json!(args.interval));
         doc.audit = Some(report::audit_value(&audit));
@@ -103,29 +117,4 @@ pub fn run(args: Args) -> CmdResult {
         eprintln!("audit written to {}", path.display());
     }
     Ok(audit.exit.code())
-}
-
-fn rfc3339_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // Civil date from days since 1970-01-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }

@@ -4,7 +4,7 @@
 //! comparison as a self-contained HTML page.
 
 use crate::commands::report::{to_stdout, write_file};
-use crate::exit::{CmdResult, Failure, OK};
+use crate::exit::{refusing, CmdResult, Failure, OK};
 use candor_report::compare::{self, CompareFormat};
 use std::path::PathBuf;
 
@@ -17,17 +17,17 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// table, markdown, csv or json (default: table).
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
+    #[arg(long, value_name = "FORMAT", default_value = "table", value_parser = refusing(parse_format))]
+    pub format: CompareFormat,
+}
+
+fn parse_format(name: &str) -> Result<CompareFormat, String> {
+    CompareFormat::parse(name)
+        .ok_or_else(|| format!("unknown format {name:?}: use one of table, markdown, csv, json"))
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let format = CompareFormat::parse(&args.format).ok_or_else(|| {
-        Failure::usage(format!(
-            "unknown format {:?}: use one of table, markdown, csv, json",
-            args.format
-        ))
-    })?;
+    let format = args.format;
     let mut files = Vec::new();
     for p in &args.results {
         let doc = candor_model::load_result(p).map_err(|e| Failure::usage(e.to_string()))?;

@@ -3,7 +3,8 @@
 //! (`--format table|json|csv|markdown|iozone|excel`) to stdout or to `-o FILE`.
 //! Everything comes from the JSON; nothing is measured again.
 
-use crate::exit::{CmdResult, Failure, OK};
+use crate::exit::{refusing, CmdResult, Failure, OK};
+use crate::output::save_atomic;
 use candor_report::Format;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,20 +19,17 @@ pub struct Args {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// table, json, csv, markdown, iozone or excel (default: table on stdout, HTML with -o).
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
+    #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
+    pub format: Option<Format>,
+}
+
+fn parse_format(name: &str) -> Result<Format, String> {
+    Format::parse(name)
+        .ok_or_else(|| format!("unknown format {name:?}: use one of {}", Format::names()))
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let format = match args.format.as_deref() {
-        None => None,
-        Some(name) => Some(Format::parse(name).ok_or_else(|| {
-            Failure::usage(format!(
-                "unknown format {name:?}: use one of {}",
-                Format::names()
-            ))
-        })?),
-    };
+    let format = args.format;
     let doc = candor_model::load_result(&args.result).map_err(|e| Failure::usage(e.to_string()))?;
     match (&args.output, format) {
         (Some(path), None) => match format_of(path) {
@@ -57,23 +55,14 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
-/// reader never sees half a report.
+/// Writes `text` to `path` atomically, so a reader never sees half a report.
 pub fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "report".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let result = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Failure::failed(format!(
+    save_atomic(path, text).map_err(|e| {
+        Failure::failed(format!(
             "cannot write {}: {e}; choose a writable path with -o",
             path.display()
-        )));
-    }
-    Ok(())
+        ))
+    })
 }
 
 /// Prints to stdout; a closed pipe (`| head`) is not an error.

@@ -118,23 +118,6 @@ pub fn agree<T>(s: Option<&Session>, mine: Result<T, Failure>) -> Result<T, Fail
     mine
 }
 
-/// `--shared-file` needs engines that write at an offset: the stdio and mmap tests cannot
-/// work on one segment of a file.
-pub fn check_shared_plan(points: &[candor_engine::plan::Point]) -> Result<(), Failure> {
-    use candor_engine::engines::EngineKind;
-    match points
-        .iter()
-        .find(|p| matches!(p.engine, EngineKind::Stdio | EngineKind::Mmap))
-    {
-        Some(p) => Err(Failure::usage(format!(
-            "--shared-file gives each rank a segment of one file, which the {} test ({} engine) cannot address: leave it out of --tests or drop --shared-file",
-            p.spec.name,
-            p.engine.name()
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// The merged result's sentences about the ranks (lagging ranks, node caches), for the
 /// run's warnings.
 pub fn warnings(r: &TestResult) -> Vec<String> {

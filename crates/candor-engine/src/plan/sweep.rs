@@ -1,4 +1,4 @@
-//! The plan: options in, an ordered list of test points out. Order follows iozone: for each
+//! The sweep: sizes, threads and depths in, an ordered list of test points out. Order follows iozone: for each
 //! file size, each record size, (each thread count, each depth,) every test in catalog
 //! order — so a read always follows the write that made its file.
 

@@ -1,0 +1,198 @@
+//! What becomes of each point's results as they arrive: their efficiency against the
+//! device's ceiling, the warnings they raise, and with `--duration` the merge of a round
+//! into the rounds before it.
+
+use crate::efficiency::{efficiency, DeviceSpec};
+use crate::size::format_size;
+use candor_model::{Repetition, TestResult};
+use serde_json::Value;
+
+/// The results of a run so far.
+pub struct Collector {
+    /// The default run: its runtime cap is said once in the plan's notes, not per result.
+    default_run: bool,
+    /// `--duration`: each test keeps its latest round.
+    soak: bool,
+    ceiling: Option<DeviceSpec>,
+    pub results: Vec<TestResult>,
+}
+
+impl Collector {
+    pub fn new(default_run: bool, soak: bool, ceiling: Option<DeviceSpec>) -> Collector {
+        Collector {
+            default_run,
+            soak,
+            ceiling,
+            results: Vec::new(),
+        }
+    }
+
+    /// Takes one point's results; returns the warnings about them, with those `more` adds
+    /// for each result (about MPI ranks, say), in result order.
+    pub fn add(
+        &mut self,
+        mut rs: Vec<TestResult>,
+        more: &dyn Fn(&TestResult) -> Vec<String>,
+    ) -> Vec<String> {
+        if let Some(spec) = &self.ceiling {
+            for r in rs.iter_mut() {
+                r.efficiency = efficiency(r, spec);
+            }
+        }
+        let warnings = rs
+            .iter()
+            .flat_map(|r| {
+                result_warnings(r, self.default_run)
+                    .into_iter()
+                    .chain(more(r))
+            })
+            .collect();
+        if self.soak {
+            soak_merge(&mut self.results, rs);
+        } else {
+            self.results.extend(rs);
+        }
+        warnings
+    }
+}
+
+/// Typed warnings about one result, each worded with its remedy.
+fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let label = format!(
+        "{} ({} file, {} records, {} thread(s), QD {})",
+        r.test,
+        format_size(r.file_size),
+        format_size(r.record_size),
+        r.threads,
+        r.iodepth
+    );
+    // Unsteady repetitions (CV > 10%) are flagged by the reporters from the data itself.
+    let truncated: Vec<&Repetition> = r.reps.iter().filter(|x| x.truncated).collect();
+    if !truncated.is_empty() && !default_run {
+        let want = (r.file_size / r.record_size.max(1)) * r.threads as u64;
+        let done = truncated.iter().map(|x| x.ops).min().unwrap_or(0);
+        out.push(format!(
+            "{label}: --runtime ended {} of {} repetition(s) after {:.0}% of the file; the figure covers only that part: raise --runtime to cover the whole file",
+            truncated.len(),
+            r.reps.len(),
+            // Rounded down: a cut repetition never reads as 100% of the file.
+            (100.0 * done as f64 / want.max(1) as f64).floor()
+        ));
+    }
+    out
+}
+
+/// `--duration`: each test keeps its latest round's result, and every round's mean
+/// throughput in `extra.rounds_throughput` (so memory does not grow with the rounds).
+fn soak_merge(results: &mut Vec<TestResult>, new: Vec<TestResult>) {
+    for mut r in new {
+        let same = results.iter().position(|o| {
+            o.target == r.target
+                && o.test == r.test
+                && o.file_size == r.file_size
+                && o.record_size == r.record_size
+                && o.threads == r.threads
+                && o.iodepth == r.iodepth
+        });
+        let mut rounds: Vec<Value> = Vec::new();
+        let mut failed_rounds = 0u64;
+        if let Some(i) = same {
+            let old = results.remove(i);
+            if let Some(Value::Array(a)) = old.extra.get("rounds_throughput") {
+                rounds = a.clone();
+            }
+            failed_rounds = old
+                .extra
+                .get("failed_rounds")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
+            if !old.status.is_ok() && r.status.is_ok() {
+                // A failure in an earlier round stays visible.
+                r.status = old.status;
+                r.error = old.error;
+            }
+        }
+        if !r.status.is_ok() {
+            failed_rounds += 1;
+        }
+        rounds.push(r.throughput.mean.into());
+        r.extra
+            .insert("rounds_throughput".into(), Value::Array(rounds));
+        r.extra.insert("failed_rounds".into(), failed_rounds.into());
+        match same {
+            Some(i) => results.insert(i, r),
+            None => results.push(r),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_model::Status;
+
+    fn result(test: &str, mean: f64, status: Status) -> TestResult {
+        let mut r = TestResult {
+            test: test.into(),
+            file_size: 1 << 20,
+            record_size: 4096,
+            threads: 1,
+            iodepth: 1,
+            status,
+            ..Default::default()
+        };
+        r.throughput.mean = mean;
+        r
+    }
+
+    #[test]
+    fn soak_keeps_the_last_round_and_every_rounds_throughput() {
+        let mut c = Collector::new(false, true, None);
+        let none = |_: &TestResult| Vec::new();
+        c.add(vec![result("write", 1.0, Status::Ok)], &none);
+        c.add(vec![result("write", 2.0, Status::Failed)], &none);
+        c.add(vec![result("write", 3.0, Status::Ok)], &none);
+        assert_eq!(c.results.len(), 1);
+        let r = &c.results[0];
+        assert_eq!(r.throughput.mean, 3.0);
+        assert_eq!(
+            r.status,
+            Status::Failed,
+            "an earlier round's failure stays visible"
+        );
+        assert_eq!(
+            r.extra["rounds_throughput"],
+            serde_json::json!([1.0, 2.0, 3.0])
+        );
+    }
+
+    #[test]
+    fn a_cut_repetition_is_said_unless_the_default_run_said_it() {
+        let mut r = result("read", 1.0, Status::Ok);
+        r.reps = vec![Repetition {
+            truncated: true,
+            ops: 128,
+            ..Default::default()
+        }];
+        let w = result_warnings(&r, false);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("after 50% of the file"), "{}", w[0]);
+        assert!(result_warnings(&r, true).is_empty());
+    }
+
+    #[test]
+    fn efficiency_and_extra_warnings_are_applied_in_order() {
+        let spec = crate::efficiency::parse_spec("seq=2B/s").unwrap();
+        let mut c = Collector::new(false, false, Some(spec));
+        let w = c.add(
+            vec![
+                result("write", 1.0, Status::Ok),
+                result("read", 1.0, Status::Ok),
+            ],
+            &|r| vec![format!("about {}", r.test)],
+        );
+        assert_eq!(w, ["about write", "about read"]);
+        assert!((c.results[0].efficiency.as_ref().unwrap().share - 0.5).abs() < 1e-12);
+    }
+}

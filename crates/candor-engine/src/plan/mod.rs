@@ -1,0 +1,649 @@
+//! The plan: `candor run`'s options and the targets in, in one step, and out every test
+//! point, how the runner runs them, how the witness watches and the sentences the person
+//! should read about the choices made. Every option is checked here, once, and a wrong one
+//! is said in one sentence with what to do (`PlanError`); nothing runs before the plan is
+//! whole.
+//!
+//! The ready-made plans are in `presets` (one table); the sweep of sizes, threads and
+//! depths in `sweep`; the options as the command line gives them in `options`.
+
+pub mod options;
+pub mod presets;
+mod sweep;
+
+pub use options::RunOptions;
+pub use sweep::*;
+
+use crate::efficiency::{parse_spec, DeviceSpec};
+use crate::engines::{self, entry, EngineKind};
+use crate::rundir::RunDir;
+use crate::runner::RunSettings;
+use crate::size::{format_size, parse_size_list};
+use crate::special::Special;
+use crate::verify::{VerifyConfig, HEADER};
+use crate::workload::{parse_tests, PatternKind};
+use candor_model::TargetInfo;
+use options::{parse_cpus, parse_duration, parse_u32_list, size_arg};
+use presets::{Chosen, Preset, Shape};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Why there is no plan, in one sentence for the person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The options or the targets cannot make a plan: nothing ran (exit 2).
+    Usage,
+    /// Something failed while preparing (exit 1).
+    Failed,
+    /// A signal stopped the preparation (exit 128 + the signal).
+    Interrupted(i32),
+}
+
+impl PlanError {
+    pub fn usage(message: impl Into<String>) -> PlanError {
+        PlanError {
+            kind: ErrorKind::Usage,
+            message: message.into(),
+        }
+    }
+
+    pub fn failed(message: impl Into<String>) -> PlanError {
+        PlanError {
+            kind: ErrorKind::Failed,
+            message: message.into(),
+        }
+    }
+}
+
+/// `--device-spec`: where the efficiency figures' ceilings come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ceiling {
+    None,
+    /// Given on the command line.
+    Given(DeviceSpec),
+    /// `auto`: measured on the first target before the plan runs (`ceiling::measure`).
+    Measure,
+}
+
+/// Everything `candor run` will do, checked.
+#[derive(Debug)]
+pub struct Plan {
+    pub points: Vec<Point>,
+    pub settings: RunSettings,
+    /// What the person should read about the plan (printed, and kept in the result).
+    pub notes: Vec<String>,
+    pub preset: &'static Preset,
+    pub witness: candor_witness::Config,
+    /// `--duration`: pass over the plan again and again until this much time has passed.
+    pub soak: Option<Duration>,
+    pub ceiling: Ceiling,
+    /// The options as the run understood them, for the saved result (`RunDoc::options`).
+    pub record: BTreeMap<String, Value>,
+}
+
+impl Plan {
+    /// The plan for `o` on targets described by `infos`, whose run directories are `dirs`
+    /// (where the O_DIRECT probe is made), for the run `run_id` (which `--verify` keys
+    /// its records on).
+    pub fn new(
+        o: &RunOptions,
+        run_id: &str,
+        infos: &[TargetInfo],
+        dirs: &[RunDir],
+    ) -> Result<Plan, PlanError> {
+        let witness = witness_config(o)?;
+        let soak = o
+            .duration
+            .as_deref()
+            .map(|d| parse_duration(d).map_err(|e| PlanError::usage(format!("--duration: {e}"))))
+            .transpose()?;
+        if soak.is_some() && o.mpi {
+            return Err(PlanError::usage(
+                "--duration is not available with --mpi: repeat the MPI job instead",
+            ));
+        }
+        if o.verify && (o.shared_file || o.reorder) {
+            return Err(PlanError::usage(
+                "--verify follows the records each process writes in its own files, and with --shared-file or --reorder ranks read what others wrote: drop one of them",
+            ));
+        }
+        let ceiling = match o.device_spec.as_deref() {
+            None => Ceiling::None,
+            Some("auto") => Ceiling::Measure,
+            Some(t) => Ceiling::Given(parse_spec(t).map_err(PlanError::usage)?),
+        };
+        let runtime = o
+            .runtime
+            .as_deref()
+            .map(parse_duration)
+            .transpose()
+            .map_err(PlanError::usage)?;
+        let threads = o
+            .threads
+            .as_deref()
+            .map(|t| parse_u32_list(t, "threads", 4096))
+            .transpose()?
+            .unwrap_or_else(|| vec![1]);
+        let iodepths = o
+            .iodepth
+            .as_deref()
+            .map(|t| parse_u32_list(t, "iodepth", 4096))
+            .transpose()?
+            .unwrap_or_else(|| vec![1]);
+        check_counts(o)?;
+
+        let preset = if o.shapes_nothing() {
+            presets::chosen(Chosen::NoPlanOptions)
+        } else {
+            match o.preset.as_deref() {
+                Some(name) => presets::by_name(name)?,
+                None => presets::chosen(Chosen::PlanOptions),
+            }
+        };
+        let mut notes = Vec::new();
+        let mut direct = o.direct;
+        let mut runtime_ns = runtime.map(|d| d.as_nanos() as u64);
+        let (points, repeat_default) = match &preset.shape {
+            Shape::Fixed(f) => {
+                let free = infos
+                    .iter()
+                    .map(|i| i.free_bytes)
+                    .filter(|&f| f > 0)
+                    .min()
+                    .unwrap_or(0);
+                let size = f.file_size(free);
+                let refused: Vec<String> = dirs
+                    .iter()
+                    .zip(infos)
+                    .filter_map(|(d, i)| {
+                        engines::direct_supported(d)
+                            .err()
+                            .map(|e| format!("{} ({}): {e}", i.path, i.fs_type))
+                    })
+                    .collect();
+                if refused.is_empty() {
+                    direct = true;
+                } else {
+                    notes.push(format!(
+                        "O_DIRECT is refused on {}: running buffered with each file's cache dropped before reads instead",
+                        refused.join(", ")
+                    ));
+                }
+                if runtime_ns.is_none() {
+                    runtime_ns = Some(f.runtime_ns);
+                    notes.push(format!(
+                        "the default run caps each repetition at {} s: tests that cannot cover the {} file in that time measure the part they reached (give --runtime to change it)",
+                        f.runtime_ns / 1_000_000_000,
+                        format_size(size)
+                    ));
+                }
+                (f.points(size)?, f.repeat)
+            }
+            Shape::Sweep(s) => (sweep_points(o, s, &threads, &iodepths)?, 1),
+        };
+
+        if direct {
+            check_direct(&points, infos, dirs)?;
+            if points.iter().any(|p| !entry(p.engine).direct) {
+                notes.push("the stdio and mmap tests go through the page cache by nature: they ran without O_DIRECT".to_string());
+            }
+        }
+        check_free_space(&points, infos)?;
+
+        let settings = RunSettings {
+            direct,
+            osync: o.osync,
+            fsync_in_timing: !o.no_fsync_in_timing,
+            close_in_timing: o.close_in_timing,
+            keep_cache: o.keep_cache,
+            drop_caches: o.drop_caches,
+            repeat: o.repeat.unwrap_or(repeat_default),
+            stride: o.stride,
+            mix_read_pct: o.mix_read_pct,
+            stonewall: o.stonewall,
+            runtime_ns,
+            time_based: o.time_based,
+            cpus: parse_cpus(o.cpus.as_deref(), &engines::allowed_cpus())?,
+            seed: o.seed,
+            meta_files: o.files,
+            verify: o.verify.then(|| VerifyConfig::new(run_id, o.seed)),
+        };
+        if o.verify {
+            check_verifiable(&points)?;
+        }
+        if o.shared_file {
+            check_shared_file(&points)?;
+        }
+        let mut plan = Plan {
+            points,
+            settings,
+            notes,
+            preset,
+            witness,
+            soak,
+            ceiling,
+            record: BTreeMap::new(),
+        };
+        plan.record = record(o, &plan);
+        Ok(plan)
+    }
+
+    /// The default run: `candor run` with no option that shapes the plan.
+    pub fn default_run(&self) -> bool {
+        self.preset.chosen == Chosen::NoPlanOptions
+    }
+}
+
+fn witness_config(o: &RunOptions) -> Result<candor_witness::Config, PlanError> {
+    use candor_witness::Mode;
+    if o.trace_syscalls && matches!(o.witness, Mode::Procfs | Mode::Off) {
+        return Err(PlanError::usage(format!(
+            "--trace-syscalls needs the eBPF witness, not --witness {}: use --witness bpf or auto",
+            o.witness.name()
+        )));
+    }
+    Ok(candor_witness::Config {
+        mode: o.witness,
+        interval: parse_duration(&o.witness_interval).map_err(PlanError::usage)?,
+        trace_syscalls: o.trace_syscalls,
+    })
+}
+
+/// The counts and shares, whatever the plan.
+fn check_counts(o: &RunOptions) -> Result<(), PlanError> {
+    if o.time_based && o.runtime.is_none() {
+        return Err(PlanError::usage(
+            "--time-based needs --runtime to say when to stop: add e.g. --runtime 10s",
+        ));
+    }
+    if o.mix_read_pct > 100 {
+        return Err(PlanError::usage(format!(
+            "--mix-read-pct {} is not a percentage: use 0 to 100",
+            o.mix_read_pct
+        )));
+    }
+    if o.files == 0 || o.files > 10_000_000 {
+        return Err(PlanError::usage(format!(
+            "--files {} is out of range: use 1 to 10000000",
+            o.files
+        )));
+    }
+    if o.stride == 0 {
+        return Err(PlanError::usage(
+            "--stride 0 would read the same record forever: use 1 or more",
+        ));
+    }
+    if o.repeat == Some(0) {
+        return Err(PlanError::usage("--repeat 0 runs nothing: use 1 or more"));
+    }
+    Ok(())
+}
+
+/// The points of a sweep preset, shaped by the options.
+fn sweep_points(
+    o: &RunOptions,
+    preset: &presets::Sweep,
+    threads: &[u32],
+    iodepths: &[u32],
+) -> Result<Vec<Point>, PlanError> {
+    let auto = o.auto || preset.auto;
+    let tests =
+        parse_tests(o.tests.as_deref().unwrap_or(preset.tests)).map_err(PlanError::usage)?;
+    let engine = match o.engine {
+        Some(e) => e,
+        None if iodepths.iter().any(|&d| d > 1) => EngineKind::IoUring,
+        None => EngineKind::Psync,
+    };
+    if iodepths.iter().any(|&d| d > 1) && !entry(engine).queues {
+        return Err(PlanError::usage(format!(
+            "--iodepth above 1 needs a queueing engine, and {} is synchronous: add --engine io_uring",
+            engine.name()
+        )));
+    }
+    let size_list = |v: &Option<String>, what: &str| {
+        v.as_deref()
+            .map(|t| parse_size_list(t).map_err(|e| PlanError::usage(format!("--{what}: {e}"))))
+            .transpose()
+    };
+    let given_files = size_list(&o.file_size, "file-size")?;
+    let given_records = size_list(&o.record_size, "record-size")?;
+    let (files, records) = if auto {
+        let lo_f = size_arg(&o.min_file_size, "min-file-size")?.unwrap_or(AUTO_MIN_FILE);
+        let hi_f = size_arg(&o.max_file_size, "max-file-size")?.unwrap_or(AUTO_MAX_FILE);
+        let lo_r = size_arg(&o.min_record_size, "min-record-size")?.unwrap_or(AUTO_MIN_RECORD);
+        let hi_r = size_arg(&o.max_record_size, "max-record-size")?.unwrap_or(AUTO_MAX_RECORD);
+        if lo_f > hi_f || lo_r > hi_r {
+            return Err(PlanError::usage(
+                "the --min size is above the --max size: swap them",
+            ));
+        }
+        (
+            given_files.unwrap_or_else(|| powers_of_two(lo_f, hi_f)),
+            given_records
+                .clone()
+                .unwrap_or_else(|| powers_of_two(lo_r, hi_r)),
+        )
+    } else {
+        let f = given_files.unwrap_or_else(|| vec![preset.file_size]);
+        let r = given_records.clone().unwrap_or_else(|| {
+            vec![preset
+                .record_size
+                .min(*f.iter().min().unwrap_or(&preset.record_size))]
+        });
+        (f, r)
+    };
+    if files.is_empty() || records.is_empty() {
+        return Err(PlanError::usage(
+            "the size range is empty: widen --min/--max sizes",
+        ));
+    }
+    let largest_file = files.iter().copied().max().unwrap_or(0);
+    // A sweep keeps only the records that fit its files, as iozone -a does.
+    let records: Vec<u64> = if auto && given_records.is_none() {
+        records.into_iter().filter(|&r| r <= largest_file).collect()
+    } else {
+        records
+    };
+    if let Some(&r) = records.iter().find(|&&r| r > largest_file) {
+        return Err(PlanError::usage(format!(
+            "record size {} is larger than the file size {}: a record must fit in the file; use a smaller --record-size or a larger --file-size",
+            format_size(r),
+            format_size(largest_file)
+        )));
+    }
+    if records.iter().any(|&r| r > u32::MAX as u64 / 2) {
+        return Err(PlanError::usage(
+            "record sizes above 1G are not supported: use a smaller --record-size",
+        ));
+    }
+    // UnixBench's file copy buffers unless record sizes were given.
+    let copy_records: Vec<u64> = match &given_records {
+        Some(_) => records.clone(),
+        None => vec![256, 1024, 4096],
+    };
+    let points = build(&Sweep {
+        tests: &tests,
+        file_sizes: &files,
+        record_sizes: &records,
+        threads,
+        iodepths,
+        engine,
+        auto,
+        copy_record_sizes: &copy_records,
+    });
+    if points.is_empty() {
+        return Err(PlanError::usage(
+            "no test fits: every record size is larger than every file size",
+        ));
+    }
+    Ok(points)
+}
+
+/// O_DIRECT, checked before anything runs: each filesystem takes it, and every record is a
+/// whole number of the device's logical blocks.
+fn check_direct(points: &[Point], infos: &[TargetInfo], dirs: &[RunDir]) -> Result<(), PlanError> {
+    for (d, info) in dirs.iter().zip(infos) {
+        if let Err(e) = engines::direct_supported(d) {
+            return Err(PlanError::usage(format!(
+                "the {} filesystem at {} refuses O_DIRECT ({e}): drop --direct to run buffered",
+                if info.fs_type.is_empty() {
+                    "target's"
+                } else {
+                    &info.fs_type
+                },
+                info.path
+            )));
+        }
+        let lbs = info
+            .device
+            .as_ref()
+            .map(|b| b.logical_block_size as u64)
+            .filter(|&b| b > 0)
+            .unwrap_or(512);
+        if let Some(p) = points.iter().find(|p| {
+            entry(p.engine).direct && p.spec.special == Special::None && p.record_size % lbs != 0
+        }) {
+            return Err(PlanError::usage(format!(
+                "with --direct, the record size must be a multiple of the device's logical block size ({lbs} bytes on {}), and {} is not: choose e.g. --record-size 4k",
+                info.path,
+                format_size(p.record_size)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The largest file set (one file per thread) must fit on every target, with a margin.
+fn check_free_space(points: &[Point], infos: &[TargetInfo]) -> Result<(), PlanError> {
+    let need = points
+        .iter()
+        .map(|p| p.file_size.saturating_mul(p.threads as u64))
+        .max()
+        .unwrap_or(0);
+    let need_with_margin = need + need / 50 + (16 << 20);
+    for info in infos {
+        if info.free_bytes > 0 && info.free_bytes < need_with_margin {
+            return Err(PlanError::usage(format!(
+                "{} has {} free but the plan needs {} (file size x threads, plus a margin): free some space or choose a smaller --file-size or fewer --threads",
+                info.path,
+                format_size(info.free_bytes),
+                format_size(need_with_margin)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--verify` needs records that an engine stamps and checks one by one.
+fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
+    for p in points {
+        let name = p.spec.name;
+        if p.spec.special != Special::None {
+            return Err(PlanError::usage(format!(
+                "--verify checks the records of the file tests, and {name} is not one: leave it out of --tests or drop --verify"
+            )));
+        }
+        if matches!(
+            p.engine,
+            EngineKind::Stdio | EngineKind::Mmap | EngineKind::Null
+        ) {
+            return Err(PlanError::usage(format!(
+                "--verify works with the sync, psync, vector and io_uring engines, and {name} runs on {}: leave it out of --tests (or choose another --engine) or drop --verify",
+                p.engine.name()
+            )));
+        }
+        if (p.record_size as usize) < HEADER {
+            return Err(PlanError::usage(format!(
+                "--verify puts a {HEADER}-byte header in every record, and {} is smaller: use a --record-size of 64 or more",
+                format_size(p.record_size)
+            )));
+        }
+        if p.spec.pattern == PatternKind::SameRecord && p.iodepth > 1 {
+            return Err(PlanError::usage(format!(
+                "{name} rewrites one record, and with --iodepth {} several of those writes are in flight at once, so which lands last is not defined and cannot be verified: run it at --iodepth 1",
+                p.iodepth
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--shared-file` needs engines that write at an offset: the stdio and mmap tests cannot
+/// work on one segment of a file.
+fn check_shared_file(points: &[Point]) -> Result<(), PlanError> {
+    match points
+        .iter()
+        .find(|p| matches!(p.engine, EngineKind::Stdio | EngineKind::Mmap))
+    {
+        Some(p) => Err(PlanError::usage(format!(
+            "--shared-file gives each rank a segment of one file, which the {} test ({} engine) cannot address: leave it out of --tests or drop --shared-file",
+            p.spec.name,
+            p.engine.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The options as the run understood them (the output's format is added by the caller).
+fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
+    let s = &p.settings;
+    let mut m = BTreeMap::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("default_run", p.default_run().into());
+    put("direct", s.direct.into());
+    put("osync", s.osync.into());
+    put("fsync_in_timing", s.fsync_in_timing.into());
+    put("close_in_timing", s.close_in_timing.into());
+    put("keep_cache", s.keep_cache.into());
+    put("drop_caches", s.drop_caches.into());
+    put("repeat", s.repeat.into());
+    put("stride", s.stride.into());
+    put("mix_read_pct", s.mix_read_pct.into());
+    put("stonewall", s.stonewall.into());
+    put("runtime_s", s.runtime_ns.map(|n| n as f64 / 1e9).into());
+    put("seed", s.seed.into());
+    put("witness", o.witness.name().into());
+    put("trace_syscalls", o.trace_syscalls.into());
+    put("verify", o.verify.into());
+    put("buffer_pattern", o.buffer_pattern.name().into());
+    if let Some(d) = &o.duration {
+        put("duration", d.clone().into());
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp_dir(tag: &str) -> (std::path::PathBuf, RunDir) {
+        let base = std::env::temp_dir().join(format!("candor-plan-{tag}-{}", std::process::id()));
+        let _ = std::fs::create_dir(&base);
+        let d = RunDir::create(&base, "t").expect("run dir in the temporary directory");
+        (base, d)
+    }
+
+    fn info(free: u64) -> TargetInfo {
+        TargetInfo {
+            path: "/t".into(),
+            free_bytes: free,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn options_alone_make_a_psync_sweep_of_iozones_first_groups() {
+        let (base, d) = tmp_dir("sweep");
+        let o = RunOptions {
+            file_size: Some("1m".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(0)], &[d]).unwrap();
+        let names: Vec<&str> = p.points.iter().map(|x| x.spec.name).collect();
+        assert_eq!(
+            names,
+            [
+                "write",
+                "rewrite",
+                "read",
+                "reread",
+                "randread",
+                "randwrite"
+            ]
+        );
+        assert!(p.points.iter().all(|x| x.engine == EngineKind::Psync));
+        assert!(p.points.iter().all(|x| x.record_size == 1 << 20));
+        assert!(!p.default_run());
+        assert_eq!(p.settings.repeat, 1);
+        assert_eq!(p.record["default_run"], Value::Bool(false));
+        assert_eq!(p.record["buffer_pattern"], Value::from("random"));
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn the_default_run_is_its_preset_capped_at_two_seconds() {
+        let (base, d) = tmp_dir("default");
+        let p = Plan::new(&RunOptions::default(), "t", &[info(1 << 30)], &[d]).unwrap();
+        assert!(p.default_run());
+        assert_eq!(p.points.len(), 8);
+        assert!(p.points.iter().all(|x| x.file_size == 128 << 20));
+        assert_eq!(p.settings.repeat, 3);
+        assert_eq!(p.settings.runtime_ns, Some(2_000_000_000));
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.contains("caps each repetition at 2 s")));
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn bad_combinations_are_one_sentence_each() {
+        let (base, d) = tmp_dir("bad");
+        let dirs = [d];
+        let cases: &[(RunOptions, &str)] = &[
+            (
+                RunOptions {
+                    time_based: true,
+                    ..RunOptions::default()
+                },
+                "--time-based needs --runtime",
+            ),
+            (
+                RunOptions {
+                    iodepth: Some("8".into()),
+                    engine: Some(EngineKind::Psync),
+                    ..RunOptions::default()
+                },
+                "needs a queueing engine",
+            ),
+            (
+                RunOptions {
+                    preset: Some("fio".into()),
+                    ..RunOptions::default()
+                },
+                "not a preset",
+            ),
+            (
+                RunOptions {
+                    trace_syscalls: true,
+                    witness: candor_witness::Mode::Procfs,
+                    ..RunOptions::default()
+                },
+                "--trace-syscalls needs the eBPF witness, not --witness procfs",
+            ),
+            (
+                RunOptions {
+                    verify: true,
+                    tests: Some("copy".into()),
+                    file_size: Some("64k".into()),
+                    ..RunOptions::default()
+                },
+                "copy is not one",
+            ),
+            (
+                RunOptions {
+                    file_size: Some("1t".into()),
+                    threads: Some("64".into()),
+                    ..RunOptions::default()
+                },
+                "free but the plan needs",
+            ),
+        ];
+        for (o, needle) in cases {
+            let e = Plan::new(o, "t", &[info(1 << 30)], &dirs).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Usage);
+            assert!(e.message.contains(needle), "{needle}: {}", e.message);
+            assert_eq!(e.message.lines().count(), 1);
+        }
+        let _ = std::fs::remove_dir_all(base);
+    }
+}

@@ -1,0 +1,251 @@
+//! Ready-made plans, all in one table: a preset is one entry here. `--preset NAME` picks a
+//! named one; the default run (no option that shapes the plan), a plan made of the options
+//! alone and `--device-spec auto`'s ceiling measurement are presets too, chosen by the
+//! situation instead of by name.
+
+use super::{PlanError, Point};
+use crate::engines::EngineKind;
+use crate::workload;
+
+/// How a preset comes to be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chosen {
+    /// `--preset NAME`.
+    ByName,
+    /// No option shapes the plan (`candor run` alone).
+    NoPlanOptions,
+    /// Options shape the plan and no preset is named.
+    PlanOptions,
+    /// `--device-spec auto`: measured before the plan, on the first target.
+    DeviceSpecAuto,
+}
+
+#[derive(Debug)]
+pub enum Shape {
+    /// A sweep the options shape; these are its defaults for what they leave out.
+    Sweep(Sweep),
+    /// Fixed points on one file per target sized to its free space, on io_uring with
+    /// O_DIRECT.
+    Fixed(Fixed),
+}
+
+#[derive(Debug)]
+pub struct Sweep {
+    /// `--tests` when not given.
+    pub tests: &'static str,
+    /// iozone -a's sweep of file and record sizes (also with `--auto`).
+    pub auto: bool,
+    /// Without a sweep: `--file-size` and the largest `--record-size` when not given.
+    pub file_size: u64,
+    pub record_size: u64,
+}
+
+#[derive(Debug)]
+pub struct Fixed {
+    /// (test, record size, queue depth), in the order they run.
+    pub points: &'static [(&'static str, u64, u32)],
+    /// The file is the largest power of two from 16 MiB to 1 GiB of which `fit` copies
+    /// fit in the target's free space.
+    pub fit: u64,
+    pub repeat: u32,
+    /// Each repetition's cap on its I/O time.
+    pub runtime_ns: u64,
+}
+
+#[derive(Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub chosen: Chosen,
+    pub shape: Shape,
+    /// The text format printed when `--format` is not given.
+    pub format: Option<&'static str>,
+}
+
+/// The preset table.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "default",
+        about: "the quick, honest disk check: sequential 1 MiB and random 4 KiB, each at depth \
+                1 and a deep queue, O_DIRECT where the filesystem takes it",
+        chosen: Chosen::NoPlanOptions,
+        shape: Shape::Fixed(Fixed {
+            points: &[
+                ("write", 1 << 20, 1),
+                ("write", 1 << 20, 8),
+                ("read", 1 << 20, 1),
+                ("read", 1 << 20, 8),
+                ("randread", 4 << 10, 1),
+                ("randread", 4 << 10, 32),
+                ("randwrite", 4 << 10, 1),
+                ("randwrite", 4 << 10, 32),
+            ],
+            fit: 8,
+            repeat: 3,
+            runtime_ns: 2_000_000_000,
+        }),
+        format: None,
+    },
+    Preset {
+        name: "options",
+        about: "what the options say: iozone's write, read and random tests on a 64 MiB file \
+                in 1 MiB records unless they say otherwise",
+        chosen: Chosen::PlanOptions,
+        shape: Shape::Sweep(Sweep {
+            tests: "0,1,2",
+            auto: false,
+            file_size: 64 << 20,
+            record_size: 1 << 20,
+        }),
+        format: None,
+    },
+    Preset {
+        name: "iozone",
+        about: "iozone -a's sweep of all its tests",
+        chosen: Chosen::ByName,
+        shape: Shape::Sweep(Sweep {
+            tests: "0,1,2,3,4,5,6,7,9,10,11,12",
+            auto: true,
+            file_size: 64 << 20,
+            record_size: 1 << 20,
+        }),
+        format: Some("iozone"),
+    },
+    Preset {
+        name: "ceiling",
+        about: "the device's ceiling for --device-spec auto: large sequential reads and writes \
+                at depth 16, 4 KiB random at depth 64, 3 s each",
+        chosen: Chosen::DeviceSpecAuto,
+        shape: Shape::Fixed(Fixed {
+            points: &[
+                ("write", 1 << 20, 16),
+                ("read", 1 << 20, 16),
+                ("randread", 4 << 10, 64),
+                ("randwrite", 4 << 10, 64),
+            ],
+            fit: 4,
+            repeat: 1,
+            runtime_ns: 3_000_000_000,
+        }),
+        format: None,
+    },
+];
+
+/// The preset `--preset NAME` names.
+pub fn by_name(name: &str) -> Result<&'static Preset, PlanError> {
+    PRESETS
+        .iter()
+        .find(|p| p.chosen == Chosen::ByName && p.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = PRESETS
+                .iter()
+                .filter(|p| p.chosen == Chosen::ByName)
+                .map(|p| p.name)
+                .collect();
+            PlanError::usage(format!(
+                "'{name}' is not a preset: the presets are {}",
+                names.join(", ")
+            ))
+        })
+}
+
+/// The preset a situation chooses (one entry each in the table).
+pub fn chosen(how: Chosen) -> &'static Preset {
+    PRESETS
+        .iter()
+        .find(|p| p.chosen == how)
+        .unwrap_or(&PRESETS[0])
+}
+
+/// The text format a run prints by default: its named preset's, else the table.
+pub fn default_format(preset: Option<&str>) -> &'static str {
+    preset
+        .and_then(|n| by_name(n).ok())
+        .and_then(|p| p.format)
+        .unwrap_or("table")
+}
+
+impl Fixed {
+    /// The file size for a target with `free` bytes free (unknown: 0, the largest).
+    pub fn file_size(&self, free: u64) -> u64 {
+        let mut size: u64 = 1 << 30;
+        while size > 16 << 20 && size.saturating_mul(self.fit) > free {
+            size /= 2;
+        }
+        size
+    }
+
+    /// The points, on files of `file_size`.
+    pub fn points(&self, file_size: u64) -> Result<Vec<Point>, PlanError> {
+        self.points
+            .iter()
+            .map(|&(test, record_size, iodepth)| {
+                let spec = workload::find(test)
+                    .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
+                Ok(Point {
+                    spec,
+                    file_size,
+                    record_size,
+                    threads: 1,
+                    iodepth,
+                    engine: EngineKind::IoUring,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fixed_preset_names_real_tests() {
+        for p in PRESETS {
+            if let Shape::Fixed(f) = &p.shape {
+                assert_eq!(
+                    f.points(1 << 20).unwrap().len(),
+                    f.points.len(),
+                    "{}",
+                    p.name
+                );
+            }
+            if let Shape::Sweep(s) = &p.shape {
+                assert!(workload::parse_tests(s.tests).is_ok(), "{}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn each_situation_has_one_preset() {
+        for how in [
+            Chosen::NoPlanOptions,
+            Chosen::PlanOptions,
+            Chosen::DeviceSpecAuto,
+        ] {
+            assert_eq!(PRESETS.iter().filter(|p| p.chosen == how).count(), 1);
+            assert_eq!(chosen(how).chosen, how);
+        }
+    }
+
+    #[test]
+    fn names_and_formats() {
+        assert_eq!(by_name("iozone").unwrap().name, "iozone");
+        let e = by_name("fio").unwrap_err();
+        assert_eq!(e.message, "'fio' is not a preset: the presets are iozone");
+        assert!(by_name("default").is_err(), "chosen by the situation only");
+        assert_eq!(default_format(Some("iozone")), "iozone");
+        assert_eq!(default_format(None), "table");
+    }
+
+    #[test]
+    fn fixed_files_fit_the_free_space() {
+        let Shape::Fixed(f) = &chosen(Chosen::NoPlanOptions).shape else {
+            panic!("the default run is fixed points");
+        };
+        assert_eq!(f.file_size(u64::MAX), 1 << 30);
+        assert_eq!(f.file_size(8 << 30), 1 << 30);
+        assert_eq!(f.file_size(1 << 30), 128 << 20);
+        assert_eq!(f.file_size(1), 16 << 20, "never below 16 MiB");
+    }
+}

@@ -1,0 +1,167 @@
+//! Where results go: the JSON saved atomically (after every test, and at the end), the HTML
+//! report, and the text format on stdout. Every command writes its files through here, so
+//! a reader never sees half a file and candor never writes through a link.
+
+use crate::exit::Failure;
+use candor_model::RunDoc;
+use candor_report::Format;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// A run's outputs.
+pub struct Output {
+    format: Format,
+    json: Option<PathBuf>,
+    html: Option<PathBuf>,
+    /// The latest failed save of the JSON: the run goes on, and ends with exit 1 saying so.
+    save_error: Option<String>,
+}
+
+impl Output {
+    /// `--format` (else `default`), `-o`, `--html`.
+    pub fn new(
+        format: Option<Format>,
+        default: &str,
+        json: Option<PathBuf>,
+        html: Option<PathBuf>,
+    ) -> Output {
+        Output {
+            format: format
+                .or_else(|| Format::parse(default))
+                .unwrap_or(Format::Table),
+            json,
+            html,
+            save_error: None,
+        }
+    }
+
+    /// The text format's name, as the saved options record it.
+    pub fn format_name(&self) -> &'static str {
+        self.format.name()
+    }
+
+    /// Checks `-o` before anything runs: a file name in a directory that exists.
+    pub fn check(&self) -> Result<(), Failure> {
+        let Some(out) = &self.json else {
+            return Ok(());
+        };
+        if out.is_dir() {
+            return Err(Failure::usage(format!(
+                "{} is a directory: give a file name for the JSON result",
+                out.display()
+            )));
+        }
+        match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) if !parent.is_dir() => Err(Failure::usage(format!(
+                "cannot save to {}: the directory {} does not exist",
+                out.display(),
+                parent.display()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Saves the result so far (`-o`). A failure is kept (the first one, until `finish`)
+    /// and said at the end; the run goes on.
+    pub fn save(&mut self, doc: &RunDoc) {
+        if let Err(e) = self.save_json(doc) {
+            self.save_error.get_or_insert(e);
+        }
+    }
+
+    fn save_json(&self, doc: &RunDoc) -> Result<(), String> {
+        let Some(out) = &self.json else {
+            return Ok(());
+        };
+        save_atomic(out, &serde_json::to_string_pretty(doc).unwrap_or_default())
+            .map_err(|e| format!("cannot save {}: {e}", out.display()))
+    }
+
+    /// The end of the run: the JSON saved once more, the HTML report written, the text
+    /// format printed on stdout.
+    pub fn finish(&mut self, doc: &RunDoc) {
+        match self.save_json(doc) {
+            Ok(()) => {}
+            Err(e) => self.save_error = Some(e),
+        }
+        if let Some(h) = &self.html {
+            if let Err(e) = save_atomic(h, &candor_report::render_html(doc)) {
+                eprintln!("candor: cannot write the HTML report {}: {e}", h.display());
+            }
+        }
+        let text = candor_report::render(doc, self.format);
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    /// Why the JSON could not be saved, if it could not.
+    pub fn save_error(&self) -> Option<&str> {
+        self.save_error.as_deref()
+    }
+
+    pub fn json(&self) -> Option<&Path> {
+        self.json.as_deref()
+    }
+}
+
+/// Writes `text` to `path` atomically: a new file beside it (O_EXCL, not following links,
+/// mode 0644, synced), then a rename over `path`.
+pub fn save_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "result.json".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o644)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    let r = write();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saves_replace_the_file_whole_and_leave_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("candor-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.json");
+        save_atomic(&p, "one").unwrap();
+        save_atomic(&p, "two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "only the result is left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_json_path_is_checked_before_the_run() {
+        let o = Output::new(None, "table", Some(std::env::temp_dir()), None);
+        assert!(o.check().unwrap_err().message.contains("is a directory"));
+        let o = Output::new(None, "table", Some("/nonexistent/dir/r.json".into()), None);
+        assert!(o.check().unwrap_err().message.contains("does not exist"));
+        let o = Output::new(None, "iozone", None, None);
+        assert_eq!(o.format_name(), "iozone");
+        assert!(o.check().is_ok());
+    }
+}
