@@ -1,7 +1,7 @@
 //! I/O buffers: allocated once per thread before the timed region, aligned to 4 KiB so
-//! O_DIRECT accepts them, and filled (by default; see `verify::BufferPattern`) with
-//! incompressible bytes so that compressing or
-//! deduplicating filesystems are not flattered by zeroes.
+//! O_DIRECT accepts them, and filled with the run's `BufferPattern` (by default
+//! incompressible bytes, so that compressing or deduplicating filesystems are not flattered
+//! by zeroes). The pattern travels in each `OpenSpec`; nothing here reads global state.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
@@ -17,8 +17,8 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    /// Allocates `len` bytes (rounded up to the alignment) filled from `seed`.
-    pub fn new(len: usize, seed: u64) -> Option<AlignedBuf> {
+    /// Allocates `len` bytes (rounded up to the alignment) filled with `pattern` from `seed`.
+    pub fn new(len: usize, seed: u64, pattern: BufferPattern) -> Option<AlignedBuf> {
         let cap = len.max(1).div_ceil(ALIGN) * ALIGN;
         let layout = Layout::from_size_align(cap, ALIGN).ok()?;
         // SAFETY: layout has non-zero size.
@@ -27,7 +27,7 @@ impl AlignedBuf {
             return None;
         }
         let mut b = AlignedBuf { ptr, len, layout };
-        crate::verify::buffer_pattern().fill(b.as_mut_slice(), seed);
+        pattern.fill(b.as_mut_slice(), seed);
         Some(b)
     }
 
@@ -65,6 +65,65 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// What candor's buffers are filled with (`--buffer-pattern`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BufferPattern {
+    /// Pseudo-random bytes: incompressible (the default).
+    #[default]
+    Random,
+    /// All zeroes: flatters compressing and deduplicating filesystems (to show by how much).
+    Zero,
+    /// The given percentage of each 4 KiB block is zero, the rest random: compresses to
+    /// about (100 - N)% of its size.
+    Compressible(u8),
+}
+
+impl BufferPattern {
+    /// `random`, `zero` or `compressible=N%` (N from 0 to 100, the `%` optional).
+    pub fn parse(text: &str) -> Result<BufferPattern, String> {
+        let t = text.trim().to_ascii_lowercase();
+        match t.as_str() {
+            "random" => return Ok(BufferPattern::Random),
+            "zero" | "zeroes" | "zeros" => return Ok(BufferPattern::Zero),
+            _ => {}
+        }
+        let bad = || {
+            format!("'{text}' is not a buffer pattern: choose random, zero or compressible=N% (N from 0 to 100)")
+        };
+        let n = t.strip_prefix("compressible=").ok_or_else(bad)?;
+        let n = n.strip_suffix('%').unwrap_or(n).trim();
+        let v: u8 = n.parse().map_err(|_| bad())?;
+        if v > 100 {
+            return Err(bad());
+        }
+        Ok(BufferPattern::Compressible(v))
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            BufferPattern::Random => "random".into(),
+            BufferPattern::Zero => "zero".into(),
+            BufferPattern::Compressible(n) => format!("compressible={n}%"),
+        }
+    }
+
+    /// Fills `buf` reproducibly from `seed`.
+    pub fn fill(self, buf: &mut [u8], seed: u64) {
+        match self {
+            BufferPattern::Random => fill_random(buf, seed),
+            BufferPattern::Zero => buf.fill(0),
+            BufferPattern::Compressible(pct) => {
+                fill_random(buf, seed);
+                let zeros = 4096 * pct as usize / 100;
+                for block in buf.chunks_mut(4096) {
+                    let z = zeros.min(block.len());
+                    block[..z].fill(0);
+                }
+            }
+        }
+    }
+}
+
 /// Fills with xorshift64* output: incompressible, reproducible, fast.
 pub fn fill_random(buf: &mut [u8], seed: u64) {
     let mut s = seed | 1;
@@ -83,10 +142,48 @@ mod tests {
 
     #[test]
     fn aligned_and_not_zero() {
-        let b = AlignedBuf::new(10_000, 7).unwrap();
+        let b = AlignedBuf::new(10_000, 7, BufferPattern::Random).unwrap();
         assert_eq!(b.as_ptr() as usize % ALIGN, 0);
         assert_eq!(b.len(), 10_000);
         let zeros = b.as_slice().iter().filter(|&&x| x == 0).count();
         assert!(zeros < 200, "{zeros} zero bytes of 10000");
+    }
+
+    #[test]
+    fn buffer_patterns_parse_and_fill() {
+        assert_eq!(BufferPattern::parse("zero"), Ok(BufferPattern::Zero));
+        assert_eq!(BufferPattern::parse("Random"), Ok(BufferPattern::Random));
+        assert_eq!(
+            BufferPattern::parse("compressible=50%"),
+            Ok(BufferPattern::Compressible(50))
+        );
+        assert_eq!(
+            BufferPattern::parse("compressible=25"),
+            Ok(BufferPattern::Compressible(25))
+        );
+        for bad in [
+            "compressible=101%",
+            "compressible=",
+            "ones",
+            "",
+            "compressible=-1",
+        ] {
+            let e = BufferPattern::parse(bad).unwrap_err();
+            assert!(e.contains("choose random, zero"), "{bad}: {e}");
+        }
+        let mut b = vec![1u8; 8192];
+        BufferPattern::Compressible(50).fill(&mut b, 3);
+        assert!(b[..2048].iter().all(|&x| x == 0));
+        assert!(b[2048..4096].iter().filter(|&&x| x == 0).count() < 64);
+        BufferPattern::Zero.fill(&mut b, 3);
+        assert!(b.iter().all(|&x| x == 0));
+        for p in [
+            BufferPattern::Random,
+            BufferPattern::Zero,
+            BufferPattern::Compressible(0),
+            BufferPattern::Compressible(100),
+        ] {
+            assert_eq!(BufferPattern::parse(&p.name()), Ok(p));
+        }
     }
 }

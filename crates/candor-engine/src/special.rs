@@ -1,29 +1,166 @@
 //! Workloads that are not records on one file: UnixBench-style file copy and metadata
 //! operations (create, stat, open, unlink, mkdir, rmdir, readdir over N entries, as iozone's
-//! fileop and mdtest do). They share the runner's plumbing (barrier release, witness,
-//! coordinator, repetitions) and report operations per second with every operation timed.
+//! fileop and mdtest do). Each implements `Special`; the runner gives them its repetition's
+//! frame (barrier release, witness, coordinator, timing) and they report operations per
+//! second with every operation timed. Nothing here knows the runner.
 
-use crate::buffer::AlignedBuf;
-use crate::clock::{now_ns, process_cpu};
+use crate::buffer::{AlignedBuf, BufferPattern};
+use crate::clock::now_ns;
 use crate::engines::{EngineError, ThreadStats};
-use crate::plan::Point;
-use crate::runner::{Coordinator, RepMeasure, RunSettings, Target};
 use crate::signals;
-use candor_model::Repetition;
-use candor_witness::Outcome;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Barrier;
 
-/// The special workloads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Special {
-    None,
-    /// Read a file and write a copy of it, `record_size` bytes at a time.
-    Copy,
-    Meta(MetaOp),
+/// What a special workload's preparation and passes need to know.
+pub struct SpecialCtx<'a> {
+    /// The run directory: where its trees and copies go.
+    pub root: &'a Path,
+    /// Entries per thread (`--files`).
+    pub entries: u64,
+    pub file_size: u64,
+    pub record_size: u64,
+    /// Include the final fsync in the timed pass (copy).
+    pub fsync: bool,
+    /// One complete data file per thread, when `needs_data_files` said so.
+    pub data_files: &'a [PathBuf],
+}
+
+/// One thread's work: a file and its copy, or a directory (twice).
+#[derive(Clone, Debug)]
+pub struct Work {
+    pub from: PathBuf,
+    pub to: PathBuf,
+}
+
+/// A test that is not records on one file per thread. `TestSpec::special` names the one a
+/// test is; adding one is an implementation here and an entry in the catalog.
+pub trait Special: Sync + std::fmt::Debug {
+    /// Copy is planned per file size and buffer size; the metadata operations once per
+    /// thread count.
+    fn is_copy(&self) -> bool {
+        false
+    }
+    /// Whether it changes the filesystem (what the witness expects).
+    fn writes(&self) -> bool;
+    /// Whether each thread needs a complete data file of `file_size` to start from.
+    fn needs_data_files(&self) -> bool {
+        false
+    }
+    /// Untimed: brings thread `i`'s tree or file to the state the pass starts from.
+    fn prepare(&self, ctx: &SpecialCtx, i: usize) -> Result<Work, EngineError>;
+    /// One thread's timed pass, every operation into `stats`; returns the nanoseconds of
+    /// it spent flushing.
+    fn pass(
+        &self,
+        work: &Work,
+        ctx: &SpecialCtx,
+        stats: &mut ThreadStats,
+    ) -> Result<u64, EngineError>;
+    /// The bytes a repetition reports: copy counts what it read, metadata moves none.
+    fn reported_bytes(&self, _stats: &ThreadStats) -> u64 {
+        0
+    }
+    /// Untimed, after the pass.
+    fn cleanup(&self, _work: &Work) {}
+}
+
+/// UnixBench's file copy: read a file and write a copy of it, `record_size` bytes at a time.
+#[derive(Debug)]
+pub struct FileCopy;
+
+/// One metadata operation over `--files` entries per thread.
+#[derive(Debug)]
+pub struct Meta(pub MetaOp);
+
+pub static COPY: FileCopy = FileCopy;
+pub static CREATE: Meta = Meta(MetaOp::Create);
+pub static STAT: Meta = Meta(MetaOp::Stat);
+pub static OPEN: Meta = Meta(MetaOp::Open);
+pub static READDIR: Meta = Meta(MetaOp::Readdir);
+pub static UNLINK: Meta = Meta(MetaOp::Unlink);
+pub static MKDIR: Meta = Meta(MetaOp::Mkdir);
+pub static RMDIR: Meta = Meta(MetaOp::Rmdir);
+
+impl Special for FileCopy {
+    fn is_copy(&self) -> bool {
+        true
+    }
+
+    fn writes(&self) -> bool {
+        true
+    }
+
+    fn needs_data_files(&self) -> bool {
+        true
+    }
+
+    fn prepare(&self, ctx: &SpecialCtx, i: usize) -> Result<Work, EngineError> {
+        let from = ctx.data_files.get(i).cloned().ok_or_else(|| {
+            EngineError::new(
+                "copy",
+                ctx.root,
+                None,
+                io::Error::other("no data file for this thread"),
+            )
+        })?;
+        Ok(Work {
+            from,
+            to: ctx.root.join(format!("t{i}.copy")),
+        })
+    }
+
+    fn pass(
+        &self,
+        work: &Work,
+        ctx: &SpecialCtx,
+        stats: &mut ThreadStats,
+    ) -> Result<u64, EngineError> {
+        copy_pass(
+            &work.from,
+            &work.to,
+            ctx.record_size as usize,
+            ctx.file_size,
+            stats,
+            ctx.fsync,
+        )
+    }
+
+    fn reported_bytes(&self, stats: &ThreadStats) -> u64 {
+        stats.read_bytes
+    }
+
+    fn cleanup(&self, work: &Work) {
+        let _ = std::fs::remove_file(&work.to);
+    }
+}
+
+impl Special for Meta {
+    fn writes(&self) -> bool {
+        matches!(
+            self.0,
+            MetaOp::Create | MetaOp::Unlink | MetaOp::Mkdir | MetaOp::Rmdir
+        )
+    }
+
+    fn prepare(&self, ctx: &SpecialCtx, i: usize) -> Result<Work, EngineError> {
+        let d = ctx.root.join(format!("meta{i}"));
+        ensure_tree(&d, ctx.entries, self.0)?;
+        Ok(Work {
+            from: d.clone(),
+            to: d,
+        })
+    }
+
+    fn pass(
+        &self,
+        work: &Work,
+        ctx: &SpecialCtx,
+        stats: &mut ThreadStats,
+    ) -> Result<u64, EngineError> {
+        meta_pass(&work.from, ctx.entries, self.0, stats).map(|_| 0)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,7 +335,7 @@ fn copy_pass(
     let _ = std::fs::remove_file(dst);
     let s = cpath(src)?;
     let d = cpath(dst)?;
-    let mut buf = AlignedBuf::new(chunk, 1).ok_or_else(|| {
+    let mut buf = AlignedBuf::new(chunk, 1, BufferPattern::Random).ok_or_else(|| {
         EngineError::new(
             "allocate",
             src,
@@ -301,186 +438,6 @@ fn copy_pass(
     stats.read_bytes += moved;
     stats.write_bytes += moved;
     Ok(flush_ns)
-}
-
-/// One repetition of a special workload on one target.
-pub(crate) fn run_repetition(
-    target: &mut Target,
-    point: &Point,
-    s: &RunSettings,
-    run_t0: u64,
-    coord: &mut dyn Coordinator,
-) -> Result<RepMeasure, EngineError> {
-    let special = point.spec.special;
-    let n = point.threads as usize;
-    let entries = s.meta_files.max(1);
-    let root = target.dir.path().to_path_buf();
-    // Untimed preparation. A failure still passes the coordinator's barrier, so processes
-    // kept in step by it do not wait for this one forever.
-    let prepared = (|| -> Result<Vec<(PathBuf, PathBuf)>, EngineError> {
-        let mut work: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(n);
-        match special {
-            Special::Copy => {
-                target.ensure_complete_files(point.file_size, point.threads, s.seed)?;
-                for (i, p) in target.file_paths().into_iter().enumerate() {
-                    work.push((p, root.join(format!("t{i}.copy"))));
-                }
-            }
-            Special::Meta(op) => {
-                for i in 0..n {
-                    let d = root.join(format!("meta{i}"));
-                    ensure_tree(&d, entries, op)?;
-                    work.push((d.clone(), d));
-                }
-            }
-            Special::None => {
-                return Err(EngineError::new(
-                    "plan",
-                    &root,
-                    None,
-                    io::Error::other("not a special workload"),
-                ))
-            }
-        }
-        Ok(work)
-    })();
-    let work = match prepared {
-        Ok(w) => w,
-        Err(e) => {
-            coord.before_timed();
-            return Err(e);
-        }
-    };
-    target.dir.syncfs();
-    let files: Vec<PathBuf> = work.iter().map(|w| w.0.clone()).collect();
-    let start = Barrier::new(n + 1);
-    let mut watch = None;
-    let mut cpu0 = (0.0, 0.0);
-    let mut t_release = 0;
-    let fsync = s.fsync_in_timing;
-    let outs: Vec<(ThreadStats, u64, u64, u64, Option<EngineError>)> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = work
-                .iter()
-                .map(|(a, b)| {
-                    let start = &start;
-                    scope.spawn(move || {
-                        let mut st = ThreadStats::default();
-                        start.wait();
-                        let t0 = now_ns();
-                        let mut flush = 0;
-                        let r = match special {
-                            Special::Copy => copy_pass(
-                                a,
-                                b,
-                                point.record_size as usize,
-                                point.file_size,
-                                &mut st,
-                                fsync,
-                            )
-                            .map(|f| flush = f),
-                            Special::Meta(op) => meta_pass(a, entries, op, &mut st),
-                            Special::None => Ok(()),
-                        };
-                        let t1 = now_ns();
-                        (st, t0, t1, flush, r.err())
-                    })
-                })
-                .collect();
-            coord.before_timed();
-            watch = Some(target.witness.begin(&files));
-            cpu0 = process_cpu();
-            t_release = now_ns();
-            start.wait();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        (
-                            ThreadStats::default(),
-                            0,
-                            0,
-                            0,
-                            Some(EngineError::new(
-                                "worker",
-                                Path::new("-"),
-                                None,
-                                io::Error::other("a worker thread panicked"),
-                            )),
-                        )
-                    })
-                })
-                .collect()
-        });
-    let t_end = now_ns();
-    let cpu1 = process_cpu();
-    if let Some(w) = watch.as_mut() {
-        w.timed_end();
-    }
-    let mut stats = ThreadStats::default();
-    let mut threads = Vec::new();
-    let mut first = u64::MAX;
-    let mut last = 0;
-    let mut flush_max = 0;
-    for (st, t0, t1, flush, err) in outs {
-        if let Some(e) = err {
-            return Err(e);
-        }
-        first = first.min(t0);
-        last = last.max(t1);
-        flush_max = flush_max.max(flush);
-        threads.push((st.bytes(), (t1 - t0) as f64 / 1e9));
-        stats += &st;
-    }
-    if special == Special::Copy {
-        for (_, b) in &work {
-            let _ = std::fs::remove_file(b);
-        }
-    }
-    let seconds = last.saturating_sub(first) as f64 / 1e9;
-    let is_write = matches!(
-        special,
-        Special::Copy
-            | Special::Meta(MetaOp::Create | MetaOp::Unlink | MetaOp::Mkdir | MetaOp::Rmdir)
-    );
-    let witness = watch.map(|w| {
-        w.finish(&Outcome {
-            test: point.spec.name.to_string(),
-            intent: candor_model::Intent::Device,
-            is_write,
-            direct: false,
-            app_read_bytes: stats.read_bytes,
-            app_write_bytes: stats.write_bytes,
-            timed_seconds: seconds,
-            headline_bps: if seconds > 0.0 {
-                stats.bytes() as f64 / seconds
-            } else {
-                0.0
-            },
-        })
-    });
-    let wall = t_end.saturating_sub(t_release) as f64 / 1e9;
-    Ok(RepMeasure {
-        rep: Repetition {
-            bytes: if special == Special::Copy {
-                stats.read_bytes
-            } else {
-                0
-            },
-            ops: stats.ops,
-            seconds,
-            io_seconds: (seconds - flush_max as f64 / 1e9).max(0.0),
-            flush_seconds: flush_max as f64 / 1e9,
-            close_seconds: 0.0,
-            truncated: false,
-            started_s: first.saturating_sub(run_t0) as f64 / 1e9,
-        },
-        threads,
-        cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, wall.max(seconds)),
-        witness,
-        stonewalled: false,
-        stats,
-    })
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Data verification (`--verify`) and the buffer contents (`--buffer-pattern`).
+//! Data verification (`--verify`).
 //!
 //! With verification on, every record candor writes starts with a 64-byte header and
 //! carries a payload derived from it:
@@ -30,10 +30,7 @@
 //! The record is the unit, so a file set is rewritten when the record size changes (the
 //! runner does that with `--verify`).
 
-use crate::buffer::AlignedBuf;
-use crate::engines::{full_pio, EngineError, Fd, OpenSpec};
-use std::io;
-use std::path::Path;
+pub use crate::buffer::BufferPattern;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -41,95 +38,6 @@ pub const HEADER: usize = 64;
 pub const MAGIC: u64 = u64::from_le_bytes(*b"CANDORv1");
 /// How many earlier generations a torn payload is compared against.
 const TORN_LOOKBACK: u64 = 16;
-
-// ---- buffer contents ----
-
-/// What candor's buffers are filled with (`--buffer-pattern`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum BufferPattern {
-    /// Pseudo-random bytes: incompressible (the default).
-    #[default]
-    Random,
-    /// All zeroes: flatters compressing and deduplicating filesystems (to show by how much).
-    Zero,
-    /// The given percentage of each 4 KiB block is zero, the rest random: compresses to
-    /// about (100 - N)% of its size.
-    Compressible(u8),
-}
-
-impl BufferPattern {
-    /// `random`, `zero` or `compressible=N%` (N from 0 to 100, the `%` optional).
-    pub fn parse(text: &str) -> Result<BufferPattern, String> {
-        let t = text.trim().to_ascii_lowercase();
-        match t.as_str() {
-            "random" => return Ok(BufferPattern::Random),
-            "zero" | "zeroes" | "zeros" => return Ok(BufferPattern::Zero),
-            _ => {}
-        }
-        let bad = || {
-            format!("'{text}' is not a buffer pattern: choose random, zero or compressible=N% (N from 0 to 100)")
-        };
-        let n = t.strip_prefix("compressible=").ok_or_else(bad)?;
-        let n = n.strip_suffix('%').unwrap_or(n).trim();
-        let v: u8 = n.parse().map_err(|_| bad())?;
-        if v > 100 {
-            return Err(bad());
-        }
-        Ok(BufferPattern::Compressible(v))
-    }
-
-    pub fn name(self) -> String {
-        match self {
-            BufferPattern::Random => "random".into(),
-            BufferPattern::Zero => "zero".into(),
-            BufferPattern::Compressible(n) => format!("compressible={n}%"),
-        }
-    }
-
-    /// Fills `buf` reproducibly from `seed`.
-    pub fn fill(self, buf: &mut [u8], seed: u64) {
-        match self {
-            BufferPattern::Random => crate::buffer::fill_random(buf, seed),
-            BufferPattern::Zero => buf.fill(0),
-            BufferPattern::Compressible(pct) => {
-                crate::buffer::fill_random(buf, seed);
-                let zeros = 4096 * pct as usize / 100;
-                for block in buf.chunks_mut(4096) {
-                    let z = zeros.min(block.len());
-                    block[..z].fill(0);
-                }
-            }
-        }
-    }
-
-    fn code(self) -> u32 {
-        match self {
-            BufferPattern::Random => 0,
-            BufferPattern::Zero => 1,
-            BufferPattern::Compressible(n) => 2 + n as u32,
-        }
-    }
-
-    fn from_code(c: u32) -> BufferPattern {
-        match c {
-            0 => BufferPattern::Random,
-            1 => BufferPattern::Zero,
-            n => BufferPattern::Compressible((n - 2).min(100) as u8),
-        }
-    }
-}
-
-static PATTERN: AtomicU32 = AtomicU32::new(0);
-
-/// Sets the pattern every buffer allocated from now on is filled with (once, before the
-/// run: buffers are filled when made, never in the timed region).
-pub fn set_buffer_pattern(p: BufferPattern) {
-    PATTERN.store(p.code(), Ordering::SeqCst);
-}
-
-pub fn buffer_pattern() -> BufferPattern {
-    BufferPattern::from_code(PATTERN.load(Ordering::Relaxed))
-}
 
 // ---- records ----
 
@@ -279,6 +187,7 @@ pub struct FileVerify {
     record_size: usize,
     /// The payload before its key (the buffer pattern).
     base: Vec<u8>,
+    pattern: BufferPattern,
     gens: Vec<AtomicU32>,
     written: AtomicU64,
     checked: AtomicU64,
@@ -288,16 +197,24 @@ pub struct FileVerify {
 }
 
 impl FileVerify {
-    /// For a file of `file_size` bytes in records of `record_size` (at least `HEADER`).
-    pub fn new(cfg: VerifyConfig, file: u32, file_size: u64, record_size: usize) -> FileVerify {
+    /// For a file of `file_size` bytes in records of `record_size` (at least `HEADER`),
+    /// payloads derived from `pattern`.
+    pub fn new(
+        cfg: VerifyConfig,
+        file: u32,
+        file_size: u64,
+        record_size: usize,
+        pattern: BufferPattern,
+    ) -> FileVerify {
         let records = file_size / record_size.max(1) as u64;
         let mut base = vec![0u8; record_size.saturating_sub(HEADER)];
-        buffer_pattern().fill(&mut base, mix(cfg.seed ^ 0x5eed));
+        pattern.fill(&mut base, mix(cfg.seed ^ 0x5eed));
         FileVerify {
             cfg,
             file,
             record_size,
             base,
+            pattern,
             gens: (0..records).map(|_| AtomicU32::new(0)).collect(),
             written: AtomicU64::new(0),
             checked: AtomicU64::new(0),
@@ -309,6 +226,17 @@ impl FileVerify {
 
     pub fn record_size(&self) -> usize {
         self.record_size
+    }
+
+    /// The pattern the payloads are derived from.
+    pub fn pattern(&self) -> BufferPattern {
+        self.pattern
+    }
+
+    /// The file was just written anew by the untimed preparation, every record at
+    /// generation 1: those writes are not part of any test's count.
+    pub fn prepared(&self) {
+        self.written.store(0, Ordering::Relaxed);
     }
 
     /// The file was removed: no record holds candor's data any more.
@@ -517,52 +445,6 @@ impl FileVerify {
             kinds,
         }
     }
-
-    /// Writes a whole new file of verified records, generation 1 each (untimed
-    /// preparation for tests that read or rewrite an existing file).
-    pub fn fill_file(&self, path: &Path, file_size: u64) -> Result<(), EngineError> {
-        let _ = std::fs::remove_file(path);
-        self.forget();
-        let spec = OpenSpec {
-            path: path.to_path_buf(),
-            create: true,
-            write: true,
-            direct: false,
-            osync: false,
-            file_size,
-            record_size: self.record_size,
-            iodepth: 1,
-            seed: self.cfg.seed,
-        };
-        let fd = Fd::open(&spec)?;
-        let rs = self.record_size.max(1);
-        let per_chunk = ((1usize << 20) / rs).max(1);
-        let records = file_size / rs as u64;
-        let oom = || {
-            EngineError::new(
-                "allocate",
-                path,
-                None,
-                io::Error::from(io::ErrorKind::OutOfMemory),
-            )
-        };
-        let mut rec = 0u64;
-        while rec < records {
-            let k = (per_chunk as u64).min(records - rec) as usize;
-            let mut buf = AlignedBuf::new(k * rs, 0).ok_or_else(oom)?;
-            for (j, r) in buf.as_mut_slice().chunks_exact_mut(rs).enumerate() {
-                self.stamp(r, (rec + j as u64) * rs as u64);
-            }
-            full_pio(fd.raw(), &mut buf, rec * rs as u64, true, path)?;
-            rec += k as u64;
-            if crate::signals::stop_requested().is_some() {
-                break;
-            }
-        }
-        // Preparation writes are not part of any test's count.
-        self.written.store(0, Ordering::Relaxed);
-        fd.fsync()
-    }
 }
 
 #[cfg(test)]
@@ -570,7 +452,13 @@ mod tests {
     use super::*;
 
     fn fv(rs: usize) -> FileVerify {
-        FileVerify::new(VerifyConfig::new("run-1", 7), 0, 64 * rs as u64, rs)
+        FileVerify::new(
+            VerifyConfig::new("run-1", 7),
+            0,
+            64 * rs as u64,
+            rs,
+            BufferPattern::Random,
+        )
     }
 
     fn written(v: &FileVerify, off: u64) -> Vec<u8> {
@@ -616,12 +504,24 @@ mod tests {
         written(&v, 4096 * 9);
         assert_eq!(v.classify(&b, 4096 * 9, 1), Some(BadKind::Misdirected));
         // Another file's record of the same run.
-        let other = FileVerify::new(VerifyConfig::new("run-1", 7), 1, 64 * 4096, 4096);
+        let other = FileVerify::new(
+            VerifyConfig::new("run-1", 7),
+            1,
+            64 * 4096,
+            4096,
+            BufferPattern::Random,
+        );
         let mut c = vec![0u8; 4096];
         other.stamp(&mut c, 0);
         assert_eq!(v.classify(&c, 0, 1), Some(BadKind::Misdirected));
         // Another run's record at the same place is not taken for ours.
-        let foreign = FileVerify::new(VerifyConfig::new("run-2", 7), 0, 64 * 4096, 4096);
+        let foreign = FileVerify::new(
+            VerifyConfig::new("run-2", 7),
+            0,
+            64 * 4096,
+            4096,
+            BufferPattern::Random,
+        );
         let mut d = vec![0u8; 4096];
         foreign.stamp(&mut d, 0);
         assert_eq!(v.classify(&d, 0, 1), Some(BadKind::Corruption));
@@ -666,7 +566,13 @@ mod tests {
     fn cost() {
         for rs in [4096usize, 65536, 1 << 20] {
             let records = (256usize << 20) / rs;
-            let v = FileVerify::new(VerifyConfig::new("cost", 1), 0, (records * rs) as u64, rs);
+            let v = FileVerify::new(
+                VerifyConfig::new("cost", 1),
+                0,
+                (records * rs) as u64,
+                rs,
+                BufferPattern::Random,
+            );
             let mut buf = vec![0u8; rs];
             let t = std::time::Instant::now();
             for r in 0..records {
@@ -688,87 +594,5 @@ mod tests {
                 gb / (both - stamp).max(1e-9)
             );
         }
-    }
-
-    #[test]
-    fn buffer_patterns_parse_and_fill() {
-        assert_eq!(BufferPattern::parse("zero"), Ok(BufferPattern::Zero));
-        assert_eq!(BufferPattern::parse("Random"), Ok(BufferPattern::Random));
-        assert_eq!(
-            BufferPattern::parse("compressible=50%"),
-            Ok(BufferPattern::Compressible(50))
-        );
-        assert_eq!(
-            BufferPattern::parse("compressible=25"),
-            Ok(BufferPattern::Compressible(25))
-        );
-        for bad in [
-            "compressible=101%",
-            "compressible=",
-            "ones",
-            "",
-            "compressible=-1",
-        ] {
-            let e = BufferPattern::parse(bad).unwrap_err();
-            assert!(e.contains("choose random, zero"), "{bad}: {e}");
-        }
-        let mut b = vec![1u8; 8192];
-        BufferPattern::Compressible(50).fill(&mut b, 3);
-        assert!(b[..2048].iter().all(|&x| x == 0));
-        assert!(b[2048..4096].iter().filter(|&&x| x == 0).count() < 64);
-        BufferPattern::Zero.fill(&mut b, 3);
-        assert!(b.iter().all(|&x| x == 0));
-        for p in [
-            BufferPattern::Random,
-            BufferPattern::Zero,
-            BufferPattern::Compressible(0),
-            BufferPattern::Compressible(100),
-        ] {
-            assert_eq!(BufferPattern::from_code(p.code()), p);
-            assert_eq!(BufferPattern::parse(&p.name()), Ok(p));
-        }
-    }
-
-    #[test]
-    fn a_filled_file_reads_back_clean_and_a_damaged_one_does_not() {
-        use std::os::unix::fs::FileExt;
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        let v = fv(4096);
-        v.fill_file(&p, 64 * 4096).unwrap();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&p)
-            .unwrap();
-        let mut buf = vec![0u8; 4096];
-        for r in 0..64u64 {
-            f.read_exact_at(&mut buf, r * 4096).unwrap();
-            assert_eq!(v.check(&buf, r * 4096), None, "record {r}");
-        }
-        // Record 3 copied over record 7; a byte of record 10 flipped.
-        f.read_exact_at(&mut buf, 3 * 4096).unwrap();
-        f.write_all_at(&buf, 7 * 4096).unwrap();
-        f.read_exact_at(&mut buf, 10 * 4096).unwrap();
-        buf[2000] ^= 0xff;
-        f.write_all_at(&buf, 10 * 4096).unwrap();
-        let mut found = Vec::new();
-        for r in 0..64u64 {
-            f.read_exact_at(&mut buf, r * 4096).unwrap();
-            if let Some(k) = v.check(&buf, r * 4096) {
-                found.push((r, k));
-            }
-        }
-        assert_eq!(
-            found,
-            [(7, BadKind::Misdirected), (10, BadKind::Corruption)]
-        );
-        let t = v.take();
-        assert_eq!((t.checked, t.bad), (128, 2));
-        assert_eq!(t.first_bad, Some((0, 7 * 4096, BadKind::Misdirected)));
-        assert!(t
-            .describe(&|i| format!("t{i}.dat"))
-            .unwrap()
-            .contains("2 of 128 records"));
     }
 }

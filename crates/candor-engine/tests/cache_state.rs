@@ -87,6 +87,7 @@ fn settings(keep_cache: bool) -> RunSettings {
         seed: 7,
         meta_files: 10,
         verify: None,
+        buffer_pattern: Default::default(),
     }
 }
 

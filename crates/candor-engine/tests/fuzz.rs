@@ -94,7 +94,7 @@ proptest! {
         off in any::<u64>(),
         expected in any::<u64>(),
     ) {
-        let v = FileVerify::new(VerifyConfig::new("fuzz", 1), 0, 1 << 20, 512);
+        let v = FileVerify::new(VerifyConfig::new("fuzz", 1), 0, 1 << 20, 512, BufferPattern::Random);
         let _ = v.classify(&bytes, off, expected);
     }
 
@@ -105,7 +105,7 @@ proptest! {
         at in any::<prop::sample::Index>(),
         flip in 1u8..=255,
     ) {
-        let v = FileVerify::new(VerifyConfig::new("fuzz", 2), 0, 64 * rs as u64, rs);
+        let v = FileVerify::new(VerifyConfig::new("fuzz", 2), 0, 64 * rs as u64, rs, BufferPattern::Random);
         let off = rec * rs as u64;
         let mut b = vec![0u8; rs];
         v.stamp(&mut b, off);

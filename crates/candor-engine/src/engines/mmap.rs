@@ -2,7 +2,6 @@
 //! it out (so page faults are inside the timing). A new file is sized with ftruncate first.
 //! Flushing is msync(MS_SYNC) then fsync.
 
-use super::psync::make_buf;
 use super::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
 use crate::buffer::AlignedBuf;
 use std::io;
@@ -30,8 +29,9 @@ impl Default for MmapEngine {
 
 impl Engine for MmapEngine {
     fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
+        // A mapping goes through the page cache by definition: the engine table says mmap
+        // has no O_DIRECT, so the spec never asks for it.
         let mut plain = spec.clone();
-        plain.direct = false; // a mapping goes through the page cache by definition
         plain.write = true; // PROT_WRITE|MAP_SHARED needs O_RDWR even for reads
         self.fd = Fd::open(&plain)?;
         let len = spec.file_size as usize;
@@ -72,24 +72,24 @@ impl Engine for MmapEngine {
         }
         self.map = p as *mut u8;
         self.len = len;
-        self.buf = Some(make_buf(spec)?);
+        self.buf = Some(spec.buffer(spec.record_size, spec.seed)?);
         Ok(())
     }
 
     fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
         let map = self.map;
         let maplen = self.len;
-        let path = self.fd.path.clone();
+        let path = self.fd.path.as_path();
         let Some(buf) = self.buf.as_mut() else {
             return Ok(());
         };
         let len = buf.len();
-        timed_loop(job, stats, |off, w| {
+        timed_loop(job, stats, buf, |buf, off, w| {
             let o = off as usize;
             if o + len > maplen {
                 return Err(EngineError::new(
                     "mmap copy",
-                    &path,
+                    path,
                     Some(off),
                     io::Error::from(io::ErrorKind::UnexpectedEof),
                 ));

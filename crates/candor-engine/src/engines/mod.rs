@@ -1,149 +1,24 @@
-//! I/O engines: one file each behind the `Engine` trait, one entry each in `ENGINES`.
-//! Synchronous engines only say how to move one record (`SyncOp`) and share one timed loop;
-//! io_uring keeps a queue of its own. Nothing here allocates per I/O: buffers are made in
-//! `open`, before the timed region.
+//! I/O engines: one file each behind the `Engine` trait, one entry each in `ENGINES`, which
+//! is also the one place that says what an engine can do (O_DIRECT, `--verify`, a queue).
+//! psync, sync and vector only say how to move one record (`shared::MoveRecord`) and share
+//! `shared::RecordEngine` and its timed loop; io_uring keeps a queue of its own. Nothing here
+//! allocates per I/O: buffers are made in `open`, before the timed region.
 
 mod mmap;
 mod null;
 mod psync;
+mod shared;
 mod stdio;
 mod sync;
 mod uring;
 mod vector;
 
-use crate::buffer::AlignedBuf;
-use crate::clock::now_ns;
-use crate::pattern::Pattern;
-use crate::rundir::RunDir;
-use crate::workload::Direction;
-use candor_stats::Histogram;
-use std::ffi::CString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// How a test's file is opened.
-#[derive(Clone, Debug)]
-pub struct OpenSpec {
-    pub path: PathBuf,
-    /// Create it: O_CREAT|O_EXCL (never an existing file).
-    pub create: bool,
-    pub write: bool,
-    pub direct: bool,
-    pub osync: bool,
-    pub file_size: u64,
-    pub record_size: usize,
-    pub iodepth: u32,
-    /// Seeds the buffer contents.
-    pub seed: u64,
-}
-
-/// One pass of a test on one thread's file.
-pub struct Job<'a> {
-    pub pattern: Pattern,
-    pub record_size: usize,
-    pub direction: Direction,
-    /// For `Direction::Mix`: percentage of reads.
-    pub read_pct: u32,
-    pub seed: u64,
-    /// Set by the first thread to finish (stonewalling) or by a signal.
-    pub stop: &'a AtomicBool,
-    /// Stop issuing at this clock value (`--runtime`).
-    pub deadline_ns: Option<u64>,
-    /// `--verify`: stamp each record before it is written, check each record read. `None`
-    /// costs the engines one predictable branch per I/O.
-    pub verify: Option<&'a crate::verify::FileVerify>,
-    /// Where this thread's region of the file starts: 0, or a process's segment of a file
-    /// shared by several processes (`--shared-file` over MPI).
-    pub base: u64,
-}
-
-impl Job<'_> {
-    /// Whether operation `i` writes.
-    #[inline(always)]
-    pub fn is_write(&self, i: u64) -> bool {
-        match self.direction {
-            Direction::Read => false,
-            Direction::Write => true,
-            Direction::Mix => mix_hash(self.seed ^ i) % 100 >= self.read_pct as u64,
-        }
-    }
-
-    #[inline(always)]
-    pub fn offset(&self, i: u64) -> u64 {
-        self.base + self.pattern.at(i) * self.record_size as u64
-    }
-
-    #[inline(always)]
-    pub fn should_stop(&self, now: u64) -> bool {
-        self.stop.load(Ordering::Relaxed)
-            || crate::signals::stop_requested().is_some()
-            || self.deadline_ns.is_some_and(|d| now >= d)
-    }
-}
-
-#[inline(always)]
-fn mix_hash(mut z: u64) -> u64 {
-    z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    z = (z ^ (z >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    z ^ (z >> 33)
-}
-
-/// What one thread measured in one pass. Merged with `+=` across threads.
-#[derive(Debug, Default)]
-pub struct ThreadStats {
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub ops: u64,
-    pub latency: Histogram,
-}
-
-impl ThreadStats {
-    pub fn bytes(&self) -> u64 {
-        self.read_bytes + self.write_bytes
-    }
-}
-
-impl std::ops::AddAssign<&ThreadStats> for ThreadStats {
-    fn add_assign(&mut self, o: &ThreadStats) {
-        self.read_bytes += o.read_bytes;
-        self.write_bytes += o.write_bytes;
-        self.ops += o.ops;
-        self.latency.merge(&o.latency);
-    }
-}
-
-/// An I/O error with where it happened.
-#[derive(Debug, thiserror::Error)]
-#[error("{op} {path}{}: {source}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
-pub struct EngineError {
-    pub op: &'static str,
-    pub path: String,
-    pub offset: Option<u64>,
-    #[source]
-    pub source: io::Error,
-}
-
-impl EngineError {
-    pub fn new(
-        op: &'static str,
-        path: &std::path::Path,
-        offset: Option<u64>,
-        source: io::Error,
-    ) -> Self {
-        EngineError {
-            op,
-            path: path.display().to_string(),
-            offset,
-            source,
-        }
-    }
-
-    pub fn errno(&self) -> Option<i32> {
-        self.source.raw_os_error()
-    }
-}
+pub use shared::{
+    direct_supported, full_pio, op_loop, timed_loop, EngineError, Fd, Job, MoveRecord, OpenSpec,
+    RecordEngine, ThreadStats,
+};
 
 pub trait Engine: Send {
     /// Opens (or creates) the file and makes the buffers.
@@ -174,8 +49,10 @@ pub struct EngineEntry {
     pub about: &'static str,
     /// Whether it keeps more than one I/O in flight.
     pub queues: bool,
-    /// Whether it can open with O_DIRECT.
+    /// Whether it can open with O_DIRECT (`--direct` is ignored for the others).
     pub direct: bool,
+    /// Whether it stamps and checks each record (`--verify`).
+    pub verify: bool,
     pub make: fn() -> Box<dyn Engine>,
 }
 
@@ -187,7 +64,8 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "read/write with lseek",
         queues: false,
         direct: true,
-        make: || Box::new(sync::SyncEngine::default()),
+        verify: true,
+        make: || Box::new(RecordEngine::<sync::Seek>::default()),
     },
     EngineEntry {
         name: "psync",
@@ -195,7 +73,8 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "pread/pwrite",
         queues: false,
         direct: true,
-        make: || Box::new(psync::PsyncEngine::default()),
+        verify: true,
+        make: || Box::new(RecordEngine::<psync::Pread>::default()),
     },
     EngineEntry {
         name: "vector",
@@ -203,7 +82,8 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "preadv/pwritev, each record in up to 16 iovecs",
         queues: false,
         direct: true,
-        make: || Box::new(vector::VectorEngine::default()),
+        verify: true,
+        make: || Box::new(RecordEngine::<vector::Vectored>::default()),
     },
     EngineEntry {
         name: "stdio",
@@ -211,6 +91,7 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "the C library's buffered fread/fwrite",
         queues: false,
         direct: false,
+        verify: false,
         make: || Box::new(stdio::StdioEngine::default()),
     },
     EngineEntry {
@@ -219,6 +100,7 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "memory-mapped file, msync to flush",
         queues: false,
         direct: false,
+        verify: false,
         make: || Box::new(mmap::MmapEngine::default()),
     },
     EngineEntry {
@@ -227,6 +109,7 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "io_uring with registered buffers and file, --iodepth in flight",
         queues: true,
         direct: true,
+        verify: true,
         make: || Box::new(uring::UringEngine::default()),
     },
     EngineEntry {
@@ -235,6 +118,7 @@ pub const ENGINES: &[EngineEntry] = &[
         about: "no I/O at all: measures candor itself",
         queues: false,
         direct: true,
+        verify: false,
         make: || Box::new(null::NullEngine),
     },
 ];
@@ -270,6 +154,16 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         entry(self).name
     }
+
+    /// Whether a test on this engine opens its files with O_DIRECT when `--direct` asks.
+    pub fn opens_direct(self, requested: bool) -> bool {
+        requested && entry(self).direct
+    }
+
+    /// Whether this engine can run a test with `--verify`.
+    pub fn verifies(self) -> bool {
+        entry(self).verify
+    }
 }
 
 /// Pins the calling thread to one CPU (`--cpus`): the thread then never migrates, so its
@@ -303,216 +197,12 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-// ---- shared pieces of the synchronous engines ----
-
-/// An open file descriptor closed on drop.
-#[derive(Debug, Default)]
-pub struct Fd {
-    fd: Option<i32>,
-    pub path: PathBuf,
-}
-
-impl Fd {
-    pub fn open(spec: &OpenSpec) -> Result<Fd, EngineError> {
-        Fd::open_path(&spec.path, spec.write, spec.create, spec.direct, spec.osync)
-    }
-
-    /// Opens `path` as the engines do: never following a link, a created file never one
-    /// that existed (O_CREAT|O_EXCL), mode 0600.
-    fn open_path(
-        path: &Path,
-        write: bool,
-        create: bool,
-        direct: bool,
-        osync: bool,
-    ) -> Result<Fd, EngineError> {
-        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-            EngineError::new(
-                "open",
-                path,
-                None,
-                io::Error::from(io::ErrorKind::InvalidInput),
-            )
-        })?;
-        let mut flags = libc::O_CLOEXEC | libc::O_NOFOLLOW;
-        flags |= if write { libc::O_RDWR } else { libc::O_RDONLY };
-        if create {
-            flags |= libc::O_CREAT | libc::O_EXCL;
-        }
-        if direct {
-            flags |= libc::O_DIRECT;
-        }
-        if osync {
-            flags |= libc::O_SYNC;
-        }
-        // SAFETY: c is a valid C string.
-        let fd = unsafe { libc::open(c.as_ptr(), flags, 0o600) };
-        if fd < 0 {
-            return Err(EngineError::new(
-                "open",
-                path,
-                None,
-                io::Error::last_os_error(),
-            ));
-        }
-        Ok(Fd {
-            fd: Some(fd),
-            path: path.to_path_buf(),
-        })
-    }
-
-    #[inline(always)]
-    pub fn raw(&self) -> i32 {
-        self.fd.unwrap_or(-1)
-    }
-
-    pub fn fsync(&self) -> Result<(), EngineError> {
-        if let Some(fd) = self.fd {
-            // SAFETY: fd is open.
-            if unsafe { libc::fsync(fd) } != 0 {
-                return Err(EngineError::new(
-                    "fsync",
-                    &self.path,
-                    None,
-                    io::Error::last_os_error(),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn close(&mut self) -> Result<(), EngineError> {
-        if let Some(fd) = self.fd.take() {
-            // SAFETY: fd is open and owned here.
-            if unsafe { libc::close(fd) } != 0 {
-                return Err(EngineError::new(
-                    "close",
-                    &self.path,
-                    None,
-                    io::Error::last_os_error(),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Gives up ownership (the caller closes it some other way, e.g. fclose).
-    pub fn take(&mut self) -> Option<i32> {
-        self.fd.take()
-    }
-}
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        let _ = self.close();
-    }
-}
-
-/// Whether the filesystem under `dir` accepts O_DIRECT: a probe file of candor's own,
-/// opened as the engines open their files, then removed. The error is the kernel's reason.
-pub fn direct_supported(dir: &RunDir) -> Result<(), String> {
-    const PROBE: &str = "direct-probe";
-    let opened = Fd::open_path(&dir.file(PROBE), true, true, true, false);
-    let _ = dir.remove_file(PROBE);
-    opened.map(drop).map_err(|e| e.source.to_string())
-}
-
-/// The timed loop of every synchronous engine: for each operation, read the clock, move one
-/// record with `op(offset, is_write)`, read the clock again. Monomorphised per engine, so
-/// the call is inlined; one relaxed atomic load per operation checks for a stop.
-#[inline(always)]
-pub fn timed_loop<F>(job: &Job, stats: &mut ThreadStats, mut op: F) -> Result<(), EngineError>
-where
-    F: FnMut(u64, bool) -> Result<(), EngineError>,
-{
-    let n = job.pattern.len();
-    let rs = job.record_size as u64;
-    let mut t0 = now_ns();
-    for i in 0..n {
-        if job.should_stop(t0) {
-            break;
-        }
-        let w = job.is_write(i);
-        op(job.offset(i), w)?;
-        let t1 = now_ns();
-        stats.latency.record(t1 - t0);
-        if w {
-            stats.write_bytes += rs;
-        } else {
-            stats.read_bytes += rs;
-        }
-        stats.ops += 1;
-        t0 = t1;
-    }
-    Ok(())
-}
-
-/// Moves a whole record with a positioned call, finishing short transfers.
-#[inline(always)]
-pub fn full_pio(
-    fd: i32,
-    buf: &mut AlignedBuf,
-    off: u64,
-    write: bool,
-    path: &std::path::Path,
-) -> Result<(), EngineError> {
-    let len = buf.len();
-    let mut done = 0usize;
-    while done < len {
-        // The system call itself, not the C library's wrapper: in a multi-threaded process
-        // the wrapper brackets each call with cancellation bookkeeping (two atomic updates,
-        // about 5% of a cached 4 KiB read) for a pthread_cancel that candor never uses.
-        // SAFETY: buf is valid for len bytes; fd is open.
-        let n = unsafe {
-            if write {
-                libc::syscall(
-                    libc::SYS_pwrite64,
-                    fd,
-                    buf.as_ptr().add(done),
-                    len - done,
-                    (off + done as u64) as i64,
-                )
-            } else {
-                libc::syscall(
-                    libc::SYS_pread64,
-                    fd,
-                    buf.as_mut_ptr().add(done),
-                    len - done,
-                    (off + done as u64) as i64,
-                )
-            }
-        } as isize;
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(EngineError::new(
-                if write { "pwrite" } else { "pread" },
-                path,
-                Some(off),
-                e,
-            ));
-        }
-        if n == 0 {
-            return Err(EngineError::new(
-                "pread",
-                path,
-                Some(off),
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the file ended before the record did",
-                ),
-            ));
-        }
-        done += n as usize;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pattern::Pattern;
+    use crate::workload::Direction;
+    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn pins_to_an_allowed_cpu_and_refuses_others() {

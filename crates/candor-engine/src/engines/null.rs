@@ -1,7 +1,7 @@
 //! null: no I/O at all. Every operation goes through the same timed loop, so its rate is
 //! the ceiling of candor's own harness (fio's null engine is the equivalent).
 
-use super::{timed_loop, Engine, EngineError, Job, OpenSpec, ThreadStats};
+use super::{op_loop, Engine, EngineError, Job, OpenSpec, ThreadStats};
 
 #[derive(Default)]
 pub struct NullEngine;
@@ -12,7 +12,7 @@ impl Engine for NullEngine {
     }
 
     fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
-        timed_loop(job, stats, |off, _| {
+        op_loop(job, stats, |off, _| {
             std::hint::black_box(off);
             Ok(())
         })

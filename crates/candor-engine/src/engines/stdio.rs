@@ -2,7 +2,6 @@
 //! is made from candor's own descriptor (opened with O_EXCL/O_NOFOLLOW); fseeko only when
 //! the next record is not where the stream already is. Flushing is fflush then fsync.
 
-use super::psync::make_buf;
 use super::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
 use crate::buffer::AlignedBuf;
 use std::io;
@@ -28,9 +27,9 @@ impl Default for StdioEngine {
 
 impl Engine for StdioEngine {
     fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
-        let mut plain = spec.clone();
-        plain.direct = false; // the C library's buffer cannot be O_DIRECT-aligned
-        self.fd = Fd::open(&plain)?;
+        // The C library's buffer cannot be O_DIRECT-aligned: the engine table says stdio
+        // has no O_DIRECT, so the spec never asks for it.
+        self.fd = Fd::open(spec)?;
         let mode: &[u8] = if spec.write { b"r+\0" } else { b"r\0" };
         // SAFETY: fd is open; mode is a C string.
         let fp = unsafe { libc::fdopen(self.fd.raw(), mode.as_ptr() as *const _) };
@@ -45,25 +44,25 @@ impl Engine for StdioEngine {
         self.fd.take(); // fclose owns the descriptor now
         self.fd.path = spec.path.clone();
         self.fp = fp;
-        self.buf = Some(make_buf(spec)?);
+        self.buf = Some(spec.buffer(spec.record_size, spec.seed)?);
         Ok(())
     }
 
     fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
         let fp = self.fp;
-        let path = self.fd.path.clone();
+        let path = self.fd.path.as_path();
         let Some(buf) = self.buf.as_mut() else {
             return Ok(());
         };
         let len = buf.len();
         let mut pos = u64::MAX;
-        timed_loop(job, stats, |off, w| {
+        timed_loop(job, stats, buf, |buf, off, w| {
             // SAFETY: fp is an open stream; buf valid for len bytes.
             unsafe {
                 if pos != off && libc::fseeko(fp, off as i64, libc::SEEK_SET) != 0 {
                     return Err(EngineError::new(
                         "fseeko",
-                        &path,
+                        path,
                         Some(off),
                         io::Error::last_os_error(),
                     ));
@@ -86,7 +85,7 @@ impl Engine for StdioEngine {
                     };
                     return Err(EngineError::new(
                         if w { "fwrite" } else { "fread" },
-                        &path,
+                        path,
                         Some(off),
                         e,
                     ));

@@ -55,16 +55,8 @@ impl Engine for UringEngine {
         self.setup = setup;
         self.bufs.clear();
         for k in 0..depth {
-            let b = AlignedBuf::new(spec.record_size, spec.seed.wrapping_add(k as u64))
-                .ok_or_else(|| {
-                    EngineError::new(
-                        "allocate",
-                        &spec.path,
-                        None,
-                        io::Error::from(io::ErrorKind::OutOfMemory),
-                    )
-                })?;
-            self.bufs.push(b);
+            self.bufs
+                .push(spec.buffer(spec.record_size, spec.seed.wrapping_add(k as u64))?);
         }
         let iovecs: Vec<libc::iovec> = self
             .bufs

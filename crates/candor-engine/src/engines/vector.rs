@@ -1,112 +1,86 @@
 //! vector: preadv/pwritev. Each record travels in up to 16 iovecs of at least 4 KiB (so
 //! O_DIRECT alignment holds), which is what makes the vectored path differ from pread.
 
-use super::psync::make_buf;
-use super::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
+use super::shared::{EngineError, MoveRecord, OpenSpec};
 use crate::buffer::AlignedBuf;
-use std::io;
+use std::path::Path;
 
 const MAX_IOV: usize = 16;
 const MIN_PIECE: usize = 4096;
 
-#[derive(Default)]
-pub struct VectorEngine {
-    fd: Fd,
-    buf: Option<AlignedBuf>,
+pub struct Vectored {
     pieces: usize,
 }
 
-impl Engine for VectorEngine {
-    fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
-        self.fd = Fd::open(spec)?;
-        self.buf = Some(make_buf(spec)?);
+impl Default for Vectored {
+    fn default() -> Self {
+        Vectored { pieces: 1 }
+    }
+}
+
+impl MoveRecord for Vectored {
+    fn opened(&mut self, spec: &OpenSpec) {
         let rs = spec.record_size;
         let mut pieces = (rs / MIN_PIECE).clamp(1, MAX_IOV);
         while pieces > 1 && !rs.is_multiple_of(pieces * 512) {
             pieces -= 1;
         }
         self.pieces = pieces;
-        Ok(())
     }
 
-    fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
-        let fd = self.fd.raw();
-        let path = self.fd.path.clone();
-        let Some(buf) = self.buf.as_mut() else {
-            return Ok(());
-        };
+    #[inline(always)]
+    fn move_record(
+        &mut self,
+        fd: i32,
+        buf: &mut AlignedBuf,
+        off: u64,
+        w: bool,
+        path: &Path,
+    ) -> Result<(), EngineError> {
         let len = buf.len();
-        let pieces = self.pieces.max(1);
+        let pieces = self.pieces.clamp(1, MAX_IOV);
         let piece = len / pieces;
+        let base = buf.as_mut_ptr();
+        // On the stack, rebuilt per call: a few stores beside a system call, and no
+        // pointer into the buffer outlives the call that uses it.
         let mut iov = [libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
         }; MAX_IOV];
         for (k, v) in iov.iter_mut().enumerate().take(pieces) {
             // SAFETY: k * piece < len.
-            v.iov_base = unsafe { buf.as_mut_ptr().add(k * piece) } as *mut _;
+            v.iov_base = unsafe { base.add(k * piece) } as *mut _;
             v.iov_len = if k + 1 == pieces {
                 len - k * piece
             } else {
                 piece
             };
         }
-        let verify = job.verify;
-        let base = buf.as_mut_ptr();
-        let move_record = |off: u64, w: bool| {
-            // SAFETY: every iovec points inside buf.
-            let n = unsafe {
+        // The system call, not the C library's wrapper, as psync does (the wrapper's
+        // cancellation bookkeeping). The offset goes as (low, high) words; on a 64-bit
+        // kernel the low word holds all of it.
+        // SAFETY: every iovec points inside buf, which lives across the call.
+        let n = unsafe {
+            libc::syscall(
                 if w {
-                    libc::pwritev(fd, iov.as_ptr(), pieces as i32, off as i64)
+                    libc::SYS_pwritev
                 } else {
-                    libc::preadv(fd, iov.as_ptr(), pieces as i32, off as i64)
-                }
-            };
-            if n < 0 {
-                return Err(EngineError::new(
-                    if w { "pwritev" } else { "preadv" },
-                    &path,
-                    Some(off),
-                    io::Error::last_os_error(),
-                ));
-            }
-            if (n as usize) < len {
-                return Err(EngineError::new(
-                    if w { "pwritev" } else { "preadv" },
-                    &path,
-                    Some(off),
-                    io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!("moved {n} of {len} bytes"),
-                    ),
-                ));
-            }
-            Ok(())
+                    libc::SYS_preadv
+                },
+                fd,
+                iov.as_ptr(),
+                pieces as libc::c_int,
+                off as libc::c_long,
+                0 as libc::c_long,
+            )
         };
-        // --verify off: one branch per record.
-        timed_loop(job, stats, |off, w| match verify {
-            None => move_record(off, w),
-            Some(v) => {
-                if w {
-                    // SAFETY: base is valid for len bytes, and no other reference to the
-                    // buffer is live while no call is using the iovecs.
-                    v.stamp(unsafe { std::slice::from_raw_parts_mut(base, len) }, off);
-                }
-                move_record(off, w)?;
-                if !w {
-                    // SAFETY: as above; the read has completed.
-                    v.check(unsafe { std::slice::from_raw_parts(base, len) }, off);
-                }
-                Ok(())
-            }
-        })
-    }
-
-    fn flush(&mut self) -> Result<(), EngineError> {
-        self.fd.fsync()
-    }
-
-    fn close(&mut self) -> Result<(), EngineError> {
-        self.fd.close()
+        let op = if w { "pwritev" } else { "preadv" };
+        if n < 0 {
+            return Err(EngineError::last(op, path, Some(off)));
+        }
+        if (n as usize) < len {
+            return Err(EngineError::short(op, path, off, n as i64, len));
+        }
+        Ok(())
     }
 }

@@ -19,7 +19,6 @@ use crate::engines::{self, entry, EngineKind};
 use crate::rundir::RunDir;
 use crate::runner::RunSettings;
 use crate::size::{format_size, parse_size_list};
-use crate::special::Special;
 use crate::verify::{VerifyConfig, HEADER};
 use crate::workload::{parse_tests, PatternKind};
 use candor_model::TargetInfo;
@@ -191,7 +190,7 @@ impl Plan {
 
         if direct {
             check_direct(&points, infos, dirs)?;
-            if points.iter().any(|p| !entry(p.engine).direct) {
+            if points.iter().any(|p| !p.engine.opens_direct(true)) {
                 notes.push("the stdio and mmap tests go through the page cache by nature: they ran without O_DIRECT".to_string());
             }
         }
@@ -214,6 +213,7 @@ impl Plan {
             seed: o.seed,
             meta_files: o.files,
             verify: o.verify.then(|| VerifyConfig::new(run_id, o.seed)),
+            buffer_pattern: o.buffer_pattern,
         };
         if o.verify {
             check_verifiable(&points)?;
@@ -407,9 +407,10 @@ fn check_direct(points: &[Point], infos: &[TargetInfo], dirs: &[RunDir]) -> Resu
             .map(|b| b.logical_block_size as u64)
             .filter(|&b| b > 0)
             .unwrap_or(512);
-        if let Some(p) = points.iter().find(|p| {
-            entry(p.engine).direct && p.spec.special == Special::None && p.record_size % lbs != 0
-        }) {
+        if let Some(p) = points
+            .iter()
+            .find(|p| p.direct(true) && p.record_size % lbs != 0)
+        {
             return Err(PlanError::usage(format!(
                 "with --direct, the record size must be a multiple of the device's logical block size ({lbs} bytes on {}), and {} is not: choose e.g. --record-size 4k",
                 info.path,
@@ -445,17 +446,21 @@ fn check_free_space(points: &[Point], infos: &[TargetInfo]) -> Result<(), PlanEr
 fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
     for p in points {
         let name = p.spec.name;
-        if p.spec.special != Special::None {
+        if !p.spec.is_records() {
             return Err(PlanError::usage(format!(
                 "--verify checks the records of the file tests, and {name} is not one: leave it out of --tests or drop --verify"
             )));
         }
-        if matches!(
-            p.engine,
-            EngineKind::Stdio | EngineKind::Mmap | EngineKind::Null
-        ) {
+        if !p.engine.verifies() {
+            let able: Vec<&str> = engines::ENGINES
+                .iter()
+                .filter(|e| e.verify)
+                .map(|e| e.name)
+                .collect();
+            let (last, rest) = able.split_last().unwrap_or((&"", &[]));
             return Err(PlanError::usage(format!(
-                "--verify works with the sync, psync, vector and io_uring engines, and {name} runs on {}: leave it out of --tests (or choose another --engine) or drop --verify",
+                "--verify works with the {} and {last} engines, and {name} runs on {}: leave it out of --tests (or choose another --engine) or drop --verify",
+                rest.join(", "),
                 p.engine.name()
             )));
         }

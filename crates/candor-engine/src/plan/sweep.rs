@@ -16,6 +16,14 @@ pub struct Point {
     pub engine: EngineKind,
 }
 
+impl Point {
+    /// Whether this point's files are opened with O_DIRECT when `--direct` asks: a record
+    /// test on an engine that can (the engine table says which).
+    pub fn direct(&self, requested: bool) -> bool {
+        self.spec.is_records() && self.engine.opens_direct(requested)
+    }
+}
+
 /// iozone -a's ranges.
 pub const AUTO_MIN_FILE: u64 = 64 << 10;
 pub const AUTO_MAX_FILE: u64 = 512 << 20;
@@ -66,11 +74,7 @@ pub struct Sweep<'a> {
 pub fn build(s: &Sweep) -> Vec<Point> {
     let mut out = build_records(s);
     // Copy: one point per file size, buffer size and thread count.
-    if let Some(&copy) = s
-        .tests
-        .iter()
-        .find(|t| t.special == crate::workload::Special::Copy)
-    {
+    if let Some(&copy) = s.tests.iter().find(|t| t.is_copy()) {
         for &fs in s.file_sizes {
             for &rs in s.copy_record_sizes.iter().filter(|&&r| r <= fs) {
                 for &th in s.threads {
@@ -114,11 +118,7 @@ fn build_records(s: &Sweep) -> Vec<Point> {
             }
             for &th in s.threads {
                 for &qd in s.iodepths {
-                    for &spec in s
-                        .tests
-                        .iter()
-                        .filter(|t| t.special == crate::workload::Special::None)
-                    {
+                    for &spec in s.tests.iter().filter(|t| t.is_records()) {
                         let engine = engine_for(spec, s.engine);
                         // A depth sweep only means something to a queueing engine: other
                         // engines run once, at depth 1.

@@ -299,7 +299,6 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         mpi,
         Plan::new(&options, &id, &infos, &dirs).map_err(refused),
     )?;
-    candor_engine::verify::set_buffer_pattern(options.buffer_pattern);
     let mut doc = RunDoc::new("run", std::env::args().collect(), started_at);
     doc.host = candor_witness::describe_host();
     doc.targets = infos;

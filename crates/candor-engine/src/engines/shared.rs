@@ -1,0 +1,460 @@
+//! What every engine shares: how a file is opened (`OpenSpec`, `Fd`), one pass of a test
+//! (`Job`), what a thread measured (`ThreadStats`), errors, the timed loop of the
+//! synchronous engines, and `RecordEngine`, the engine that psync, sync and vector are made
+//! of: each says only how to move one record (`MoveRecord`).
+
+use crate::buffer::{AlignedBuf, BufferPattern};
+use crate::clock::now_ns;
+use crate::pattern::Pattern;
+use crate::rundir::RunDir;
+use crate::verify::FileVerify;
+use crate::workload::Direction;
+use candor_stats::Histogram;
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How a test's file is opened, and what its buffers hold.
+#[derive(Clone, Debug)]
+pub struct OpenSpec {
+    pub path: PathBuf,
+    /// Create it: O_CREAT|O_EXCL (never an existing file).
+    pub create: bool,
+    pub write: bool,
+    pub direct: bool,
+    pub osync: bool,
+    pub file_size: u64,
+    pub record_size: usize,
+    pub iodepth: u32,
+    /// Seeds the buffer contents.
+    pub seed: u64,
+    /// What the buffers are filled with (`--buffer-pattern`).
+    pub pattern: BufferPattern,
+}
+
+impl OpenSpec {
+    /// A buffered open of one of candor's files, for preparation; the runner sets the rest
+    /// for a test with struct update syntax.
+    pub fn plain(path: &Path, create: bool, write: bool) -> OpenSpec {
+        OpenSpec {
+            path: path.to_path_buf(),
+            create,
+            write,
+            direct: false,
+            osync: false,
+            file_size: 0,
+            record_size: 0,
+            iodepth: 1,
+            seed: 0,
+            pattern: BufferPattern::default(),
+        }
+    }
+
+    /// A buffer of `len` bytes filled with this spec's pattern from `seed`.
+    pub fn buffer(&self, len: usize, seed: u64) -> Result<AlignedBuf, EngineError> {
+        AlignedBuf::new(len, seed, self.pattern).ok_or_else(|| {
+            EngineError::new(
+                "allocate",
+                &self.path,
+                None,
+                io::Error::from(io::ErrorKind::OutOfMemory),
+            )
+        })
+    }
+}
+
+/// One pass of a test on one thread's file.
+pub struct Job<'a> {
+    pub pattern: Pattern,
+    pub record_size: usize,
+    pub direction: Direction,
+    /// For `Direction::Mix`: percentage of reads.
+    pub read_pct: u32,
+    pub seed: u64,
+    /// Set by the first thread to finish (stonewalling) or by a signal.
+    pub stop: &'a AtomicBool,
+    /// Stop issuing at this clock value (`--runtime`).
+    pub deadline_ns: Option<u64>,
+    /// `--verify`: stamp each record before it is written, check each record read.
+    pub verify: Option<&'a FileVerify>,
+    /// Where this thread's region of the file starts: 0, or a process's segment of a file
+    /// shared by several processes (`--shared-file` over MPI).
+    pub base: u64,
+}
+
+impl Job<'_> {
+    /// Whether operation `i` writes.
+    #[inline(always)]
+    pub fn is_write(&self, i: u64) -> bool {
+        match self.direction {
+            Direction::Read => false,
+            Direction::Write => true,
+            Direction::Mix => mix_hash(self.seed ^ i) % 100 >= self.read_pct as u64,
+        }
+    }
+
+    #[inline(always)]
+    pub fn offset(&self, i: u64) -> u64 {
+        self.base + self.pattern.at(i) * self.record_size as u64
+    }
+
+    #[inline(always)]
+    pub fn should_stop(&self, now: u64) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            || crate::signals::stop_requested().is_some()
+            || self.deadline_ns.is_some_and(|d| now >= d)
+    }
+}
+
+#[inline(always)]
+fn mix_hash(mut z: u64) -> u64 {
+    z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    z = (z ^ (z >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    z ^ (z >> 33)
+}
+
+/// What one thread measured in one pass. Merged with `+=` across threads.
+#[derive(Debug, Default)]
+pub struct ThreadStats {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub ops: u64,
+    pub latency: Histogram,
+}
+
+impl ThreadStats {
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+}
+
+impl std::ops::AddAssign<&ThreadStats> for ThreadStats {
+    fn add_assign(&mut self, o: &ThreadStats) {
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.ops += o.ops;
+        self.latency.merge(&o.latency);
+    }
+}
+
+/// An I/O error with where it happened.
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {path}{}: {source}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
+pub struct EngineError {
+    pub op: &'static str,
+    pub path: String,
+    pub offset: Option<u64>,
+    #[source]
+    pub source: io::Error,
+}
+
+impl EngineError {
+    pub fn new(op: &'static str, path: &Path, offset: Option<u64>, source: io::Error) -> Self {
+        EngineError {
+            op,
+            path: path.display().to_string(),
+            offset,
+            source,
+        }
+    }
+
+    /// The error of the last system call.
+    pub fn last(op: &'static str, path: &Path, offset: Option<u64>) -> Self {
+        EngineError::new(op, path, offset, io::Error::last_os_error())
+    }
+
+    /// A record that moved fewer bytes than it holds.
+    pub fn short(op: &'static str, path: &Path, offset: u64, moved: i64, len: usize) -> Self {
+        EngineError::new(
+            op,
+            path,
+            Some(offset),
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("moved {moved} of {len} bytes"),
+            ),
+        )
+    }
+
+    pub fn errno(&self) -> Option<i32> {
+        self.source.raw_os_error()
+    }
+}
+
+/// An open file descriptor closed on drop.
+#[derive(Debug, Default)]
+pub struct Fd {
+    fd: Option<i32>,
+    pub path: PathBuf,
+}
+
+impl Fd {
+    pub fn open(spec: &OpenSpec) -> Result<Fd, EngineError> {
+        Fd::open_path(&spec.path, spec.write, spec.create, spec.direct, spec.osync)
+    }
+
+    /// Opens `path` as the engines do: never following a link, a created file never one
+    /// that existed (O_CREAT|O_EXCL), mode 0600.
+    fn open_path(
+        path: &Path,
+        write: bool,
+        create: bool,
+        direct: bool,
+        osync: bool,
+    ) -> Result<Fd, EngineError> {
+        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+            EngineError::new(
+                "open",
+                path,
+                None,
+                io::Error::from(io::ErrorKind::InvalidInput),
+            )
+        })?;
+        let mut flags = libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        flags |= if write { libc::O_RDWR } else { libc::O_RDONLY };
+        if create {
+            flags |= libc::O_CREAT | libc::O_EXCL;
+        }
+        if direct {
+            flags |= libc::O_DIRECT;
+        }
+        if osync {
+            flags |= libc::O_SYNC;
+        }
+        // SAFETY: c is a valid C string.
+        let fd = unsafe { libc::open(c.as_ptr(), flags, 0o600) };
+        if fd < 0 {
+            return Err(EngineError::last("open", path, None));
+        }
+        Ok(Fd {
+            fd: Some(fd),
+            path: path.to_path_buf(),
+        })
+    }
+
+    #[inline(always)]
+    pub fn raw(&self) -> i32 {
+        self.fd.unwrap_or(-1)
+    }
+
+    pub fn fsync(&self) -> Result<(), EngineError> {
+        if let Some(fd) = self.fd {
+            // SAFETY: fd is open.
+            if unsafe { libc::fsync(fd) } != 0 {
+                return Err(EngineError::last("fsync", &self.path, None));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn close(&mut self) -> Result<(), EngineError> {
+        if let Some(fd) = self.fd.take() {
+            // SAFETY: fd is open and owned here.
+            if unsafe { libc::close(fd) } != 0 {
+                return Err(EngineError::last("close", &self.path, None));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives up ownership (the caller closes it some other way, e.g. fclose).
+    pub fn take(&mut self) -> Option<i32> {
+        self.fd.take()
+    }
+}
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Whether the filesystem under `dir` accepts O_DIRECT: a probe file of candor's own,
+/// opened as the engines open their files, then removed. The error is the kernel's reason.
+pub fn direct_supported(dir: &RunDir) -> Result<(), String> {
+    const PROBE: &str = "direct-probe";
+    let opened = Fd::open_path(&dir.file(PROBE), true, true, true, false);
+    let _ = dir.remove_file(PROBE);
+    opened.map(drop).map_err(|e| e.source.to_string())
+}
+
+/// The timed loop of every synchronous engine: for each operation, read the clock, do
+/// `op(offset, is_write)`, read the clock again (the end of one operation is the start of
+/// the next). Monomorphised per engine, so the call is inlined; one relaxed atomic load per
+/// operation checks for a stop.
+#[inline(always)]
+pub fn op_loop<F>(job: &Job, stats: &mut ThreadStats, mut op: F) -> Result<(), EngineError>
+where
+    F: FnMut(u64, bool) -> Result<(), EngineError>,
+{
+    let n = job.pattern.len();
+    let rs = job.record_size as u64;
+    let mut t0 = now_ns();
+    for i in 0..n {
+        if job.should_stop(t0) {
+            break;
+        }
+        let w = job.is_write(i);
+        op(job.offset(i), w)?;
+        let t1 = now_ns();
+        stats.latency.record(t1 - t0);
+        if w {
+            stats.write_bytes += rs;
+        } else {
+            stats.read_bytes += rs;
+        }
+        stats.ops += 1;
+        t0 = t1;
+    }
+    Ok(())
+}
+
+/// `op_loop` for engines that move each record through one buffer: with `--verify`, the
+/// record is stamped before it is written and checked after it is read. The loop is
+/// compiled once with verification and once without, so the plain loop has no
+/// verification branch at all.
+#[inline(always)]
+pub fn timed_loop<F>(
+    job: &Job,
+    stats: &mut ThreadStats,
+    buf: &mut AlignedBuf,
+    mut op: F,
+) -> Result<(), EngineError>
+where
+    F: FnMut(&mut AlignedBuf, u64, bool) -> Result<(), EngineError>,
+{
+    match job.verify {
+        None => op_loop(job, stats, |off, w| op(buf, off, w)),
+        Some(v) => op_loop(job, stats, |off, w| {
+            if w {
+                v.stamp(buf.as_mut_slice(), off);
+            }
+            op(buf, off, w)?;
+            if !w {
+                v.check(buf.as_slice(), off);
+            }
+            Ok(())
+        }),
+    }
+}
+
+/// Moves a whole record with a positioned call, finishing short transfers.
+#[inline(always)]
+pub fn full_pio(
+    fd: i32,
+    buf: &mut AlignedBuf,
+    off: u64,
+    write: bool,
+    path: &Path,
+) -> Result<(), EngineError> {
+    let len = buf.len();
+    let mut done = 0usize;
+    while done < len {
+        // The system call itself, not the C library's wrapper: in a multi-threaded process
+        // the wrapper brackets each call with cancellation bookkeeping (two atomic updates,
+        // about 5% of a cached 4 KiB read) for a pthread_cancel that candor never uses.
+        // SAFETY: buf is valid for len bytes; fd is open.
+        let n = unsafe {
+            if write {
+                libc::syscall(
+                    libc::SYS_pwrite64,
+                    fd,
+                    buf.as_ptr().add(done),
+                    len - done,
+                    (off + done as u64) as i64,
+                )
+            } else {
+                libc::syscall(
+                    libc::SYS_pread64,
+                    fd,
+                    buf.as_mut_ptr().add(done),
+                    len - done,
+                    (off + done as u64) as i64,
+                )
+            }
+        } as isize;
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(EngineError::new(
+                if write { "pwrite" } else { "pread" },
+                path,
+                Some(off),
+                e,
+            ));
+        }
+        if n == 0 {
+            return Err(EngineError::new(
+                "pread",
+                path,
+                Some(off),
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file ended before the record did",
+                ),
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// How a synchronous engine moves one record: the only part in which psync, sync and
+/// vector differ.
+pub trait MoveRecord: Default + Send {
+    /// Once the file is open and the buffer made (vector splits it into pieces here).
+    fn opened(&mut self, _spec: &OpenSpec) {}
+    /// Before each pass (sync forgets the file position it assumed).
+    fn start_pass(&mut self) {}
+    /// Moves the whole record at `off` between `buf` and the file.
+    fn move_record(
+        &mut self,
+        fd: i32,
+        buf: &mut AlignedBuf,
+        off: u64,
+        write: bool,
+        path: &Path,
+    ) -> Result<(), EngineError>;
+}
+
+/// A synchronous engine: one descriptor, one buffer, the timed loop, fsync to flush.
+#[derive(Default)]
+pub struct RecordEngine<M: MoveRecord> {
+    fd: Fd,
+    buf: Option<AlignedBuf>,
+    mover: M,
+}
+
+impl<M: MoveRecord> super::Engine for RecordEngine<M> {
+    fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
+        self.fd = Fd::open(spec)?;
+        self.buf = Some(spec.buffer(spec.record_size, spec.seed)?);
+        self.mover.opened(spec);
+        Ok(())
+    }
+
+    fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
+        let RecordEngine { fd, buf, mover } = self;
+        let Some(buf) = buf.as_mut() else {
+            return Ok(());
+        };
+        let raw = fd.raw();
+        let path = fd.path.as_path();
+        mover.start_pass();
+        timed_loop(job, stats, buf, |buf, off, w| {
+            mover.move_record(raw, buf, off, w, path)
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), EngineError> {
+        self.fd.fsync()
+    }
+
+    fn close(&mut self) -> Result<(), EngineError> {
+        self.fd.close()
+    }
+}

@@ -1,0 +1,329 @@
+//! One repetition of one point on one target: prepare (untimed), release every thread
+//! together by a barrier with the witness's first sample just before, time each thread's
+//! work, let the witness take its last sample, merge. Record tests run `worker::Worker`s
+//! over an engine; copy and metadata run their `Special` passes in the same frame.
+
+use super::merge::{self, Merged};
+use super::worker::{Gates, Worker, WorkerOut};
+use super::{intent, prepare, Coordinator, RepMeasure, RunSettings, Target};
+use crate::clock::{now_ns, process_cpu};
+use crate::engines::{EngineError, OpenSpec, ThreadStats};
+use crate::plan::Point;
+use crate::special::{Special, SpecialCtx};
+use crate::workload::{Direction, FileState};
+use candor_model::{Intent, Repetition};
+use candor_witness::{Outcome, Watch};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Barrier;
+
+fn panicked() -> EngineError {
+    EngineError::new(
+        "worker",
+        Path::new("-"),
+        None,
+        std::io::Error::other("a worker thread panicked"),
+    )
+}
+
+/// Clock and CPU readings of the main thread around the timed region.
+#[derive(Default)]
+struct Frame {
+    release: u64,
+    end: u64,
+    cpu0: (f64, f64),
+    cpu1: (f64, f64),
+}
+
+impl Frame {
+    fn end(&mut self, watch: &mut Option<Watch>) {
+        self.end = now_ns();
+        self.cpu1 = process_cpu();
+        if let Some(w) = watch.as_mut() {
+            w.timed_end();
+        }
+    }
+}
+
+/// What a repetition reports beside the merged figures.
+struct Reported {
+    bytes: u64,
+    truncated: bool,
+    stonewalled: bool,
+}
+
+/// The witness's judgement and the repetition's record, from the merged figures.
+fn measure(
+    m: Merged,
+    frame: &Frame,
+    watch: Option<Watch>,
+    outcome: Outcome,
+    r: Reported,
+    run_t0: u64,
+) -> RepMeasure {
+    let Reported {
+        bytes,
+        truncated,
+        stonewalled,
+    } = r;
+    let witness = watch.map(|w| {
+        w.finish(&Outcome {
+            app_read_bytes: m.stats.read_bytes,
+            app_write_bytes: m.stats.write_bytes,
+            timed_seconds: m.seconds,
+            headline_bps: if m.seconds > 0.0 {
+                m.stats.bytes() as f64 / m.seconds
+            } else {
+                0.0
+            },
+            ..outcome
+        })
+    });
+    let wall = frame.end.saturating_sub(frame.release) as f64 / 1e9;
+    RepMeasure {
+        rep: Repetition {
+            bytes,
+            ops: m.stats.ops,
+            seconds: m.seconds,
+            io_seconds: m.io_seconds,
+            flush_seconds: m.flush_seconds,
+            close_seconds: m.close_seconds,
+            truncated,
+            started_s: m.start.saturating_sub(run_t0) as f64 / 1e9,
+        },
+        threads: m.threads,
+        cpu: (
+            frame.cpu1.0 - frame.cpu0.0,
+            frame.cpu1.1 - frame.cpu0.1,
+            wall.max(m.seconds),
+        ),
+        witness,
+        stonewalled,
+        stats: m.stats,
+    }
+}
+
+/// Runs one repetition of a record test.
+pub(super) fn records(
+    target: &mut Target,
+    point: &Point,
+    s: &RunSettings,
+    rep: u32,
+    run_t0: u64,
+    coord: &mut dyn Coordinator,
+) -> Result<RepMeasure, EngineError> {
+    let spec = point.spec;
+    let prepared = prepare::records(target, point, s, coord)?;
+    let is_write = spec.direction != Direction::Read;
+    let direct = point.direct(s.direct);
+    let n = point.threads as usize;
+    let records = point.file_size / point.record_size;
+    let flush_after = is_write && !s.fsync_in_timing;
+    let stonewall = s.stonewall && (n > 1 || coord.spans_processes());
+    let workers: Vec<Worker> = prepared
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| Worker {
+            engine: point.engine,
+            open: OpenSpec {
+                direct,
+                osync: s.osync,
+                file_size: point.file_size,
+                record_size: point.record_size as usize,
+                iodepth: point.iodepth,
+                seed: s.seed ^ ((i as u64) << 32) ^ rep as u64,
+                pattern: s.buffer_pattern,
+                ..OpenSpec::plain(
+                    path,
+                    spec.file == FileState::Fresh && !prepared.sharing,
+                    is_write,
+                )
+            },
+            pin: (!s.cpus.is_empty()).then(|| s.cpus[i % s.cpus.len()]),
+            pattern: spec.pattern,
+            records,
+            stride: s.stride,
+            seed: s
+                .seed
+                .wrapping_mul(31)
+                .wrapping_add(i as u64 * 7919 + rep as u64),
+            direction: spec.direction,
+            read_pct: s.mix_read_pct,
+            verify: target.files.as_ref().and_then(|f| f.verify.get(i).cloned()),
+            base: prepared.shared_base,
+            stonewall,
+            time_based: s.time_based,
+            flush_in: is_write && s.fsync_in_timing,
+            flush_after,
+            close_in: s.close_in_timing,
+        })
+        .collect();
+
+    let gates = Gates::new(n);
+    let mut watch: Option<Watch> = None;
+    let mut frame = Frame::default();
+    let outs: Vec<WorkerOut> = std::thread::scope(|scope| {
+        let g = &gates;
+        let handles: Vec<_> = workers
+            .into_iter()
+            .map(|w| scope.spawn(move || w.run(g)))
+            .collect();
+        watch = Some(target.witness.begin(&prepared.paths));
+        frame.cpu0 = process_cpu();
+        // Last thing before the release: the witness's first sample can take a while, and
+        // it must not delay one process's start against the others'.
+        coord.before_timed();
+        frame.release = now_ns();
+        if let Some(rt) = s.runtime_ns {
+            let _ = gates.deadline.set(frame.release + rt);
+        }
+        gates.start.wait();
+        if s.stonewall && coord.stonewall(&gates.stop) {
+            gates.stonewalled.store(true, Ordering::SeqCst);
+        }
+        if flush_after {
+            gates.mid_a.wait();
+            frame.end(&mut watch);
+            gates.mid_b.wait();
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| WorkerOut {
+                    error: Some(panicked()),
+                    ..Default::default()
+                })
+            })
+            .collect()
+    });
+    if !flush_after {
+        frame.end(&mut watch);
+    }
+    let m = match merge::records(outs, s.fsync_in_timing, s.close_in_timing, frame.release) {
+        Ok(m) => m,
+        Err(e) => {
+            drop(watch.take());
+            return Err(e);
+        }
+    };
+    if let Some(fsset) = target.files.as_mut() {
+        if is_write && spec.file == FileState::Fresh {
+            let full = m.stats.ops == records * point.threads as u64;
+            fsset.complete.iter_mut().for_each(|c| *c = full);
+        }
+    }
+    let stonewalled = gates.stonewalled.load(Ordering::SeqCst);
+    let truncated = !m.all_ran && !stonewalled;
+    let bytes = m.stats.bytes();
+    let outcome = Outcome {
+        test: spec.name.to_string(),
+        intent: intent(point, s),
+        is_write,
+        direct,
+        ..Default::default()
+    };
+    let r = Reported {
+        bytes,
+        truncated,
+        stonewalled,
+    };
+    Ok(measure(m, &frame, watch, outcome, r, run_t0))
+}
+
+/// Runs one repetition of a special workload (copy, metadata) in the same frame.
+pub(super) fn special(
+    workload: &'static dyn Special,
+    target: &mut Target,
+    point: &Point,
+    s: &RunSettings,
+    run_t0: u64,
+    coord: &mut dyn Coordinator,
+) -> Result<RepMeasure, EngineError> {
+    let n = point.threads as usize;
+    let root = target.dir.path().to_path_buf();
+    // Untimed preparation. A failure still passes the coordinator's barrier, so processes
+    // kept in step by it do not wait for this one forever.
+    let data_files = if workload.needs_data_files() {
+        match target.ensure_complete_files(point.file_size, point.threads, s) {
+            Ok(p) => p,
+            Err(e) => {
+                coord.before_timed();
+                return Err(e);
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let ctx = SpecialCtx {
+        root: &root,
+        entries: s.meta_files.max(1),
+        file_size: point.file_size,
+        record_size: point.record_size,
+        fsync: s.fsync_in_timing,
+        data_files: &data_files,
+    };
+    let work = match (0..n)
+        .map(|i| workload.prepare(&ctx, i))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(w) => w,
+        Err(e) => {
+            coord.before_timed();
+            return Err(e);
+        }
+    };
+    target.dir.syncfs();
+    let files: Vec<_> = work.iter().map(|w| w.from.clone()).collect();
+    let start = Barrier::new(n + 1);
+    let mut watch = None;
+    let mut frame = Frame::default();
+    let outs: Vec<merge::SpecialOut> = std::thread::scope(|scope| {
+        let handles: Vec<_> = work
+            .iter()
+            .map(|w| {
+                let (start, ctx) = (&start, &ctx);
+                scope.spawn(move || {
+                    let mut st = ThreadStats::default();
+                    start.wait();
+                    let t0 = now_ns();
+                    let r = workload.pass(w, ctx, &mut st);
+                    let t1 = now_ns();
+                    let flush = *r.as_ref().unwrap_or(&0);
+                    (st, t0, t1, flush, r.err())
+                })
+            })
+            .collect();
+        coord.before_timed();
+        watch = Some(target.witness.begin(&files));
+        frame.cpu0 = process_cpu();
+        frame.release = now_ns();
+        start.wait();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| (ThreadStats::default(), 0, 0, 0, Some(panicked())))
+            })
+            .collect()
+    });
+    frame.end(&mut watch);
+    let m = merge::special(outs)?;
+    for w in &work {
+        workload.cleanup(w);
+    }
+    let bytes = workload.reported_bytes(&m.stats);
+    let outcome = Outcome {
+        test: point.spec.name.to_string(),
+        intent: Intent::Device,
+        is_write: workload.writes(),
+        direct: false,
+        ..Default::default()
+    };
+    let r = Reported {
+        bytes,
+        truncated: false,
+        stonewalled: false,
+    };
+    Ok(measure(m, &frame, watch, outcome, r, run_t0))
+}
