@@ -5,13 +5,7 @@ use crate::pattern::Pattern;
 pub use crate::special::MetaOp;
 use crate::special::{self, Special};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Read,
-    Write,
-    /// Random reads and writes mixed by `--mix-read-pct`.
-    Mix,
-}
+pub use crate::engines::Direction;
 
 /// The interface a test names, if any (fwrite, pwritev...); `Any` uses `--engine`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! it out (so page faults are inside the timing). A new file is sized with ftruncate first.
 //! Flushing is msync(MS_SYNC) then fsync.
 
-use super::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
+use super::shared::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
 use crate::buffer::AlignedBuf;
 use std::io;
 

@@ -16,20 +16,9 @@ mod vector;
 use std::io;
 
 pub use shared::{
-    direct_supported, full_pio, op_loop, timed_loop, EngineError, Fd, Job, MoveRecord, OpenSpec,
-    RecordEngine, ThreadStats,
+    direct_supported, full_pio, op_loop, timed_loop, Direction, Engine, EngineError, Fd, Job,
+    MoveRecord, OpenSpec, RecordEngine, ThreadStats,
 };
-
-pub trait Engine: Send {
-    /// Opens (or creates) the file and makes the buffers.
-    fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError>;
-    /// Runs the job, recording every operation's latency.
-    fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError>;
-    /// Makes written data durable (fsync, msync, fflush + fsync).
-    fn flush(&mut self) -> Result<(), EngineError>;
-    /// Closes the file; dropping the engine closes it too.
-    fn close(&mut self) -> Result<(), EngineError>;
-}
 
 /// `--engine` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +190,6 @@ pub fn allowed_cpus() -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::pattern::Pattern;
-    use crate::workload::Direction;
     use std::sync::atomic::AtomicBool;
 
     #[test]

@@ -1,7 +1,7 @@
 //! null: no I/O at all. Every operation goes through the same timed loop, so its rate is
 //! the ceiling of candor's own harness (fio's null engine is the equivalent).
 
-use super::{op_loop, Engine, EngineError, Job, OpenSpec, ThreadStats};
+use super::shared::{op_loop, Engine, EngineError, Job, OpenSpec, ThreadStats};
 
 #[derive(Default)]
 pub struct NullEngine;

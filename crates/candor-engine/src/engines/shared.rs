@@ -8,13 +8,23 @@ use crate::clock::now_ns;
 use crate::pattern::Pattern;
 use crate::rundir::RunDir;
 use crate::verify::FileVerify;
-use crate::workload::Direction;
 use candor_stats::Histogram;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+pub trait Engine: Send {
+    /// Opens (or creates) the file and makes the buffers.
+    fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError>;
+    /// Runs the job, recording every operation's latency.
+    fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError>;
+    /// Makes written data durable (fsync, msync, fflush + fsync).
+    fn flush(&mut self) -> Result<(), EngineError>;
+    /// Closes the file; dropping the engine closes it too.
+    fn close(&mut self) -> Result<(), EngineError>;
+}
 
 /// How a test's file is opened, and what its buffers hold.
 #[derive(Clone, Debug)]
@@ -63,6 +73,15 @@ impl OpenSpec {
             )
         })
     }
+}
+
+/// What a test does with its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+    /// Random reads and writes mixed by `--mix-read-pct`.
+    Mix,
 }
 
 /// One pass of a test on one thread's file.
@@ -429,7 +448,7 @@ pub struct RecordEngine<M: MoveRecord> {
     mover: M,
 }
 
-impl<M: MoveRecord> super::Engine for RecordEngine<M> {
+impl<M: MoveRecord> Engine for RecordEngine<M> {
     fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
         self.fd = Fd::open(spec)?;
         self.buf = Some(spec.buffer(spec.record_size, spec.seed)?);

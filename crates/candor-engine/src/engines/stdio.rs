@@ -2,7 +2,7 @@
 //! is made from candor's own descriptor (opened with O_EXCL/O_NOFOLLOW); fseeko only when
 //! the next record is not where the stream already is. Flushing is fflush then fsync.
 
-use super::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
+use super::shared::{timed_loop, Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
 use crate::buffer::AlignedBuf;
 use std::io;
 

@@ -8,7 +8,7 @@
 //! the one that reaped it (the clock is read once per batch, not per I/O: every I/O in a
 //! batch was submitted, or seen complete, at the same moment).
 
-use super::{Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
+use super::shared::{Engine, EngineError, Fd, Job, OpenSpec, ThreadStats};
 use crate::buffer::AlignedBuf;
 use crate::clock::now_ns;
 use io_uring::{opcode, types, IoUring};

@@ -9,15 +9,16 @@
 
 pub mod options;
 pub mod presets;
+mod settings;
 mod sweep;
 
 pub use options::RunOptions;
+pub use settings::RunSettings;
 pub use sweep::*;
 
 use crate::efficiency::{parse_spec, DeviceSpec};
 use crate::engines::{self, entry, EngineKind};
 use crate::rundir::RunDir;
-use crate::runner::RunSettings;
 use crate::size::{format_size, parse_size_list};
 use crate::verify::{VerifyConfig, HEADER};
 use crate::workload::{parse_tests, PatternKind};
