@@ -137,14 +137,10 @@ pub struct ProcessRecord {
     pub comm: String,
     pub first_seen_s: f64,
     pub exit_s: Option<f64>,
-    /// /proc/<pid>/io at its last reading (for the root: after the whole tree finished).
-    pub rchar: u64,
-    pub wchar: u64,
-    pub syscr: u64,
-    pub syscw: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub cancelled_write_bytes: u64,
+    /// /proc/<pid>/io at its last reading (for the root: after the whole tree finished),
+    /// its counters saved beside the fields above.
+    #[serde(flatten)]
+    pub io: candor_procfs::PidIo,
 }
 
 /// Everything a phase source saw.

@@ -14,125 +14,11 @@
 //! process has open at the same time by how far each file's position moved (or evenly).
 
 use crate::phase::{Observed, Phase, PhaseSource, ProcessRecord};
+// The /proc parsers are candor-procfs's; `Io` is a process's (or a thread's) io counters.
+use candor_procfs::{parse_stat, read_pid_io, FdInfo, PidIo as Io};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::time::Instant;
-
-/// The counters of /proc/<pid>/io.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Io {
-    pub rchar: u64,
-    pub wchar: u64,
-    pub syscr: u64,
-    pub syscw: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub cancelled_write_bytes: u64,
-}
-
-impl Io {
-    /// Parses the text of /proc/<pid>/io (unknown lines are ignored).
-    pub fn parse(text: &str) -> Io {
-        let mut io = Io::default();
-        for line in text.lines() {
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            let Ok(v) = v.trim().parse::<u64>() else {
-                continue;
-            };
-            match k.trim() {
-                "rchar" => io.rchar = v,
-                "wchar" => io.wchar = v,
-                "syscr" => io.syscr = v,
-                "syscw" => io.syscw = v,
-                "read_bytes" => io.read_bytes = v,
-                "write_bytes" => io.write_bytes = v,
-                "cancelled_write_bytes" => io.cancelled_write_bytes = v,
-                _ => {}
-            }
-        }
-        io
-    }
-
-    fn read(path: &str) -> Option<Io> {
-        std::fs::read_to_string(path).ok().map(|t| Io::parse(&t))
-    }
-
-    pub fn saturating_sub(self, o: Io) -> Io {
-        Io {
-            rchar: self.rchar.saturating_sub(o.rchar),
-            wchar: self.wchar.saturating_sub(o.wchar),
-            syscr: self.syscr.saturating_sub(o.syscr),
-            syscw: self.syscw.saturating_sub(o.syscw),
-            read_bytes: self.read_bytes.saturating_sub(o.read_bytes),
-            write_bytes: self.write_bytes.saturating_sub(o.write_bytes),
-            cancelled_write_bytes: self
-                .cancelled_write_bytes
-                .saturating_sub(o.cancelled_write_bytes),
-        }
-    }
-
-    pub fn plus(self, o: Io) -> Io {
-        Io {
-            rchar: self.rchar.saturating_add(o.rchar),
-            wchar: self.wchar.saturating_add(o.wchar),
-            syscr: self.syscr.saturating_add(o.syscr),
-            syscw: self.syscw.saturating_add(o.syscw),
-            read_bytes: self.read_bytes.saturating_add(o.read_bytes),
-            write_bytes: self.write_bytes.saturating_add(o.write_bytes),
-            cancelled_write_bytes: self
-                .cancelled_write_bytes
-                .saturating_add(o.cancelled_write_bytes),
-        }
-    }
-
-    fn is_zero(&self) -> bool {
-        *self == Io::default()
-    }
-}
-
-/// What /proc/<pid>/fdinfo/<fd> says (position, open flags).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FdInfo {
-    pub pos: u64,
-    pub flags: u32,
-}
-
-impl FdInfo {
-    pub fn parse(text: &str) -> FdInfo {
-        let mut f = FdInfo::default();
-        for line in text.lines() {
-            if let Some(v) = line.strip_prefix("pos:") {
-                f.pos = v.trim().parse().unwrap_or(0);
-            } else if let Some(v) = line.strip_prefix("flags:") {
-                f.flags = u32::from_str_radix(v.trim(), 8).unwrap_or(0);
-            }
-        }
-        f
-    }
-    fn reads(&self) -> bool {
-        matches!(self.flags & 3, 0 | 2)
-    }
-    fn writes(&self) -> bool {
-        matches!(self.flags & 3, 1 | 2)
-    }
-    fn direct(&self) -> bool {
-        self.flags & libc::O_DIRECT as u32 != 0
-    }
-}
-
-/// The parent pid from the text of /proc/<pid>/stat (the comm field may hold spaces and
-/// parentheses, so the fields are counted after the last ')').
-pub fn parse_stat_ppid(text: &str) -> Option<(String, u32)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    let mut rest = text.get(close + 1..)?.split_whitespace();
-    let _state = rest.next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    Some((comm, ppid))
-}
 
 struct OpenFile {
     phase: Phase,
@@ -252,7 +138,7 @@ impl ProcfsSource {
             }
             if let Some((comm, ppid)) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
-                .and_then(|t| parse_stat_ppid(&t))
+                .and_then(|t| parse_stat(&t))
             {
                 fresh.push((pid, ppid, comm));
             }
@@ -287,7 +173,7 @@ impl ProcfsSource {
             let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;
             };
-            if let Some(io) = Io::read(&format!("/proc/{pid}/task/{tid}/io")) {
+            if let Some(io) = read_pid_io(&format!("/proc/{pid}/task/{tid}/io")) {
                 out.insert(tid, io);
             }
         }
@@ -327,7 +213,7 @@ impl ProcfsSource {
         // they are read (its last bytes are in them) is in the first list, one opened
         // meanwhile (its first bytes may be) in the second.
         let fds_before = Self::read_fds(pid);
-        let total = Io::read(&format!("/proc/{pid}/io"));
+        let total = read_pid_io(&format!("/proc/{pid}/io"));
         // A zombie's threads are gone: its whole reading is all there is.
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
@@ -398,8 +284,8 @@ impl ProcfsSource {
                 let sum = threads.values().fold(Io::default(), |a, b| a.plus(*b));
                 let beyond = total.saturating_sub(sum);
                 let growth = beyond.saturating_sub(p.beyond_max);
-                p.beyond_max = max_io(p.beyond_max, beyond);
-                p.known = max_io(total, sum);
+                p.beyond_max = Io::max(p.beyond_max, beyond);
+                p.known = Io::max(total, sum);
                 p.threads = threads;
                 (own, growth)
             }
@@ -407,8 +293,8 @@ impl ProcfsSource {
                 // Against what was already counted (the threads are read after the whole,
                 // so `known` may be ahead of the last whole reading).
                 let fresh = total.saturating_sub(p.known);
-                p.known = max_io(p.known, total);
-                if p.gone.is_zero() {
+                p.known = Io::max(p.known, total);
+                if p.gone == Io::default() {
                     (fresh, Io::default())
                 } else {
                     (Io::default(), fresh)
@@ -418,7 +304,7 @@ impl ProcfsSource {
         let (own, absorbed) = absorbed;
         // Beyond the last readings of what vanished, the absorbed part is their late bytes;
         // with nothing vanished, it is the reading gap and is already counted.
-        let tail = if p.gone.is_zero() {
+        let tail = if p.gone == Io::default() {
             Io::default()
         } else {
             absorbed.saturating_sub(p.gone)
@@ -430,13 +316,7 @@ impl ProcfsSource {
                 p.rec.comm = c.trim_end().to_string();
             }
         }
-        p.rec.rchar = total.rchar;
-        p.rec.wchar = total.wchar;
-        p.rec.syscr = total.syscr;
-        p.rec.syscw = total.syscw;
-        p.rec.read_bytes = total.read_bytes;
-        p.rec.write_bytes = total.write_bytes;
-        p.rec.cancelled_write_bytes = total.cancelled_write_bytes;
+        p.rec.io = total;
 
         // stdout/stderr bytes are in wchar but are not file bytes.
         let mut own = own;
@@ -547,7 +427,7 @@ impl ProcfsSource {
             }
         }
         let vanished = std::mem::take(&mut p.vanished_children);
-        if !tail.is_zero() {
+        if tail != Io::default() {
             // The late bytes of a vanished child go to the files it had open.
             let target = vanished
                 .iter()
@@ -563,7 +443,7 @@ impl ProcfsSource {
                     }
                 }
             }
-        } else if !p.gone.is_zero() {
+        } else if p.gone != Io::default() {
             // Still waiting for a vanished child's totals to arrive.
             p.vanished_children = vanished;
         }
@@ -640,18 +520,6 @@ impl ProcfsSource {
             p.last_files.push(self.phases.len());
             self.phases.push(ph);
         }
-    }
-}
-
-fn max_io(a: Io, b: Io) -> Io {
-    Io {
-        rchar: a.rchar.max(b.rchar),
-        wchar: a.wchar.max(b.wchar),
-        syscr: a.syscr.max(b.syscr),
-        syscw: a.syscw.max(b.syscw),
-        read_bytes: a.read_bytes.max(b.read_bytes),
-        write_bytes: a.write_bytes.max(b.write_bytes),
-        cancelled_write_bytes: a.cancelled_write_bytes.max(b.cancelled_write_bytes),
     }
 }
 
@@ -740,7 +608,7 @@ impl PhaseSource for ProcfsSource {
         // A zombie: its files are closed and its counters final; one more tick gives its
         // last bytes to the files it had open. An ended process's /proc files belong to
         // root, so without root its last bytes cannot be read.
-        if Io::read(&format!("/proc/{pid}/io")).is_none() {
+        if read_pid_io(&format!("/proc/{pid}/io")).is_none() {
             self.extra_notes.push(format!(
                 "the command's counters could not be read after it ended (only root can read an ended process's /proc files): \
                  what it did after the last reading, at {:.3} s, is missing; run as root for exact bytes",
@@ -845,34 +713,6 @@ mod tests {
                 (4, "/c".into(), 0)
             ]
         );
-    }
-
-    #[test]
-    fn io_text() {
-        let t = "rchar: 4096\nwchar: 10\nsyscr: 3\nsyscw: 1\nread_bytes: 0\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
-        let io = Io::parse(t);
-        assert_eq!(io.rchar, 4096);
-        assert_eq!(io.write_bytes, 8192);
-        assert_eq!(Io::parse("garbage\n:::\nrchar: x"), Io::default());
-    }
-
-    #[test]
-    fn fdinfo_text() {
-        let f = FdInfo::parse("pos:\t65536\nflags:\t0140001\nmnt_id:\t27\nino:\t12\n");
-        assert_eq!(f.pos, 65536);
-        assert!(f.writes() && !f.reads());
-        assert!(f.direct());
-        let r = FdInfo::parse("pos:\t0\nflags:\t0100000\n");
-        assert!(r.reads() && !r.writes() && !r.direct());
-    }
-
-    #[test]
-    fn stat_with_odd_comm() {
-        assert_eq!(
-            parse_stat_ppid("123 (a b) c) S 77 123 123 0"),
-            Some(("a b) c".to_string(), 77))
-        );
-        assert_eq!(parse_stat_ppid("123 (x"), None);
     }
 
     #[test]

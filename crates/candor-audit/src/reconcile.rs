@@ -4,8 +4,8 @@
 //! words when they differ by more than 5%.
 
 use crate::claims::{Claim, Direction};
-use crate::disk::DiskCounters;
 use crate::phase::Phase;
+use candor_procfs::DiskStat;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -194,7 +194,7 @@ pub fn reconcile(
     claims: &[Claim],
     phases: &[Phase],
     cwd: &str,
-    device_window: &dyn Fn(u64, f64, f64) -> Option<(String, DiskCounters)>,
+    device_window: &dyn Fn(u64, f64, f64) -> Option<(String, DiskStat)>,
 ) -> Vec<Row> {
     let groups = match_phases(claims, phases, cwd);
     claims
@@ -208,7 +208,7 @@ fn row(
     c: &Claim,
     phases: &[Phase],
     idx: Vec<usize>,
-    device_window: &dyn Fn(u64, f64, f64) -> Option<(String, DiskCounters)>,
+    device_window: &dyn Fn(u64, f64, f64) -> Option<(String, DiskStat)>,
 ) -> Row {
     let mut r = Row {
         test: c.test.clone(),
@@ -299,8 +299,8 @@ fn row(
     let dev = sel.iter().find_map(|p| p.dev);
     if let Some((name, d)) = dev.and_then(|dev| device_window(dev, open, close)) {
         r.device = Some(name);
-        r.device_read_bytes = Some(d.read_bytes);
-        r.device_write_bytes = Some(d.write_bytes);
+        r.device_read_bytes = Some(d.read_bytes());
+        r.device_write_bytes = Some(d.write_bytes());
         // Writes: the tree's own data can reach the device up to what it wrote, even when
         // the kernel did not count it at dirtying (pages dirty from before).
         // Every phase of the tree on this device counts, for the part of it inside the
@@ -326,7 +326,7 @@ fn row(
             })
             .sum();
         let ours = ours.round() as u64;
-        let theirs = (d.read_bytes + d.write_bytes).saturating_sub(ours);
+        let theirs = (d.read_bytes() + d.write_bytes()).saturating_sub(ours);
         // Who submitted each request, when the source knows; else the counters' difference.
         let known: Option<u64> = sel.iter().filter_map(|p| p.foreign_device_bytes).max();
         r.foreign_device_bytes = Some(known.unwrap_or(theirs));
@@ -334,7 +334,7 @@ fn row(
             // With per-request owners, only the tree's own device writes count.
             let flushed = match known {
                 Some(_) => storage_write.unwrap_or(0),
-                None => d.write_bytes,
+                None => d.write_bytes(),
             };
             r.flushed_share = Some(flushed.min(bytes) as f64 / bytes as f64);
         }
@@ -562,7 +562,7 @@ mod tests {
         }
     }
 
-    fn no_device(_: u64, _: f64, _: f64) -> Option<(String, DiskCounters)> {
+    fn no_device(_: u64, _: f64, _: f64) -> Option<(String, DiskStat)> {
         None
     }
 
@@ -678,9 +678,9 @@ mod tests {
         let dev = |_: u64, _: f64, _: f64| {
             Some((
                 "vda".to_string(),
-                DiskCounters {
-                    read_bytes: 5 * mb,
-                    write_bytes: 1200 * mb,
+                DiskStat {
+                    read_sectors: 5 * mb / 512,
+                    write_sectors: 1200 * mb / 512,
                     ..Default::default()
                 },
             ))
@@ -708,7 +708,7 @@ mod tests {
         let p = phase(7, "/t/w.0.0", 0.0, 0.1, 0, 64 * mb);
         let mut c = claim("w", Direction::Write, 64 * mb, 640.0 * mb as f64);
         c.program = "fio".into();
-        let dev = |_: u64, _: f64, _: f64| Some(("vda".to_string(), DiskCounters::default()));
+        let dev = |_: u64, _: f64, _: f64| Some(("vda".to_string(), DiskStat::default()));
         let rows = reconcile(
             std::slice::from_ref(&c),
             std::slice::from_ref(&p),
@@ -724,8 +724,8 @@ mod tests {
         let dev = |_: u64, _: f64, _: f64| {
             Some((
                 "vda".to_string(),
-                DiskCounters {
-                    write_bytes: 64 * mb,
+                DiskStat {
+                    write_sectors: 64 * mb / 512,
                     ..Default::default()
                 },
             ))

@@ -207,11 +207,11 @@ pub fn witness(a: &Audit) -> Witness {
     };
     if let Some(root) = a.observed.processes.first() {
         w.process_io = Some(ProcessIo {
-            rchar: root.rchar,
-            wchar: root.wchar,
-            read_bytes: root.read_bytes,
-            write_bytes: root.write_bytes,
-            cancelled_write_bytes: root.cancelled_write_bytes,
+            rchar: root.io.rchar,
+            wchar: root.io.wchar,
+            read_bytes: root.io.read_bytes,
+            write_bytes: root.io.write_bytes,
+            cancelled_write_bytes: root.io.cancelled_write_bytes,
         });
     }
     let mut dev = DeviceIo {
@@ -221,13 +221,13 @@ pub fn witness(a: &Audit) -> Witness {
     let mut lat_ms = 0u64;
     for d in &a.devices {
         if let Some(c) = a.disks.total(d) {
-            dev.read_bytes += c.read_bytes;
-            dev.write_bytes += c.write_bytes;
+            dev.read_bytes += c.read_bytes();
+            dev.write_bytes += c.write_bytes();
             dev.read_ios += c.read_ios;
             dev.write_ios += c.write_ios;
             lat_ms += c.read_ms + c.write_ms;
             if a.wall_s > 0.0 {
-                dev.util = dev.util.max(c.io_ms as f64 / 1000.0 / a.wall_s);
+                dev.util = dev.util.max(c.io_ticks_ms as f64 / 1000.0 / a.wall_s);
             }
         }
     }

@@ -364,8 +364,8 @@ pub fn run(
             continue;
         };
         if let Some(d) = disks.delta(&name, p.open_s, p.close_s) {
-            p.device_read_bytes = Some(d.read_bytes);
-            p.device_write_bytes = Some(d.write_bytes);
+            p.device_read_bytes = Some(d.read_bytes());
+            p.device_write_bytes = Some(d.write_bytes());
             p.device_latency_us = d.avg_latency_us();
             p.device = Some(name);
         }

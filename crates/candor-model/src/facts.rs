@@ -3,7 +3,7 @@
 //! `witness.extra.facts`) so that repetitions, and the ranks of an MPI job, can be summed
 //! and judged again with the same rules.
 
-use crate::Intent;
+use crate::{Intent, ProcessIo};
 use serde::{Deserialize, Serialize};
 
 /// Where the target's bytes can go.
@@ -39,21 +39,6 @@ pub struct DiskDelta {
     pub io_ticks_ms: u64,
 }
 
-/// Growth of candor's /proc/self/io over an interval.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
-#[serde(default)]
-pub struct OwnIo {
-    /// Bytes returned by read-like calls (cache hits included), the witness's own reads of
-    /// /proc removed by the caller.
-    pub rchar: u64,
-    pub wchar: u64,
-    /// Block-layer reads submitted by the process (misses, readahead, O_DIRECT).
-    pub read_bytes: u64,
-    /// Bytes dirtied (buffered) or written directly.
-    pub write_bytes: u64,
-    pub cancelled_write_bytes: u64,
-}
-
 /// Device bytes attributed exactly (eBPF): no allowance needed.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 #[serde(default)]
@@ -85,8 +70,8 @@ pub struct Facts {
     pub device_window: DiskDelta,
     /// begin -> finish (after the runner's flush).
     pub device_total: DiskDelta,
-    pub own_window: Option<OwnIo>,
-    pub own_total: Option<OwnIo>,
+    pub own_window: Option<ProcessIo>,
+    pub own_total: Option<ProcessIo>,
     pub exact: Option<Exact>,
     /// Block-layer [read, write] bytes of every other process over begin -> finish; None
     /// when other processes' counters cannot be read (not root).
@@ -110,16 +95,6 @@ impl std::ops::AddAssign<&DiskDelta> for DiskDelta {
         self.read_ms += o.read_ms;
         self.write_ms += o.write_ms;
         self.io_ticks_ms += o.io_ticks_ms;
-    }
-}
-
-impl std::ops::AddAssign<&OwnIo> for OwnIo {
-    fn add_assign(&mut self, o: &OwnIo) {
-        self.rchar += o.rchar;
-        self.wchar += o.wchar;
-        self.read_bytes += o.read_bytes;
-        self.write_bytes += o.write_bytes;
-        self.cancelled_write_bytes += o.cancelled_write_bytes;
     }
 }
 

@@ -12,7 +12,7 @@ mod load;
 mod time;
 mod vocab;
 pub use extra::WitnessExtra;
-pub use facts::{DiskDelta, Exact, Facts, OwnIo, Placement};
+pub use facts::{DiskDelta, Exact, Facts, Placement};
 pub use load::{load_result, parse_result, LoadError};
 pub use time::{rfc3339, rfc3339_now};
 pub use vocab::{Intent, Status, Verdict};
@@ -345,15 +345,29 @@ pub struct AppIo {
     pub write_bytes: u64,
 }
 
-/// Deltas of /proc/self/io over the test.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+/// Growth of a process's /proc/<pid>/io over an interval (candor's own over a test, the
+/// witness's own reads of /proc taken out of rchar).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 #[serde(default)]
 pub struct ProcessIo {
+    /// Bytes returned by read-like calls (cache hits included).
     pub rchar: u64,
     pub wchar: u64,
+    /// Block-layer reads submitted by the process (misses, readahead, O_DIRECT).
     pub read_bytes: u64,
+    /// Bytes dirtied (buffered) or written directly.
     pub write_bytes: u64,
     pub cancelled_write_bytes: u64,
+}
+
+impl std::ops::AddAssign<&ProcessIo> for ProcessIo {
+    fn add_assign(&mut self, o: &ProcessIo) {
+        self.rchar += o.rchar;
+        self.wchar += o.wchar;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.cancelled_write_bytes += o.cancelled_write_bytes;
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

@@ -3,7 +3,7 @@
 //! a test's repetitions, whose facts are summed and judged again by the same rules.
 
 use crate::rules::judge;
-use candor_model::{DeviceIo, Facts, Placement, ProcessIo, Witness};
+use candor_model::{DeviceIo, Facts, Placement, Witness};
 
 pub fn device_io(f: &Facts) -> Option<DeviceIo> {
     let Placement::Device { name } = &f.placement else {
@@ -48,13 +48,7 @@ pub fn apply(facts: &Facts, w: &mut Witness) {
     w.unverified_reason = j.unverified_reason;
     w.app.read_bytes = facts.app_read;
     w.app.write_bytes = facts.app_write;
-    w.process_io = facts.own_total.map(|o| ProcessIo {
-        rchar: o.rchar,
-        wchar: o.wchar,
-        read_bytes: o.read_bytes,
-        write_bytes: o.write_bytes,
-        cancelled_write_bytes: o.cancelled_write_bytes,
-    });
+    w.process_io = facts.own_total;
     w.device = device_io(facts);
     w.cache_hit_ratio = j.cache_hit_ratio;
     w.write_amplification = j.write_amplification;

@@ -12,7 +12,6 @@ pub mod explain;
 pub mod facts;
 pub mod filecache;
 pub mod host;
-pub mod procfs;
 pub mod rules;
 pub mod sample;
 pub mod source;
@@ -20,7 +19,7 @@ pub mod source;
 mod testkit;
 
 use candor_model::{
-    DiskDelta, Facts, FileCache, Host, Intent, MemoryDelta, OwnIo, Placement, TargetInfo,
+    DiskDelta, Facts, FileCache, Host, Intent, MemoryDelta, Placement, ProcessIo, TargetInfo,
 };
 use filecache::Residency;
 use sample::{Sample, Sampler, Timeline};
@@ -344,8 +343,8 @@ fn disk_delta(a: &Sample, b: &Sample) -> DiskDelta {
         .unwrap_or_default()
 }
 
-fn own_delta(a: &Sample, b: &Sample) -> Option<OwnIo> {
-    sample::io_delta(a, b).map(|d| OwnIo {
+fn own_delta(a: &Sample, b: &Sample) -> Option<ProcessIo> {
+    sample::io_delta(a, b).map(|d| ProcessIo {
         rchar: d.rchar,
         wchar: d.wchar,
         read_bytes: d.read_bytes,
@@ -483,7 +482,7 @@ mod tests {
         );
         let fc = out.file_cache.clone().expect("file cache");
         assert_eq!(fc.file_pages * 4096, 1 << 20);
-        let pio = out.process_io.clone().expect("process io");
+        let pio = out.process_io.expect("process io");
         // Other tests run in this process at the same time, so rchar is only bounded below
         // here (the subtraction of the witness's own reads is tested in sample.rs).
         assert!(pio.rchar >= 1 << 20, "rchar {}", pio.rchar);

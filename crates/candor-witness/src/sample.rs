@@ -3,8 +3,8 @@
 //! begin, timed-end and finish samples of a repetition), and the timeline from the
 //! differences of consecutive samples taken by a thread every `interval`.
 
-use crate::procfs::{self, DiskStat, MemInfo, SelfIo};
 use candor_model::TimelinePoint;
+use candor_procfs::{self as procfs, DiskStat, MemInfo, PidIo};
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -16,8 +16,8 @@ pub struct Sample {
     pub at: Instant,
     /// The counted devices' diskstats, summed; None when none of them could be read.
     pub disk: Option<DiskStat>,
-    pub io: Option<SelfIo>,
-    /// [`procfs::witness_read_bytes`] just before /proc/self/io was read: the part of rchar
+    pub io: Option<PidIo>,
+    /// [`procfs::bytes_read`] just before /proc/self/io was read: the part of rchar
     /// that is the witness's own reading.
     pub witness_read: u64,
     pub mem: Option<MemInfo>,
@@ -56,7 +56,7 @@ impl Sample {
             procfs::read_diskstats().and_then(|all| sum_devices(&all, devices))
         };
         let at = Instant::now();
-        let witness_read = procfs::witness_read_bytes();
+        let witness_read = procfs::bytes_read();
         let io = procfs::read_self_io();
         Sample {
             at,
@@ -78,7 +78,7 @@ impl Sample {
             procfs::read_diskstats().and_then(|all| sum_devices(&all, devices))
         };
         let at = Instant::now();
-        let witness_read = procfs::witness_read_bytes();
+        let witness_read = procfs::bytes_read();
         let io = procfs::read_self_io();
         Sample {
             at,
@@ -98,8 +98,8 @@ pub fn disk_delta(a: &Sample, b: &Sample) -> Option<DiskStat> {
     Some(b.disk.as_ref()?.delta(a.disk.as_ref()?))
 }
 /// /proc/self/io growth with the witness's own /proc reads taken out of rchar.
-pub fn io_delta(a: &Sample, b: &Sample) -> Option<SelfIo> {
-    let mut d = b.io.as_ref()?.delta(a.io.as_ref()?);
+pub fn io_delta(a: &Sample, b: &Sample) -> Option<PidIo> {
+    let mut d = b.io?.saturating_sub(a.io?);
     d.rchar = d
         .rchar
         .saturating_sub(b.witness_read.saturating_sub(a.witness_read));
@@ -310,7 +310,7 @@ mod tests {
         let a = Sample {
             at: t0,
             disk: Some(disk("loop0", 0, 0)),
-            io: Some(SelfIo::default()),
+            io: Some(PidIo::default()),
             witness_read: 0,
             mem: None,
             vmstat: BTreeMap::new(),
@@ -320,7 +320,7 @@ mod tests {
         let b = Sample {
             at: t0 + Duration::from_millis(500),
             disk: Some(disk("loop0", 2048, 4096)),
-            io: Some(SelfIo {
+            io: Some(PidIo {
                 rchar: (1 << 20) + 300,
                 ..Default::default()
             }),

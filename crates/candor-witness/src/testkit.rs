@@ -1,7 +1,7 @@
 //! Facts of typical repetitions, for the unit tests of the rules, the explanations and the
 //! merging of repetitions.
 
-use candor_model::{DiskDelta, Facts, Intent, OwnIo, Placement};
+use candor_model::{DiskDelta, Facts, Intent, Placement, ProcessIo};
 
 pub const MIB: u64 = 1 << 20;
 /// This machine's RAM (24 GiB less the kernel's share), as /proc/meminfo gives it.
@@ -36,12 +36,12 @@ pub fn read_facts(app: u64, own_read: u64, dev_read: u64, intent: Intent) -> Fac
             io_ticks_ms: 500,
             ..Default::default()
         },
-        own_window: Some(OwnIo {
+        own_window: Some(ProcessIo {
             rchar: app,
             read_bytes: own_read,
             ..Default::default()
         }),
-        own_total: Some(OwnIo {
+        own_total: Some(ProcessIo {
             rchar: app,
             read_bytes: own_read,
             ..Default::default()
@@ -74,12 +74,12 @@ pub fn write_facts(app: u64, window: u64, total: u64, own_write: u64) -> Facts {
             io_ticks_ms: 200,
             ..Default::default()
         },
-        own_window: Some(OwnIo {
+        own_window: Some(ProcessIo {
             wchar: app,
             write_bytes: own_write,
             ..Default::default()
         }),
-        own_total: Some(OwnIo {
+        own_total: Some(ProcessIo {
             wchar: app,
             write_bytes: own_write,
             ..Default::default()

@@ -1,0 +1,213 @@
+//! A process's I/O counters: /proc/<pid>/io (also /proc/self/io and a thread's
+//! /proc/<pid>/task/<tid>/io), and the block-layer bytes of every other process.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The counters of /proc/<pid>/io: what a process (all its threads, living and exited, and
+/// the children it reaped) moved.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct PidIo {
+    /// Bytes passed to read-like calls, whatever served them.
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    /// Bytes of block-layer reads the process submitted (cache misses, readahead, O_DIRECT).
+    pub read_bytes: u64,
+    /// Bytes the process dirtied or wrote directly (counted when dirtied, not when flushed).
+    pub write_bytes: u64,
+    /// Dirty bytes the process discarded before writeback (truncate, unlink).
+    pub cancelled_write_bytes: u64,
+}
+
+impl PidIo {
+    /// Parses the text of /proc/<pid>/io; None when rchar, wchar, read_bytes or write_bytes
+    /// is missing (syscr, syscw and cancelled_write_bytes default to zero).
+    pub fn parse(text: &str) -> Option<PidIo> {
+        let kv = crate::colon_values(text);
+        let g = |k: &str| kv.get(k).copied();
+        Some(PidIo {
+            rchar: g("rchar")?,
+            wchar: g("wchar")?,
+            syscr: g("syscr").unwrap_or(0),
+            syscw: g("syscw").unwrap_or(0),
+            read_bytes: g("read_bytes")?,
+            write_bytes: g("write_bytes")?,
+            cancelled_write_bytes: g("cancelled_write_bytes").unwrap_or(0),
+        })
+    }
+
+    /// Growth from `earlier` to `self`, counter by counter (never below zero).
+    pub fn saturating_sub(self, earlier: PidIo) -> PidIo {
+        self.zip(earlier, u64::saturating_sub)
+    }
+
+    pub fn plus(self, o: PidIo) -> PidIo {
+        self.zip(o, u64::saturating_add)
+    }
+
+    /// The larger of each counter.
+    pub fn max(self, o: PidIo) -> PidIo {
+        self.zip(o, u64::max)
+    }
+
+    fn zip(self, o: PidIo, f: fn(u64, u64) -> u64) -> PidIo {
+        PidIo {
+            rchar: f(self.rchar, o.rchar),
+            wchar: f(self.wchar, o.wchar),
+            syscr: f(self.syscr, o.syscr),
+            syscw: f(self.syscw, o.syscw),
+            read_bytes: f(self.read_bytes, o.read_bytes),
+            write_bytes: f(self.write_bytes, o.write_bytes),
+            cancelled_write_bytes: f(self.cancelled_write_bytes, o.cancelled_write_bytes),
+        }
+    }
+}
+
+/// /proc/self/io.
+pub fn read_self_io() -> Option<PidIo> {
+    crate::read("/proc/self/io")
+        .ok()
+        .and_then(|t| PidIo::parse(&t))
+}
+
+/// The io file at `path` (/proc/<pid>/io, /proc/<pid>/task/<tid>/io); None when it cannot
+/// be read (the process ended) or parsed.
+pub fn read_pid_io(path: &str) -> Option<PidIo> {
+    crate::read(path).ok().and_then(|t| PidIo::parse(&t))
+}
+
+/// Block-layer bytes (read + written, less cancelled writes) of every other process, by pid:
+/// what lets the witness tell a filesystem's own extra traffic from another process's.
+/// Without root, other users' processes are hidden, and a partial sum could not clear the
+/// device of foreign traffic: None as soon as one cannot be read. As root, the few processes
+/// the kernel still hides (a sandbox's init, processes of other PID namespaces' owners) are
+/// left out, a limit docs/witness.md states.
+pub fn read_others_io(own_pid: u32) -> Option<BTreeMap<u32, [u64; 2]>> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == own_pid || is_kernel_thread(pid) {
+            continue;
+        }
+        match crate::read(&format!("/proc/{pid}/io")) {
+            Ok(t) => {
+                if let Some(io) = PidIo::parse(&t) {
+                    out.insert(
+                        pid,
+                        [
+                            io.read_bytes,
+                            io.write_bytes.saturating_sub(io.cancelled_write_bytes),
+                        ],
+                    );
+                }
+            }
+            // The process ended between the listing and the read: nothing to count.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(_) if root => {}
+            Err(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Kernel threads (kthreadd and its children) work for someone else: a loop device's worker
+/// writing the backing file, writeback. The process that caused the work already counted it
+/// when it dirtied or submitted, so counting the thread too would count it twice.
+fn is_kernel_thread(pid: u32) -> bool {
+    if pid == 2 {
+        return true;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    crate::parse_stat(&stat).map(|(_, ppid)| ppid) == Some(2)
+}
+
+/// What other processes moved between two readings of [`read_others_io`]: a process absent
+/// from the first reading started in between, so all its bytes count.
+pub fn others_delta(a: &BTreeMap<u32, [u64; 2]>, b: &BTreeMap<u32, [u64; 2]>) -> [u64; 2] {
+    let mut d = [0u64; 2];
+    for (pid, v) in b {
+        let before = a.get(pid).copied().unwrap_or([0, 0]);
+        // A smaller value means the pid was reused by a new process.
+        let grown = |i: usize| {
+            if v[i] >= before[i] {
+                v[i] - before[i]
+            } else {
+                v[i]
+            }
+        };
+        d[0] += grown(0);
+        d[1] += grown(1);
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_io_captured_here() {
+        let io = PidIo::parse(include_str!("../tests/data/self_io.txt")).expect("parse");
+        assert_eq!(io.rchar, 6976);
+        assert_eq!(io.syscr, 10);
+        assert_eq!(io.read_bytes, 0);
+        assert_eq!(io.cancelled_write_bytes, 4096);
+        let later = PidIo {
+            rchar: 10_000,
+            read_bytes: 4096,
+            ..io
+        };
+        assert_eq!(later.saturating_sub(io).rchar, 10_000 - 6976);
+        assert_eq!(later.saturating_sub(io).read_bytes, 4096);
+        assert_eq!(io.saturating_sub(later).rchar, 0, "never below zero");
+        assert_eq!(io.plus(later).rchar, 6976 + 10_000);
+        assert_eq!(io.max(later).rchar, 10_000);
+        assert!(PidIo::parse("rchar: 1\n").is_none());
+        assert!(PidIo::parse("garbage\n:::\nrchar: x").is_none());
+    }
+
+    #[test]
+    fn others_delta_counts_growth_and_newcomers() {
+        let a: BTreeMap<u32, [u64; 2]> = [(1, [10, 20]), (2, [5, 5])].into_iter().collect();
+        let b: BTreeMap<u32, [u64; 2]> = [(1, [15, 20]), (2, [5, 9]), (3, [100, 7])]
+            .into_iter()
+            .collect();
+        assert_eq!(others_delta(&a, &b), [5 + 100, 4 + 7]);
+        // pid reuse: a smaller value is a new process
+        let c: BTreeMap<u32, [u64; 2]> = [(1, [3, 0])].into_iter().collect();
+        assert_eq!(others_delta(&a, &c), [3, 0]);
+    }
+
+    #[test]
+    fn others_io_reads_as_root_and_excludes_self() {
+        let own = std::process::id();
+        match read_others_io(own) {
+            Some(m) => {
+                assert!(!m.contains_key(&own));
+                assert!(!m.is_empty(), "other processes are seen");
+            }
+            None => eprintln!(
+                "skipped: other processes' /proc/<pid>/io is not readable here (needs root)"
+            ),
+        }
+    }
+
+    #[test]
+    fn own_io_reads_and_counts_its_bytes() {
+        let before = crate::bytes_read();
+        let io = read_self_io().expect("/proc/self/io is readable");
+        assert!(io.rchar > 0);
+        assert!(crate::bytes_read() > before);
+    }
+}
