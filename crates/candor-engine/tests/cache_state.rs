@@ -18,6 +18,13 @@ use std::time::Duration;
 
 const FILE: u64 = 8 << 20;
 
+/// The cache state (pages cached, dirty) at every release, and the results.
+type Probed = (Vec<(u64, u64)>, Vec<candor_model::TestResult>);
+
+/// One run at a time: the storage test reads this process's I/O counters, which the other
+/// tests' runs would add to.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// (pages cached, pages dirty) of a file, or why the kernel cannot say.
 fn cachestat(path: &Path) -> Result<(u64, u64), String> {
     #[repr(C)]
@@ -93,6 +100,22 @@ fn settings(keep_cache: bool) -> RunSettings {
 
 /// The cache state at every release of `tests` (in order, `repeat` each).
 fn states(tests: &[&str], keep_cache: bool) -> Option<Vec<(u64, u64)>> {
+    run_probed(tests, settings(keep_cache)).map(|(seen, _)| seen)
+}
+
+/// Runs `tests` (4 KiB records, psync unless the settings say otherwise) and returns the
+/// cache state at every release and the results.
+fn run_probed(tests: &[&str], s: RunSettings) -> Option<Probed> {
+    run_probed_with(tests, s, 4096, None)
+}
+
+fn run_probed_with(
+    tests: &[&str],
+    s: RunSettings,
+    record_size: u64,
+    storage: Option<&mut u64>,
+) -> Option<Probed> {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let tmp = tempfile::tempdir_in(&base).unwrap();
     let fs = nix_fs_type(tmp.path());
@@ -117,7 +140,7 @@ fn states(tests: &[&str], keep_cache: bool) -> Option<Vec<(u64, u64)>> {
         .map(|t| Point {
             spec: find(t).unwrap(),
             file_size: FILE,
-            record_size: 4096,
+            record_size,
             threads: 1,
             iodepth: 1,
             engine: EngineKind::Psync,
@@ -128,14 +151,18 @@ fn states(tests: &[&str], keep_cache: bool) -> Option<Vec<(u64, u64)>> {
         seen: Vec::new(),
     };
     let mut results = Vec::new();
+    let before = storage_read_bytes();
     let stop = run_coordinated(
         &mut targets,
         &points,
-        &settings(keep_cache),
+        &s,
         &mut NoProgress,
         &mut |r| results.extend(r),
         &mut probe,
     );
+    if let Some(s) = storage {
+        *s = storage_read_bytes() - before;
+    }
     assert!(stop.is_none(), "the run stopped: {stop:?}");
     for r in &results {
         assert_eq!(
@@ -147,8 +174,8 @@ fn states(tests: &[&str], keep_cache: bool) -> Option<Vec<(u64, u64)>> {
         );
     }
     let mut out = Vec::new();
-    for s in probe.seen {
-        match s {
+    for seen in probe.seen {
+        match seen {
             Ok(v) => out.push(v),
             Err(e) if e.contains("(os error 38)") => {
                 println!("skipped: this kernel has no cachestat(2): {e}");
@@ -157,7 +184,17 @@ fn states(tests: &[&str], keep_cache: bool) -> Option<Vec<(u64, u64)>> {
             Err(e) => panic!("{e}"),
         }
     }
-    Some(out)
+    Some((out, results))
+}
+
+/// Bytes this process made the kernel read from storage (`/proc/self/io` read_bytes).
+fn storage_read_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("read_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
 }
 
 fn nix_fs_type(p: &Path) -> Option<i64> {
@@ -202,4 +239,35 @@ fn keep_cache_leaves_the_written_file_cached_and_clean() {
             "release {i}: {cached} of {pages} pages cached: {seen:?}"
         );
     }
+}
+
+#[test]
+fn every_pass_of_a_time_based_read_meant_for_the_device_reads_the_device() {
+    // 8 MiB read in 1 MiB records for 400 ms: dozens of passes. Each must start with the
+    // file's pages dropped again, or every pass after the first reads the cache.
+    let s = RunSettings {
+        repeat: 1,
+        runtime_ns: Some(400_000_000),
+        time_based: true,
+        ..settings(false)
+    };
+    let mut from_storage = 0;
+    let Some((_, results)) = run_probed_with(&["read"], s, 1 << 20, Some(&mut from_storage)) else {
+        return;
+    };
+    let read = results
+        .iter()
+        .find(|r| r.test == "read")
+        .map(|r| r.reps.iter().map(|p| p.bytes).sum::<u64>())
+        .unwrap();
+    assert!(
+        read >= 3 * FILE,
+        "only {read} bytes read in 400 ms: too few passes to tell"
+    );
+    // Readahead may fetch a little more than was read, and a pass cut by the deadline a
+    // little less; a cache hit on later passes would leave storage at about one file.
+    assert!(
+        from_storage as f64 >= 0.9 * read as f64,
+        "{read} bytes read, {from_storage} of them from storage"
+    );
 }

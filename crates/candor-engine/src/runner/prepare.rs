@@ -284,6 +284,14 @@ pub(super) fn records(
 
 /// Writes back and drops a file's cached pages (fdatasync + POSIX_FADV_DONTNEED).
 fn drop_file_cache(path: &Path) {
+    drop_pages(path, true);
+}
+
+/// Drops a file's cached pages; with `writeback`, writes dirty pages back first so that
+/// every page can go. Without it (between the passes of a time-based test, inside the
+/// timed region, as fio's invalidate does) dirty pages are only queued for writeback and
+/// stay cached.
+pub(super) fn drop_pages(path: &Path, writeback: bool) {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
         return;
     };
@@ -294,7 +302,9 @@ fn drop_file_cache(path: &Path) {
             libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
         );
         if fd >= 0 {
-            libc::fdatasync(fd);
+            if writeback {
+                libc::fdatasync(fd);
+            }
             libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
             libc::close(fd);
         }

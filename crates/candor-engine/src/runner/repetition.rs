@@ -120,6 +120,10 @@ pub(super) fn records(
     let records = point.file_size / point.record_size;
     let flush_after = is_write && !s.fsync_in_timing;
     let stonewall = s.stonewall && (n > 1 || coord.spans_processes());
+    let refresh_cache = s.time_based
+        && spec.direction != Direction::Write
+        && intent(point, s) == Intent::Device
+        && !direct;
     let workers: Vec<Worker> = prepared
         .paths
         .iter()
@@ -154,6 +158,7 @@ pub(super) fn records(
             base: prepared.shared_base,
             stonewall,
             time_based: s.time_based,
+            refresh_cache,
             flush_in: is_write && s.fsync_in_timing,
             flush_after,
             close_in: s.close_in_timing,

@@ -3,6 +3,7 @@
 //! stonewalls, then flush and close as the settings say. Everything it shares with the
 //! other threads is in `Gates`; everything that is its own is in `Worker`.
 
+use super::prepare::drop_pages;
 use crate::clock::now_ns;
 use crate::engines::{entry, pin_to_cpu, EngineError, EngineKind, Job, OpenSpec, ThreadStats};
 use crate::verify::FileVerify;
@@ -58,6 +59,11 @@ pub(super) struct Worker {
     /// Whether this thread stops the others when it finishes first.
     pub stonewall: bool,
     pub time_based: bool,
+    /// Time-based and meant for the device through the page cache: each new pass starts
+    /// with the file's pages dropped again (the engine closed, the pages dropped, the
+    /// engine opened again), as fio does when it wraps around. Without it every pass after
+    /// the first reads what the first left in the cache.
+    pub refresh_cache: bool,
     /// Flush inside the timed region (after the last I/O) ...
     pub flush_in: bool,
     /// ... or after it, between the two middle barriers.
@@ -111,6 +117,10 @@ impl Worker {
             out.t_start = now_ns();
             let mut r = engine.run(&job, &mut out.stats);
             // Time-based: pass after pass (a new random order each) until the deadline.
+            let reopen = OpenSpec {
+                create: false,
+                ..self.open.clone()
+            };
             let mut pass = 0u64;
             while self.time_based
                 && r.is_ok()
@@ -118,6 +128,15 @@ impl Worker {
                 && !job.should_stop(now_ns())
             {
                 pass += 1;
+                if self.refresh_cache {
+                    r = engine.close().and_then(|_| {
+                        drop_pages(&reopen.path, false);
+                        engine.open(&reopen)
+                    });
+                    if r.is_err() {
+                        break;
+                    }
+                }
                 job.pattern = self.pattern.build(
                     self.records,
                     self.stride,
