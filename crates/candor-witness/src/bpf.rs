@@ -55,9 +55,17 @@ pub fn open(
 
 /// The block devices whose requests count for a target: the whole disk under it when the
 /// block layer sees requests there (loop, virtio, SCSI, NVMe); for a bio-based device
-/// (device-mapper, md) the disks below, where its requests are issued.
+/// (device-mapper, md) the disks below, where its requests are issued. The device comes
+/// from the placement first: btrfs gives its files an anonymous device number that
+/// /sys/dev/block does not know, and the mount's source names the device instead. An
+/// empty list would mean every device of the machine (`Snapshot::block_sum`), so a
+/// target whose device cannot be found gets none of them.
 fn devices_for(target: &Path, placement: Option<&Placement>) -> Vec<DevId> {
-    let Some(disk) = DevId::disk_under(target) else {
+    let named = placement
+        .and_then(|p| p.device.as_ref())
+        .and_then(|d| DevId::from_name(&d.name))
+        .map(DevId::whole_disk);
+    let Some(disk) = named.or_else(|| DevId::disk_under(target)) else {
         return Vec::new();
     };
     let request_based = Path::new(&format!("/sys/dev/block/{disk}/mq")).exists();
@@ -142,8 +150,18 @@ impl Probe for BpfProbe {
             _ => total.clone(),
         };
         let d = &self.devices;
-        facts.exact = Some(exact(&window, &total, d));
         candor_bpf::model::fill_witness(&total, d, w);
+        if d.is_empty() {
+            // No block device under the target (tmpfs, FUSE): sums over no device would be
+            // every device's, so there is nothing to attribute and no block figure to show.
+            w.block = None;
+            w.foreign_device_bytes = 0;
+            for k in BLOCK_EXTRAS {
+                w.extra.remove(k);
+            }
+        } else {
+            facts.exact = Some(exact(&window, &total, d));
+        }
         let unseen = newly_unseen(&self.tracer, d);
         if unseen > 0 {
             w.extra
@@ -185,6 +203,14 @@ fn newly_unseen(tracer: &Shared, devices: &[DevId]) -> u64 {
     }
     new
 }
+
+/// The extras `fill_witness` derives from the block programs.
+const BLOCK_EXTRAS: [&str; 4] = [
+    "bpf_writeback_bytes",
+    "bpf_kernel_thread_bytes",
+    "bpf_avg_queue_depth",
+    "bpf_avg_queue_us",
+];
 
 /// Why a bpf witness block has no `syscalls` (the default of `candor run`).
 const SYSCALLS_OFF: &str = "not traced: tracing every system call costs about 0.2 us per call \
@@ -264,6 +290,32 @@ mod tests {
         assert_eq!(e.own_write_total, 17 << 20);
         assert_eq!(e.own_read_total, 0);
         assert_eq!(e.foreign_bytes, 3 << 20);
+    }
+
+    /// btrfs gives its files an anonymous device number: the requests to count are the
+    /// loop device's under it, never every device of the machine (an empty list), which
+    /// once made every other process's traffic on the host disk count as foreign.
+    #[test]
+    fn btrfs_targets_count_their_own_device() {
+        let fs = match candor_lab::scratch("btrfs", 128 << 20) {
+            Ok(s) => s,
+            Err(candor_lab::LabError::Unsupported(why)) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            DevId::disk_under(fs.path()),
+            None,
+            "btrfs's st_dev is anonymous"
+        );
+        let name = fs.loop_device.trim_start_matches("/dev/");
+        let place = crate::host::place(fs.path());
+        assert_eq!(
+            devices_for(fs.path(), place.as_ref()),
+            vec![DevId::from_name(name).expect("the loop device is in sysfs")]
+        );
     }
 
     /// As root, on a loop-device ext4 nothing else uses: a 16 MiB O_DIRECT write seen by
