@@ -31,9 +31,12 @@ impl MoveRecord for Seek {
         w: bool,
         path: &Path,
     ) -> Result<(), EngineError> {
+        // System calls, not the C library's wrappers, as psync does: read and write are
+        // cancellation points, and in a multi-threaded process their wrappers do two atomic
+        // updates per call for a pthread_cancel that candor never uses.
         if self.pos != off {
             // SAFETY: fd is open.
-            if unsafe { libc::lseek(fd, off as i64, libc::SEEK_SET) } < 0 {
+            if unsafe { libc::syscall(libc::SYS_lseek, fd, off as i64, libc::SEEK_SET) } < 0 {
                 self.pos = u64::MAX;
                 return Err(EngineError::last("lseek", path, Some(off)));
             }
@@ -44,9 +47,9 @@ impl MoveRecord for Seek {
             // SAFETY: buf valid for len bytes.
             let n = unsafe {
                 if w {
-                    libc::write(fd, buf.as_ptr().add(done) as *const _, len - done)
+                    libc::syscall(libc::SYS_write, fd, buf.as_ptr().add(done), len - done)
                 } else {
-                    libc::read(fd, buf.as_mut_ptr().add(done) as *mut _, len - done)
+                    libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr().add(done), len - done)
                 }
             };
             if n < 0 {
