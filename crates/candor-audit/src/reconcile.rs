@@ -5,6 +5,7 @@
 
 use crate::claims::{Claim, Direction};
 use crate::phase::Phase;
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_procfs::DiskStat;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -363,22 +364,6 @@ fn io_time(p: &Phase, d: Direction) -> Option<f64> {
     }
 }
 
-/// Bytes in the largest fitting unit, for sentences.
-pub fn human_bytes(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{v:.0} {}", units[u])
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
-}
-
 /// The verdict and the reasons, in plain words.
 fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
     let Some(ratio) = r.ratio else {
@@ -402,8 +387,8 @@ fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
         let min = c.extra.get("min_xfer_bytes").copied().unwrap_or(0.0);
         why.push(format!(
             "the first thread to finish stopped the others (stonewalling): the slowest moved only {} of {}",
-            human_bytes(min),
-            human_bytes(c.file_size.unwrap_or(0) as f64)
+            format_bytes(min.round() as u64, ByteStyle::TENTHS),
+            format_bytes(c.file_size.unwrap_or(0), ByteStyle::TENTHS)
         ));
     }
     // The flush, when it was seen and the claim left it out.
@@ -473,7 +458,7 @@ fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
         if f as f64 > threshold {
             why.push(format!(
                 "another process moved {} on {name} during the test",
-                human_bytes(f as f64)
+                format_bytes(f, ByteStyle::TENTHS)
             ));
         }
     }
@@ -501,8 +486,8 @@ fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
         if d.abs() > AGREEMENT {
             why.push(format!(
                 "the program counted {} but moved {} through the file",
-                human_bytes(cb as f64),
-                human_bytes(bytes as f64)
+                format_bytes(cb, ByteStyle::TENTHS),
+                format_bytes(bytes, ByteStyle::TENTHS)
             ));
         }
     }

@@ -1,9 +1,10 @@
 //! The audit's two outputs: the terminal table (test, sizes, claimed, observed, ratio,
 //! verdict, then the reasons) and the JSON value stored under `audit` in the RunDoc.
 
-use crate::reconcile::{human_bytes, Row};
+use crate::reconcile::Row;
 use crate::runner::Exit;
 use crate::Audit;
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{AppIo, DeviceIo, ProcessIo, Verdict, Witness};
 use serde_json::{json, Value};
 
@@ -167,7 +168,7 @@ pub fn render_table(a: &Audit) -> String {
                 p.open_s,
                 p.pid,
                 p.direction().as_str(),
-                human_bytes(p.bytes() as f64),
+                format_bytes(p.bytes(), ByteStyle::TENTHS),
                 if p.wall_s() > 0.0 {
                     human_rate(p.bytes() as f64 / p.wall_s())
                 } else {

@@ -3,7 +3,7 @@
 //! into the rounds before it.
 
 use crate::efficiency::{efficiency, DeviceSpec};
-use crate::size::format_size;
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{Repetition, TestResult};
 use serde_json::Value;
 
@@ -62,8 +62,8 @@ fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
     let label = format!(
         "{} ({} file, {} records, {} thread(s), QD {})",
         r.test,
-        format_size(r.file_size),
-        format_size(r.record_size),
+        format_bytes(r.file_size, ByteStyle::LABEL),
+        format_bytes(r.record_size, ByteStyle::LABEL),
         r.threads,
         r.iodepth
     );

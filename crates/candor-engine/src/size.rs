@@ -78,25 +78,6 @@ pub fn parse_size_list(text: &str) -> Result<Vec<u64>, SizeError> {
     Ok(out)
 }
 
-/// A size for reading: the largest binary unit that divides it, else one decimal.
-pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "T"),
-        (1 << 30, "G"),
-        (1 << 20, "M"),
-        (1 << 10, "K"),
-    ];
-    for (m, u) in UNITS {
-        if bytes >= m {
-            if bytes.is_multiple_of(m) {
-                return format!("{}{u}", bytes / m);
-            }
-            return format!("{:.1}{u}", bytes as f64 / m as f64);
-        }
-    }
-    format!("{bytes}B")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,13 +123,5 @@ mod tests {
             vec![4096, 65536, 1 << 20]
         );
         assert!(parse_size_list("4k,,1m").is_err());
-    }
-
-    #[test]
-    fn formats_for_reading() {
-        assert_eq!(format_size(4096), "4K");
-        assert_eq!(format_size(1 << 30), "1G");
-        assert_eq!(format_size(1536), "1.5K");
-        assert_eq!(format_size(100), "100B");
     }
 }

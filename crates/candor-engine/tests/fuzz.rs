@@ -4,9 +4,10 @@
 //! docs/reliability.md lists the inputs tried and their outcomes.
 
 use candor_engine::engines::parse_engine;
-use candor_engine::size::{format_size, parse_size, parse_size_list};
+use candor_engine::size::{parse_size, parse_size_list};
 use candor_engine::verify::{BufferPattern, FileVerify, VerifyConfig, HEADER};
 use candor_engine::workload::{parse_tests, TESTS};
+use candor_model::units::{format_bytes, ByteStyle};
 use proptest::prelude::*;
 
 /// Text shaped like a size: digits, dots, units, spaces, signs, letters, non-ASCII.
@@ -44,7 +45,7 @@ proptest! {
         // What candor prints parses back: exactly when it has no decimal, to within the
         // printed digit otherwise.
         let v = n << (10 * unit);
-        let shown = format_size(v);
+        let shown = format_bytes(v, ByteStyle::LABEL);
         let back = parse_size(&shown).unwrap();
         if shown.contains('.') {
             prop_assert!((back as f64 - v as f64).abs() <= v as f64 * 0.05, "{} -> {} -> {}", v, shown, back);

@@ -10,9 +10,10 @@
 //! undoes everything it made in the same call when a step fails, and `destroy` removes only
 //! listed things, with non-recursive directory removal, so files a person added survive.
 
-use crate::spec::{check_size, human, FsKind};
+use crate::spec::{check_size, FsKind};
 use crate::sys::{self, canonical, run};
 use crate::LabError;
+use candor_model::units::{format_bytes, ByteStyle};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -489,10 +490,10 @@ pub fn create(req: &CreateRequest) -> Result<CreateReport, LabError> {
             "{} has {} free but {} filesystem(s) of {} need up to {}; the backing files are sparse, \
              but filled filesystems would run the host out of space: choose a smaller --size or another --dir",
             dir.display(),
-            human(free_before),
+            format_bytes(free_before, ByteStyle::PROSE),
             new_kinds.len(),
-            human(req.size),
-            human(needed)
+            format_bytes(req.size, ByteStyle::PROSE),
+            format_bytes(needed, ByteStyle::PROSE)
         )));
     }
 

@@ -16,7 +16,7 @@ pub use lab::{
     LabState, Member, MemberStatus, MemberView, Outcome,
 };
 pub use scratch::{scratch, scratch_in, ScratchFs};
-pub use spec::{check_size, human, parse_fs_list, parse_size, FsKind};
+pub use spec::{check_size, parse_fs_list, parse_size, FsKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {

@@ -1,6 +1,7 @@
 //! What a lab is asked to be: the filesystem kinds it can make, their minimum sizes, and the
 //! parsing of `--fs` and `--size`. Pure functions; the errors are sentences for a person.
 
+use candor_model::units::{format_bytes, ByteStyle};
 use std::fmt;
 
 /// A filesystem the lab knows how to make on a loop device.
@@ -129,28 +130,12 @@ pub fn check_size(size: u64, kinds: &[FsKind]) -> Result<(), String> {
         if size < k.min_size() {
             return Err(format!(
                 "--size {} is too small for {k}, which needs at least {}",
-                human(size),
-                human(k.min_size())
+                format_bytes(size, ByteStyle::PROSE),
+                format_bytes(k.min_size(), ByteStyle::PROSE)
             ));
         }
     }
     Ok(())
-}
-
-/// Bytes in binary units, for messages: `4 GiB`, `300 MiB`, `1.5 GiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if (value - value.round()).abs() < 0.05 {
-        format!("{} {}", value.round() as u64, UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 #[cfg(test)]
@@ -188,12 +173,5 @@ mod tests {
         let e = check_size(200 << 20, &[FsKind::Ext4, FsKind::Xfs]).unwrap_err();
         assert!(e.contains("xfs") && e.contains("300 MiB"), "{e}");
         assert!(check_size(100 << 20, &[FsKind::Btrfs]).is_err());
-    }
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human(4 << 30), "4 GiB");
-        assert_eq!(human(1536 << 20), "1.5 GiB");
-        assert_eq!(human(100), "100 B");
     }
 }

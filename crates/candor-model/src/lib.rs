@@ -10,6 +10,7 @@ mod extra;
 mod facts;
 mod load;
 mod time;
+pub mod units;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{DiskDelta, Exact, Facts, Placement};

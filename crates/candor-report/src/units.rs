@@ -1,6 +1,9 @@
 //! How figures are written for people: throughput in MB/s (10^6 bytes, as disks are rated),
 //! sizes in binary units (as candor's options take them), latency in µs, counts with k/M.
-//! Every reporter uses these, so one figure is spelled the same everywhere.
+//! Every reporter uses these, so one figure is spelled the same everywhere. Sizes are the
+//! result model's byte formatter in its table and prose spellings.
+
+use candor_model::units::{format_bytes, trim_zeros, ByteStyle};
 
 /// Bytes per second as MB/s, with as many decimals as make 3-4 significant digits.
 pub fn mb_s(bps: f64) -> String {
@@ -74,39 +77,12 @@ pub fn us(ns: f64) -> String {
 
 /// A size in binary units, compact: 512, 4k, 64k, 1m, 1.5g (the spelling `--file-size` takes).
 pub fn size(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "t"),
-        (1 << 30, "g"),
-        (1 << 20, "m"),
-        (1 << 10, "k"),
-    ];
-    for (unit, suffix) in UNITS {
-        if bytes >= unit {
-            if bytes.is_multiple_of(unit) {
-                return format!("{}{}", bytes / unit, suffix);
-            }
-            let v = bytes as f64 / unit as f64;
-            return format!("{}{}", trim(format!("{v:.2}")), suffix);
-        }
-    }
-    format!("{bytes}")
+    format_bytes(bytes, ByteStyle::OPTION)
 }
 
 /// A size for prose: 4 KiB, 64 MiB, 1.5 GiB.
 pub fn size_long(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ];
-    for (unit, suffix) in UNITS {
-        if bytes >= unit {
-            let v = bytes as f64 / unit as f64;
-            return format!("{} {}", trim(format!("{v:.1}")), suffix);
-        }
-    }
-    format!("{bytes} B")
+    format_bytes(bytes, ByteStyle::PROSE)
 }
 
 /// A share as a percentage: 0.934 -> "93%", 0.0042 -> "0.4%".
@@ -116,7 +92,7 @@ pub fn pct(share: f64) -> String {
     }
     let p = share * 100.0;
     if p != 0.0 && p.abs() < 10.0 {
-        format!("{}%", trim(format!("{p:.1}")))
+        format!("{}%", trim_zeros(format!("{p:.1}")))
     } else {
         format!("{p:.0}%")
     }
@@ -131,14 +107,6 @@ pub fn ratio(x: f64) -> String {
         format!("{x:.1}x")
     } else {
         format!("{x:.2}x")
-    }
-}
-
-fn trim(s: String) -> String {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 

@@ -3,24 +3,8 @@
 //! when the device was disturbed (docs/witness.md, "Explanations").
 
 use crate::rules::{Attribution, Judgement};
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{Facts, Intent, Verdict};
-
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < UNITS.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} bytes")
-    } else if v < 10.0 {
-        format!("{v:.1} {}", UNITS[i])
-    } else {
-        format!("{v:.0} {}", UNITS[i])
-    }
-}
 
 /// A share as a whole percentage that never rounds a part to 0% or 100%.
 pub(crate) fn pct(x: f64) -> String {
@@ -116,7 +100,7 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         };
         s.push_str(&format!(
             " The device also carried {} of {what}: rerun when the device is idle.",
-            human_bytes(j.foreign_device_bytes)
+            format_bytes(j.foreign_device_bytes, ByteStyle::WITNESS)
         ));
     }
     s
@@ -133,9 +117,6 @@ mod tests {
 
     #[test]
     fn units() {
-        assert_eq!(human_bytes(72 << 30), "72 GiB");
-        assert_eq!(human_bytes(3 << 19), "1.5 MiB");
-        assert_eq!(human_bytes(10), "10 bytes");
         assert_eq!(pct(0.004), "1%");
         assert_eq!(pct(0.996), "99%");
         assert_eq!(three_ram(RAM), "72 GiB");

@@ -19,9 +19,10 @@ pub use sweep::*;
 use crate::efficiency::{parse_spec, DeviceSpec};
 use crate::engines::{self, entry, EngineKind};
 use crate::rundir::RunDir;
-use crate::size::{format_size, parse_size_list};
+use crate::size::parse_size_list;
 use crate::verify::{VerifyConfig, HEADER};
 use crate::workload::{parse_tests, PatternKind};
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::TargetInfo;
 use options::{parse_cpus, parse_duration, parse_u32_list, size_arg};
 use presets::{Chosen, Preset, Shape};
@@ -181,7 +182,7 @@ impl Plan {
                     notes.push(format!(
                         "the default run caps each repetition at {} s: tests that cannot cover the {} file in that time measure the part they reached (give --runtime to change it)",
                         f.runtime_ns / 1_000_000_000,
-                        format_size(size)
+                        format_bytes(size, ByteStyle::LABEL)
                     ));
                 }
                 (f.points(size)?, f.repeat)
@@ -355,8 +356,8 @@ fn sweep_points(
     if let Some(&r) = records.iter().find(|&&r| r > largest_file) {
         return Err(PlanError::usage(format!(
             "record size {} is larger than the file size {}: a record must fit in the file; use a smaller --record-size or a larger --file-size",
-            format_size(r),
-            format_size(largest_file)
+            format_bytes(r, ByteStyle::LABEL),
+            format_bytes(largest_file, ByteStyle::LABEL)
         )));
     }
     if records.iter().any(|&r| r > u32::MAX as u64 / 2) {
@@ -415,7 +416,7 @@ fn check_direct(points: &[Point], infos: &[TargetInfo], dirs: &[RunDir]) -> Resu
             return Err(PlanError::usage(format!(
                 "with --direct, the record size must be a multiple of the device's logical block size ({lbs} bytes on {}), and {} is not: choose e.g. --record-size 4k",
                 info.path,
-                format_size(p.record_size)
+                format_bytes(p.record_size, ByteStyle::LABEL)
             )));
         }
     }
@@ -435,8 +436,8 @@ fn check_free_space(points: &[Point], infos: &[TargetInfo]) -> Result<(), PlanEr
             return Err(PlanError::usage(format!(
                 "{} has {} free but the plan needs {} (file size x threads, plus a margin): free some space or choose a smaller --file-size or fewer --threads",
                 info.path,
-                format_size(info.free_bytes),
-                format_size(need_with_margin)
+                format_bytes(info.free_bytes, ByteStyle::LABEL),
+                format_bytes(need_with_margin, ByteStyle::LABEL)
             )));
         }
     }
@@ -468,7 +469,7 @@ fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
         if (p.record_size as usize) < HEADER {
             return Err(PlanError::usage(format!(
                 "--verify puts a {HEADER}-byte header in every record, and {} is smaller: use a --record-size of 64 or more",
-                format_size(p.record_size)
+                format_bytes(p.record_size, ByteStyle::LABEL)
             )));
         }
         if p.spec.pattern == PatternKind::SameRecord && p.iodepth > 1 {

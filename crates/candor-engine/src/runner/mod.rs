@@ -19,6 +19,7 @@ use crate::rundir::RunDir;
 use crate::signals;
 use crate::verify::{FileVerify, Tally, VerifyConfig};
 use crate::workload::Direction;
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{Cpu, Intent, Repetition, Status, TestResult, ThreadAggregate};
 use candor_stats::{summarize, Histogram};
 use candor_witness::Witness;
@@ -390,7 +391,7 @@ pub fn run_coordinated(
                                 target.path.display(),
                                 point.spec.name,
                                 e,
-                                crate::size::format_size(point.file_size),
+                                format_bytes(point.file_size, ByteStyle::LABEL),
                                 point.threads
                             )));
                         }

@@ -9,6 +9,7 @@
 
 use crate::exit::{CmdResult, Failure, OK};
 use candor_lab::{CreateRequest, LabError, Outcome};
+use candor_model::units::{format_bytes, ByteStyle};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -106,7 +107,7 @@ fn create(fs: &str, size: &str, dir: Option<PathBuf>) -> CmdResult {
         eprintln!(
             "candor lab: {:<5} {:>8}  {:<11} {}",
             m.member.fs.name(),
-            candor_lab::human(m.member.size),
+            format_bytes(m.member.size, ByteStyle::PROSE),
             m.loop_device,
             what
         );
@@ -114,8 +115,8 @@ fn create(fs: &str, size: &str, dir: Option<PathBuf>) -> CmdResult {
             eprintln!(
                 "candor lab: {} was made with {}, not {}; destroy the lab to change its size",
                 m.member.fs,
-                candor_lab::human(m.member.size),
-                candor_lab::human(size)
+                format_bytes(m.member.size, ByteStyle::PROSE),
+                format_bytes(size, ByteStyle::PROSE)
             );
         }
     }
@@ -123,8 +124,8 @@ fn create(fs: &str, size: &str, dir: Option<PathBuf>) -> CmdResult {
         eprintln!(
             "candor lab: the backing files in {} are sparse: they take space only as the filesystems fill (up to {}; {} was free)",
             report.root.display(),
-            candor_lab::human(report.new_bytes()),
-            candor_lab::human(report.free_before)
+            format_bytes(report.new_bytes(), ByteStyle::PROSE),
+            format_bytes(report.free_before, ByteStyle::PROSE)
         );
     } else if report.members.iter().all(|m| m.outcome == Outcome::Existed) {
         eprintln!(
@@ -167,7 +168,7 @@ fn list(dir: Option<PathBuf>, paths: bool) -> CmdResult {
         println!(
             "{:<5} {:>8}  {:<11} {:<20} {}",
             v.member.fs.name(),
-            candor_lab::human(v.member.size),
+            format_bytes(v.member.size, ByteStyle::PROSE),
             v.loop_device().unwrap_or("-"),
             v.status.to_string(),
             v.member.mount_point.display()

@@ -14,8 +14,8 @@ use candor_engine::plan::{
 use candor_engine::rundir::{clean_stale, new_run_id, RunDir};
 use candor_engine::runner::{self, Progress, StopReason, Target};
 use candor_engine::signals;
-use candor_engine::size::format_size;
 use candor_engine::verify::BufferPattern;
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{rfc3339_now, RunDoc, TargetInfo, TestResult};
 use candor_report::Format;
 use candor_witness::Mode;
@@ -649,8 +649,8 @@ impl Progress for Bar {
                 index + 1,
                 total,
                 p.spec.name,
-                format_size(p.file_size),
-                format_size(p.record_size),
+                format_bytes(p.file_size, ByteStyle::LABEL),
+                format_bytes(p.record_size, ByteStyle::LABEL),
                 p.threads,
                 p.iodepth
             ));
