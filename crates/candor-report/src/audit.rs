@@ -1,64 +1,19 @@
 //! Results of `candor audit` (`RunDoc::audit`): what another benchmark claimed against what the
-//! witness observed, per claim. Read tolerantly from the saved JSON (the audit's
-//! `reconciliation` rows), so the report shows what the audit recorded without depending on the
-//! audit's own types.
+//! witness observed, per claim, read from the saved audit's `reconciliation` rows as the
+//! result model types them.
 
 use crate::grid::{Align, Grid};
 use crate::units;
+use candor_model::audit::ReconciliationRow;
 use candor_model::RunDoc;
-use serde_json::Value;
 
-/// One claim against its observation.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Claim {
-    pub test: String,
-    pub program: String,
-    pub record_size: Option<u64>,
-    pub file_size: Option<u64>,
-    pub threads: u32,
-    /// Bytes per second the program printed.
-    pub claimed: f64,
-    /// Bytes over the wall time from open to close, as observed.
-    pub observed_wall: Option<f64>,
-    /// Bytes over the time inside the I/O calls, as observed.
-    pub observed_syscall: Option<f64>,
-    pub ratio: Option<f64>,
-    pub cache_share: Option<f64>,
-    /// "agrees", "overstated", "understated" or "unverified".
-    pub verdict: String,
-    pub explanation: String,
-}
-
-fn f(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(|x| x.as_f64())
-}
-
-fn s(v: &Value, k: &str) -> String {
-    v.get(k)
-        .and_then(|x| x.as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The audit's claims, when the document is an audit.
-pub fn claims(doc: &RunDoc) -> Option<Vec<Claim>> {
+/// The audit's claims against their observations, when the document is an audit. A row
+/// that does not read as one (a file edited by hand) is left out.
+pub fn claims(doc: &RunDoc) -> Option<Vec<ReconciliationRow>> {
     let rows = doc.audit.as_ref()?.get("reconciliation")?.as_array()?;
     Some(
         rows.iter()
-            .map(|r| Claim {
-                test: s(r, "test"),
-                program: s(r, "program"),
-                record_size: r.get("record_size").and_then(|x| x.as_u64()),
-                file_size: r.get("file_size").and_then(|x| x.as_u64()),
-                threads: r.get("threads").and_then(|x| x.as_u64()).unwrap_or(1) as u32,
-                claimed: f(r, "claimed_Bps").unwrap_or(0.0),
-                observed_wall: f(r, "observed_wall_Bps"),
-                observed_syscall: f(r, "observed_syscall_Bps"),
-                ratio: f(r, "ratio"),
-                cache_share: f(r, "cache_share"),
-                verdict: s(r, "verdict"),
-                explanation: s(r, "explanation"),
-            })
+            .filter_map(|r| serde_json::from_value::<ReconciliationRow>(r.clone()).ok())
             .collect(),
     )
 }
@@ -79,7 +34,7 @@ pub fn command_line(doc: &RunDoc) -> Option<String> {
 }
 
 /// Claimed vs observed, one row per claim, with the explanations numbered under it.
-pub fn grid(claims: &[Claim]) -> (Grid, Vec<String>) {
+pub fn grid(claims: &[ReconciliationRow]) -> (Grid, Vec<String>) {
     let mut g = Grid::new(&[
         ("program", Align::Left),
         ("test", Align::Left),
@@ -108,9 +63,11 @@ pub fn grid(claims: &[Claim]) -> (Grid, Vec<String>) {
             c.file_size.map(units::size).unwrap_or("-".into()),
             c.record_size.map(units::size).unwrap_or("-".into()),
             c.threads.max(1).to_string(),
-            units::mb_s(c.claimed),
-            c.observed_wall.map(units::mb_s).unwrap_or("-".into()),
-            c.observed_syscall.map(units::mb_s).unwrap_or("-".into()),
+            units::mb_s(c.claimed_bps),
+            c.observed_wall_bps.map(units::mb_s).unwrap_or("-".into()),
+            c.observed_syscall_bps
+                .map(units::mb_s)
+                .unwrap_or("-".into()),
             c.ratio.map(units::ratio).unwrap_or("-".into()),
             c.cache_share.map(units::pct).unwrap_or_default(),
             c.verdict.clone(),

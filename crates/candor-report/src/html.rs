@@ -405,8 +405,8 @@ fn audit(doc: &RunDoc, b: &mut String) {
             flagged: false,
             colour: Some(colour),
         };
-        rows.push(point(format!("{label}: claimed"), c.claimed, 1));
-        if let Some(o) = c.observed_wall {
+        rows.push(point(format!("{label}: claimed"), c.claimed_bps, 1));
+        if let Some(o) = c.observed_wall_bps {
             rows.push(point(format!("{label}: observed"), o, 0));
         }
     }

@@ -8,28 +8,8 @@ pub mod iozone;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Which way the data went in a claimed figure.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Read,
-    Write,
-    /// Both in one figure (a mixed workload).
-    Mixed,
-    #[default]
-    Unknown,
-}
-
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Read => "read",
-            Direction::Write => "write",
-            Direction::Mixed => "mixed",
-            Direction::Unknown => "unknown",
-        }
-    }
-}
+/// Which way the data went in a claimed figure (a word of the saved audit).
+pub use candor_model::audit::Direction;
 
 /// One figure a program printed.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

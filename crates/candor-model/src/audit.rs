@@ -1,0 +1,79 @@
+//! The words and rows of `candor audit` that the saved document carries (`RunDoc::audit`)
+//! and the reports read back: one type each, written by the audit and read by the reports.
+
+use serde::{Deserialize, Serialize};
+
+/// Which way the data went in a claimed figure.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Read,
+    Write,
+    /// Both in one figure (a mixed workload).
+    Mixed,
+    #[default]
+    Unknown,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+            Direction::Mixed => "mixed",
+            Direction::Unknown => "unknown",
+        }
+    }
+}
+
+/// One line of the audit's reconciliation table (`audit.reconciliation` in a saved audit):
+/// a figure the audited program claimed against what the kernel saw.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct ReconciliationRow {
+    pub test: String,
+    pub program: String,
+    pub direction: Direction,
+    pub record_size: Option<u64>,
+    pub file_size: Option<u64>,
+    pub threads: u32,
+    #[serde(rename = "claimed_Bps")]
+    pub claimed_bps: f64,
+    /// Bytes over the time spent inside the read/write calls (None without a syscall tracer).
+    #[serde(rename = "observed_syscall_Bps")]
+    pub observed_syscall_bps: Option<f64>,
+    /// Bytes over the wall time from open to close, fsync and close included.
+    #[serde(rename = "observed_wall_Bps")]
+    pub observed_wall_bps: Option<f64>,
+    /// claimed / observed over the wall time (the end-to-end figure: what a person waiting
+    /// for the data sees).
+    pub ratio: Option<f64>,
+    /// claimed / observed over the time inside the I/O calls.
+    pub ratio_syscall: Option<f64>,
+    pub claimed_bytes: Option<u64>,
+    pub observed_bytes: Option<u64>,
+    pub claimed_seconds: Option<f64>,
+    pub wall_s: Option<f64>,
+    pub io_time_s: Option<f64>,
+    pub fsync_count: Option<u64>,
+    pub fsync_time_s: Option<f64>,
+    /// Reads: share of the bytes the page cache served (the kernel read less from storage).
+    pub cache_share: Option<f64>,
+    /// Writes: share of the bytes the device wrote while the file was open.
+    pub flushed_share: Option<f64>,
+    pub device: Option<String>,
+    pub device_read_bytes: Option<u64>,
+    pub device_write_bytes: Option<u64>,
+    /// Device bytes in the window that the audited tree does not account for.
+    pub foreign_device_bytes: Option<u64>,
+    /// Random tests, when offsets were seen: the share of the file the offsets reached
+    /// (from the highest power-of-two bucket of offsets, so a lower bound of the reach).
+    pub offset_reach: Option<f64>,
+    /// lseek calls in the phases (eBPF).
+    pub lseek_count: Option<u64>,
+    /// "agrees", "overstated", "understated" or "unverified".
+    pub verdict: String,
+    pub explanation: String,
+    /// Indexes of the phases behind the row.
+    pub phases: Vec<usize>,
+}
