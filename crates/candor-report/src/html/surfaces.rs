@@ -1,0 +1,160 @@
+//! Throughput over file size x record size: a heatmap and one line per file size, for each set
+//! of results that varies in sizes.
+
+use super::page::{fig, mbps, short_title, size_kib};
+use super::MAX_CURVES;
+use crate::svg::{self, esc, AxisKind, LineChart, Series};
+use crate::units;
+use crate::view;
+use candor_model::{RunDoc, TestResult};
+use std::fmt::Write;
+
+/// Results of one kind (same target, test, threads, depth, engine, flags) that vary in sizes.
+pub(super) fn size_sets(doc: &RunDoc) -> Vec<(String, Vec<&TestResult>)> {
+    let mut sets: Vec<(String, Vec<&TestResult>)> = Vec::new();
+    let several = view::groups(doc).len() > 1;
+    for r in doc.results.iter().filter(|r| !view::failed(r)) {
+        let mut name = r.test.clone();
+        if r.threads > 1 {
+            name.push_str(&format!(", {} threads", r.threads));
+        }
+        if r.iodepth > 1 {
+            name.push_str(&format!(", QD {}", r.iodepth));
+        }
+        if !r.engine.is_empty() {
+            name.push_str(&format!(", {}", r.engine));
+        }
+        if r.direct {
+            name.push_str(", O_DIRECT");
+        }
+        if several {
+            name.push_str(&format!(" on {}", r.target));
+        }
+        match sets.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(r),
+            None => sets.push((name, vec![r])),
+        }
+    }
+    sets
+}
+
+pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
+    let sets: Vec<_> = size_sets(doc)
+        .into_iter()
+        .filter(|(_, v)| {
+            let mut k: Vec<(u64, u64)> = v.iter().map(|r| (r.file_size, r.record_size)).collect();
+            k.sort();
+            k.dedup();
+            k.len() >= 2
+        })
+        .collect();
+    if sets.is_empty() {
+        return;
+    }
+    b.push_str("<h2 id=\"sizes\">Throughput over file size and record size</h2>\
+        <p class=\"sub\">iozone's surface, flattened: each cell is the mean throughput of one file size and record size; \
+        the lines show the same figures with one line per file size.</p>");
+    for (i, (name, rs)) in sets.iter().enumerate() {
+        let mut files: Vec<u64> = rs.iter().map(|r| r.file_size).collect();
+        files.sort();
+        files.dedup();
+        let mut recs: Vec<u64> = rs.iter().map(|r| r.record_size).collect();
+        recs.sort();
+        recs.dedup();
+        let get = |f: u64, rec: u64| {
+            rs.iter()
+                .find(|r| r.file_size == f && r.record_size == rec)
+                .map(|r| r.throughput.mean / 1e6)
+        };
+        let values: Vec<Vec<Option<f64>>> = files
+            .iter()
+            .map(|f| recs.iter().map(|rec| get(*f, *rec)).collect())
+            .collect();
+        let heat = svg::heatmap(
+            &format!("heat-{i}"),
+            &format!("{}: MB/s", short_title(name)),
+            "file size",
+            "record size",
+            &files.iter().map(|f| units::size(*f)).collect::<Vec<_>>(),
+            &recs.iter().map(|r| units::size(*r)).collect::<Vec<_>>(),
+            &values,
+            mbps,
+            "MB/s",
+        );
+        // Lines for at most six file sizes, spread from the smallest to the largest: more
+        // would be a tangle (the heatmap beside it has them all).
+        let shown: Vec<u64> = if files.len() <= MAX_CURVES {
+            files.clone()
+        } else {
+            let step = (files.len() - 1) as f64 / (MAX_CURVES - 1) as f64;
+            let mut v: Vec<u64> = (0..MAX_CURVES)
+                .map(|k| files[((k as f64 * step).round() as usize).min(files.len() - 1)])
+                .collect();
+            v.dedup();
+            v
+        };
+        let lines_caption = if shown.len() < files.len() {
+            format!(
+                "One line per file size ({} of {}, spread from the smallest to the largest; the heatmap has them all).",
+                shown.len(),
+                files.len()
+            )
+        } else {
+            "One line per file size.".to_string()
+        };
+        // One record size: a line over record size would be a column of dots, so the line
+        // runs over file size instead.
+        let over_files = recs.len() == 1;
+        let series: Vec<Series> = if over_files {
+            vec![Series {
+                name: format!("record {}", units::size(recs[0])),
+                points: files
+                    .iter()
+                    .filter_map(|f| get(*f, recs[0]).map(|v| (*f as f64 / 1024.0, v)))
+                    .collect(),
+                ..Default::default()
+            }]
+        } else {
+            shown
+                .iter()
+                .map(|f| Series {
+                    name: format!("file {}", units::size(*f)),
+                    points: recs
+                        .iter()
+                        .filter_map(|rec| get(*f, *rec).map(|v| (*rec as f64 / 1024.0, v)))
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let (by, lines_caption) = if over_files {
+            (
+                "file size",
+                "One record size ran: the line follows the file size.".to_string(),
+            )
+        } else {
+            ("record size", lines_caption)
+        };
+        let lines = svg::line_chart(&LineChart {
+            id: format!("size-{i}"),
+            title: format!("{}: MB/s by {by}", short_title(name)),
+            x_label: by.into(),
+            y_label: "throughput, MB/s".into(),
+            x_kind: AxisKind::Log2,
+            y_kind: AxisKind::Linear,
+            x_fmt: size_kib,
+            y_fmt: mbps,
+            series,
+            width: 620.0,
+            height: 320.0,
+            markers: true,
+        });
+        let _ = write!(
+            b,
+            "<h3>{}</h3><div class=\"charts\">{}{}</div>",
+            esc(name),
+            fig(heat, "Darker is faster. Blank cells did not run (record larger than the file, or not asked for)."),
+            fig(lines, &lines_caption)
+        );
+    }
+}

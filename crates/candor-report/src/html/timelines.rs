@@ -1,0 +1,198 @@
+//! Witness timelines: application against device throughput over each test, and dirty memory.
+
+use super::page::{badge, fig, mbps, secs};
+use super::MAX_TIMELINES;
+use crate::svg::{self, esc, AxisKind, LineChart, Series};
+use crate::view;
+use candor_model::{RunDoc, TestResult};
+use std::fmt::Write;
+
+/// A timeline this long shows a course over time; shorter ones are drawn after the others.
+pub(super) const MIN_COURSE: usize = 5;
+
+/// A rate of the timeline as steps: each sample is the rate over the interval since the one
+/// before it (the first since the test began), so it is drawn flat over that interval rather
+/// than as a slope between sampling instants.
+pub(super) fn steps(
+    tl: &[candor_model::TimelinePoint],
+    f: impl Fn(&candor_model::TimelinePoint) -> f64,
+) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(tl.len() * 2);
+    let mut start = 0.0f64;
+    for p in tl {
+        let v = f(p);
+        out.push((start.min(p.t), v));
+        out.push((p.t, v));
+        start = p.t;
+    }
+    out
+}
+
+pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
+    let mut with: Vec<&TestResult> = doc
+        .results
+        .iter()
+        .filter(|r| r.witness.as_ref().is_some_and(|w| w.timeline.len() >= 2))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    // Contradicted verdicts first (they are the ones a reader needs to see), then timelines
+    // long enough to show a course over time, disturbed ones first; a test over in one or two
+    // samples comes last.
+    with.sort_by_key(|r| {
+        let w = r.witness.as_ref();
+        (
+            !w.is_some_and(|w| w.contradicts_intent),
+            w.map_or(0, |w| w.timeline.len()) < MIN_COURSE,
+            !w.is_some_and(|w| w.disturbed),
+        )
+    });
+    let total = with.len();
+    with.truncate(MAX_TIMELINES);
+    b.push_str("<h2 id=\"timeline\">What the kernel saw over time</h2>\
+        <p class=\"sub\">Sampled by the witness during each test: what candor's process moved (application) against what reached \
+        the block device, and dirty page-cache memory waiting to be written back. A gap between the lines is the page cache at work.</p>");
+    for (i, r) in with.iter().enumerate() {
+        let Some(w) = &r.witness else { continue };
+        let tl = &w.timeline;
+        let mut series = Vec::new();
+        let mut add =
+            |name: &str, f: fn(&candor_model::TimelinePoint) -> f64, c: usize, wide: bool| {
+                if tl.iter().any(|p| f(p) > 0.0) {
+                    series.push(Series {
+                        name: name.into(),
+                        points: steps(tl, |p| f(p) / 1e6),
+                        colour: Some(c),
+                        wide,
+                        ..Default::default()
+                    });
+                }
+            };
+        // Application lines wide and pale underneath, device lines thin on top: where they
+        // coincide, both stay visible.
+        add("application write", |p| p.app_write_bps, 1, true);
+        add("application read", |p| p.app_read_bps, 2, true);
+        add("device write", |p| p.device_write_bps, 0, false);
+        add("device read", |p| p.device_read_bps, 3, false);
+        // I/O that does not pass through read(2)/write(2) (io_uring, mmap) is not counted in
+        // /proc/self/io, so the timeline has no application rate: the mean rate of the
+        // repetition the timeline belongs to (the last one) stands in, dashed and named so.
+        let sampled_app = tl
+            .iter()
+            .any(|p| p.app_read_bps > 0.0 || p.app_write_bps > 0.0);
+        let mut caption =
+            "Wide pale lines: what candor asked for; thin lines: what the device did. \
+                           Each step is the rate over one sampling interval."
+                .to_string();
+        let last_rep = r
+            .reps
+            .last()
+            .filter(|p| p.seconds > 0.0 && p.bytes > 0)
+            .map(|p| p.bytes as f64 / p.seconds);
+        let (app_mean, over) = match last_rep {
+            Some(x) => (x, "the last repetition (this timeline's)"),
+            None => (r.throughput.mean, "the test"),
+        };
+        if !sampled_app && app_mean > 0.0 && (w.app.read_bytes > 0 || w.app.write_bytes > 0) {
+            let end = tl.last().map_or(0.0, |p| p.t);
+            series.insert(
+                0,
+                Series {
+                    name: format!("application, mean over {over}"),
+                    points: vec![(0.0, app_mean / 1e6), (end, app_mean / 1e6)],
+                    dashed: true,
+                    colour: Some(if w.app.write_bytes > 0 { 1 } else { 2 }),
+                    ..Default::default()
+                },
+            );
+            caption = format!(
+                "The application's own rate was not sampled: {} I/O does not pass through \
+                 read(2)/write(2), which /proc/self/io counts. Dashed: its mean over {over}; thin \
+                 lines: what the device did, each step the rate over one sampling interval.",
+                if r.engine.is_empty() {
+                    "this engine's"
+                } else {
+                    r.engine.as_str()
+                }
+            );
+        }
+        let c1 = svg::line_chart(&LineChart {
+            id: format!("tl-io-{i}"),
+            title: format!("{}: application vs device", view::label(r)),
+            x_label: "time since the test started, s".into(),
+            y_label: "MB/s".into(),
+            x_kind: AxisKind::Linear,
+            y_kind: AxisKind::Linear,
+            x_fmt: secs,
+            y_fmt: mbps,
+            series,
+            width: 620.0,
+            height: 300.0,
+            markers: false,
+        });
+        let c2 = svg::line_chart(&LineChart {
+            id: format!("tl-dirty-{i}"),
+            title: format!("{}: dirty memory", view::label(r)),
+            x_label: "time since the test started, s".into(),
+            y_label: "dirty, MiB".into(),
+            x_kind: AxisKind::Linear,
+            y_kind: AxisKind::Linear,
+            x_fmt: secs,
+            y_fmt: mbps,
+            series: vec![Series {
+                name: "dirty".into(),
+                points: tl
+                    .iter()
+                    .map(|p| (p.t, p.dirty_bytes as f64 / (1u64 << 20) as f64))
+                    .collect(),
+                colour: Some(4),
+                ..Default::default()
+            }],
+            width: 620.0,
+            height: 300.0,
+            markers: false,
+        });
+        let _ = write!(
+            b,
+            "<h3>{} {}</h3><p>{}</p><div class=\"charts\">{}{}</div>",
+            esc(&view::label(r)),
+            badge(r),
+            esc(&w.explanation),
+            fig(c1, &caption),
+            fig(
+                c2,
+                "Dirty: written by applications, not yet on the device (/proc/meminfo Dirty)."
+            )
+        );
+    }
+    if total > with.len() {
+        let _ = write!(
+            b,
+            "<p class=\"sub\">{} more timelines are in the JSON result.</p>",
+            total - with.len()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candor_model::TimelinePoint;
+
+    #[test]
+    fn timeline_rates_are_flat_over_their_interval() {
+        let tl: Vec<TimelinePoint> = [(0.1, 5.0), (0.2, 7.0)]
+            .iter()
+            .map(|(t, r)| TimelinePoint {
+                t: *t,
+                device_write_bps: *r,
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(
+            steps(&tl, |p| p.device_write_bps),
+            vec![(0.0, 5.0), (0.1, 5.0), (0.1, 7.0), (0.2, 7.0)]
+        );
+    }
+}
