@@ -1,7 +1,7 @@
 //! Latency distributions: a histogram and a percentile curve for up to a few results of each
 //! set.
 
-use super::page::{fig, lat_us, nines, short_title, tick};
+use super::page::{fig, lat_us, named_sets, nines, short_title, tick};
 use super::MAX_CURVES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::units;
@@ -57,29 +57,11 @@ pub(super) fn curve_name(r: &TestResult, rs: &[&TestResult]) -> String {
 /// Results grouped for latency charts: by test, engine, O_DIRECT and target, across sizes,
 /// threads and depths.
 pub(super) fn latency_sets(doc: &RunDoc) -> Vec<(String, Vec<&TestResult>)> {
-    let several = view::groups(doc).len() > 1;
-    let mut sets: Vec<(String, Vec<&TestResult>)> = Vec::new();
-    for r in doc
-        .results
-        .iter()
-        .filter(|r| !view::failed(r) && !r.latency_histogram.buckets.is_empty())
-    {
-        let mut name = r.test.clone();
-        if !r.engine.is_empty() {
-            name.push_str(&format!(", {}", r.engine));
-        }
-        if r.direct {
-            name.push_str(", O_DIRECT");
-        }
-        if several {
-            name.push_str(&format!(" on {}", r.target));
-        }
-        match sets.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, v)) => v.push(r),
-            None => sets.push((name, vec![r])),
-        }
-    }
-    sets
+    named_sets(
+        doc,
+        |r| !r.latency_histogram.buckets.is_empty(),
+        |_| String::new(),
+    )
 }
 
 pub(super) fn latency(doc: &RunDoc, b: &mut String) {

@@ -221,3 +221,33 @@ pub(super) fn badge(r: &TestResult) -> String {
 pub(super) fn short_title(name: &str) -> &str {
     name.split(" on ").next().unwrap_or(name)
 }
+
+/// The results that did not fail and that `keep` keeps, grouped under a name: the test,
+/// what `detail` adds, the engine, O_DIRECT, and the target when the run has several; in
+/// the order the results came.
+pub(super) fn named_sets(
+    doc: &RunDoc,
+    keep: impl Fn(&TestResult) -> bool,
+    detail: impl Fn(&TestResult) -> String,
+) -> Vec<(String, Vec<&TestResult>)> {
+    let several = view::groups(doc).len() > 1;
+    let mut sets: Vec<(String, Vec<&TestResult>)> = Vec::new();
+    for r in doc.results.iter().filter(|r| !view::failed(r) && keep(r)) {
+        let mut name = r.test.clone();
+        name.push_str(&detail(r));
+        if !r.engine.is_empty() {
+            name.push_str(&format!(", {}", r.engine));
+        }
+        if r.direct {
+            name.push_str(", O_DIRECT");
+        }
+        if several {
+            name.push_str(&format!(" on {}", r.target));
+        }
+        match sets.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(r),
+            None => sets.push((name, vec![r])),
+        }
+    }
+    sets
+}

@@ -1,41 +1,29 @@
 //! Throughput over file size x record size: a heatmap and one line per file size, for each set
 //! of results that varies in sizes.
 
-use super::page::{fig, mbps, short_title, size_kib};
+use super::page::{fig, mbps, named_sets, short_title, size_kib};
 use super::MAX_CURVES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::units;
-use crate::view;
 use candor_model::{RunDoc, TestResult};
 use std::fmt::Write;
 
 /// Results of one kind (same target, test, threads, depth, engine, flags) that vary in sizes.
 pub(super) fn size_sets(doc: &RunDoc) -> Vec<(String, Vec<&TestResult>)> {
-    let mut sets: Vec<(String, Vec<&TestResult>)> = Vec::new();
-    let several = view::groups(doc).len() > 1;
-    for r in doc.results.iter().filter(|r| !view::failed(r)) {
-        let mut name = r.test.clone();
-        if r.threads > 1 {
-            name.push_str(&format!(", {} threads", r.threads));
-        }
-        if r.iodepth > 1 {
-            name.push_str(&format!(", QD {}", r.iodepth));
-        }
-        if !r.engine.is_empty() {
-            name.push_str(&format!(", {}", r.engine));
-        }
-        if r.direct {
-            name.push_str(", O_DIRECT");
-        }
-        if several {
-            name.push_str(&format!(" on {}", r.target));
-        }
-        match sets.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, v)) => v.push(r),
-            None => sets.push((name, vec![r])),
-        }
-    }
-    sets
+    named_sets(
+        doc,
+        |_| true,
+        |r| {
+            let mut d = String::new();
+            if r.threads > 1 {
+                d.push_str(&format!(", {} threads", r.threads));
+            }
+            if r.iodepth > 1 {
+                d.push_str(&format!(", QD {}", r.iodepth));
+            }
+            d
+        },
+    )
 }
 
 pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
