@@ -95,6 +95,8 @@ fn soak_merge(results: &mut Vec<TestResult>, new: Vec<TestResult>) {
                 && o.threads == r.threads
                 && o.iodepth == r.iodepth
         });
+        // Whether this round failed, before an earlier round's failure is carried into it.
+        let failed_now = !r.status.is_ok();
         let mut rounds: Vec<Value> = Vec::new();
         let mut failed_rounds = 0u64;
         if let Some(i) = same {
@@ -113,7 +115,7 @@ fn soak_merge(results: &mut Vec<TestResult>, new: Vec<TestResult>) {
                 r.error = old.error;
             }
         }
-        if !r.status.is_ok() {
+        if failed_now {
             failed_rounds += 1;
         }
         rounds.push(r.throughput.mean.into());
@@ -164,6 +166,11 @@ mod tests {
         assert_eq!(
             r.extra["rounds_throughput"],
             serde_json::json!([1.0, 2.0, 3.0])
+        );
+        assert_eq!(
+            r.extra["failed_rounds"],
+            serde_json::json!(1),
+            "only the round that failed counts"
         );
     }
 
