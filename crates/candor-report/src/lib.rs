@@ -1,4 +1,4 @@
-//! Reporters: each format is one module and one entry in `Format`; all of them render from a
+//! Reporters: each format is one module and one entry in `FORMATS`; all of them render from a
 //! `RunDoc` alone, so a saved JSON re-renders exactly what the run printed.
 //!
 //! Shared pieces: `units` (how figures are written for people), `grid` (aligned text and
@@ -34,33 +34,68 @@ pub enum Format {
     Excel,
 }
 
+/// A text format: its name, and the function that renders a result in it.
+pub struct FormatEntry {
+    pub name: &'static str,
+    pub format: Format,
+    pub render: fn(&RunDoc) -> String,
+}
+
+/// The format table: adding a format is one module and one entry here.
+pub const FORMATS: &[FormatEntry] = &[
+    FormatEntry {
+        name: "table",
+        format: Format::Table,
+        render: table::render,
+    },
+    FormatEntry {
+        name: "json",
+        format: Format::Json,
+        render: json::render,
+    },
+    FormatEntry {
+        name: "csv",
+        format: Format::Csv,
+        render: csv::render,
+    },
+    FormatEntry {
+        name: "markdown",
+        format: Format::Markdown,
+        render: markdown::render,
+    },
+    FormatEntry {
+        name: "iozone",
+        format: Format::Iozone,
+        render: iozone::render,
+    },
+    FormatEntry {
+        name: "excel",
+        format: Format::Excel,
+        render: excel::render,
+    },
+];
+
 impl Format {
-    pub const ALL: &'static [(&'static str, Format)] = &[
-        ("table", Format::Table),
-        ("json", Format::Json),
-        ("csv", Format::Csv),
-        ("markdown", Format::Markdown),
-        ("iozone", Format::Iozone),
-        ("excel", Format::Excel),
-    ];
+    fn entry(self) -> &'static FormatEntry {
+        FORMATS
+            .iter()
+            .find(|e| e.format == self)
+            .unwrap_or(&FORMATS[0])
+    }
 
     pub fn parse(s: &str) -> Option<Format> {
-        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
+        FORMATS.iter().find(|e| e.name == s).map(|e| e.format)
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, f)| *f == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("table")
+        self.entry().name
     }
 
     /// The names, for error messages ("table, json, csv, ...").
     pub fn names() -> String {
-        Self::ALL
+        FORMATS
             .iter()
-            .map(|(n, _)| *n)
+            .map(|e| e.name)
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -68,14 +103,7 @@ impl Format {
 
 /// Renders a result in a text format.
 pub fn render(doc: &RunDoc, format: Format) -> String {
-    match format {
-        Format::Table => table::render(doc),
-        Format::Json => json::render(doc),
-        Format::Csv => csv::render(doc),
-        Format::Markdown => markdown::render(doc),
-        Format::Iozone => iozone::render(doc),
-        Format::Excel => excel::render(doc),
-    }
+    (format.entry().render)(doc)
 }
 
 /// Renders the self-contained HTML report (inline CSS and SVG, nothing fetched).
