@@ -557,15 +557,8 @@ mod tests {
         let p = Plan::new(&o, "t", &[info(0)], &[d]).unwrap();
         let names: Vec<&str> = p.points.iter().map(|x| x.spec.name).collect();
         assert_eq!(
-            names,
-            [
-                "write",
-                "rewrite",
-                "read",
-                "reread",
-                "randread",
-                "randwrite"
-            ]
+            names.join(","),
+            "write,rewrite,read,reread,randread,randwrite"
         );
         assert!(p.points.iter().all(|x| x.engine == EngineKind::Psync));
         assert!(p.points.iter().all(|x| x.record_size == 1 << 20));
