@@ -14,7 +14,6 @@ pub struct Collector {
     /// `--duration`: each test keeps its latest round.
     soak: bool,
     ceiling: Option<DeviceSpec>,
-    pub results: Vec<TestResult>,
 }
 
 impl Collector {
@@ -23,14 +22,15 @@ impl Collector {
             default_run,
             soak,
             ceiling,
-            results: Vec::new(),
         }
     }
 
-    /// Takes one point's results; returns the warnings about them, with those `more` adds
+    /// Takes one point's results into `results` (the document's: they are kept once, not
+    /// copied after every point); returns the warnings about them, with those `more` adds
     /// for each result (about MPI ranks, say), in result order.
     pub fn add(
         &mut self,
+        results: &mut Vec<TestResult>,
         mut rs: Vec<TestResult>,
         more: &dyn Fn(&TestResult) -> Vec<String>,
     ) -> Vec<String> {
@@ -48,9 +48,9 @@ impl Collector {
             })
             .collect();
         if self.soak {
-            soak_merge(&mut self.results, rs);
+            soak_merge(results, rs);
         } else {
-            self.results.extend(rs);
+            results.extend(rs);
         }
         warnings
     }
@@ -151,12 +151,17 @@ mod tests {
     #[test]
     fn soak_keeps_the_last_round_and_every_rounds_throughput() {
         let mut c = Collector::new(false, true, None);
+        let mut results = Vec::new();
         let none = |_: &TestResult| Vec::new();
-        c.add(vec![result("write", 1.0, Status::Ok)], &none);
-        c.add(vec![result("write", 2.0, Status::Failed)], &none);
-        c.add(vec![result("write", 3.0, Status::Ok)], &none);
-        assert_eq!(c.results.len(), 1);
-        let r = &c.results[0];
+        c.add(&mut results, vec![result("write", 1.0, Status::Ok)], &none);
+        c.add(
+            &mut results,
+            vec![result("write", 2.0, Status::Failed)],
+            &none,
+        );
+        c.add(&mut results, vec![result("write", 3.0, Status::Ok)], &none);
+        assert_eq!(results.len(), 1);
+        let r = &results[0];
         assert_eq!(r.throughput.mean, 3.0);
         assert_eq!(
             r.status,
@@ -192,7 +197,9 @@ mod tests {
     fn efficiency_and_extra_warnings_are_applied_in_order() {
         let spec = crate::efficiency::parse_spec("seq=2B/s").unwrap();
         let mut c = Collector::new(false, false, Some(spec));
+        let mut results = Vec::new();
         let w = c.add(
+            &mut results,
             vec![
                 result("write", 1.0, Status::Ok),
                 result("read", 1.0, Status::Ok),
@@ -200,6 +207,6 @@ mod tests {
             &|r| vec![format!("about {}", r.test)],
         );
         assert_eq!(w, ["about write", "about read"]);
-        assert!((c.results[0].efficiency.as_ref().unwrap().share - 0.5).abs() < 1e-12);
+        assert!((results[0].efficiency.as_ref().unwrap().share - 0.5).abs() < 1e-12);
     }
 }

@@ -10,3 +10,10 @@ pub fn render(doc: &RunDoc) -> String {
         Err(e) => format!("{{\"error\": \"cannot serialize the result: {e}\"}}\n"),
     }
 }
+
+/// `render`, written to `out` as it is serialized: a large result is never held as one
+/// string beside the document (a sweep's JSON grows by doubling to twice its size).
+pub fn write(doc: &RunDoc, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, doc)?;
+    out.write_all(b"\n")
+}

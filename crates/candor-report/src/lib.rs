@@ -106,6 +106,14 @@ pub fn render(doc: &RunDoc, format: Format) -> String {
     (format.entry().render)(doc)
 }
 
+/// `render`, written to `out`; the JSON is written as it is serialized.
+pub fn write_to(doc: &RunDoc, format: Format, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    match format {
+        Format::Json => json::write(doc, out),
+        f => out.write_all(render(doc, f).as_bytes()),
+    }
+}
+
 /// Renders the self-contained HTML report (inline CSS and SVG, nothing fetched).
 pub fn render_html(doc: &RunDoc) -> String {
     html::render(doc)

@@ -74,8 +74,12 @@ impl Output {
         let Some(out) = &self.json else {
             return Ok(());
         };
-        save_atomic(out, &serde_json::to_string_pretty(doc).unwrap_or_default())
-            .map_err(|e| format!("cannot save {}: {e}", out.display()))
+        // Serialized straight into the file: a sweep's document is never also held as one
+        // string (bench/rss: the largest sweep's peak).
+        save_atomic_with(out, |w| {
+            serde_json::to_writer_pretty(w, doc).map_err(std::io::Error::other)
+        })
+        .map_err(|e| format!("cannot save {}: {e}", out.display()))
     }
 
     /// The end of the run: the JSON saved once more, the HTML report written, the text
@@ -90,9 +94,8 @@ impl Output {
                 eprintln!("candor: cannot write the HTML report {}: {e}", h.display());
             }
         }
-        let text = candor_report::render(doc, self.format);
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        let _ = candor_report::write_to(doc, self.format, &mut stdout);
         let _ = stdout.flush();
     }
 
@@ -109,6 +112,14 @@ impl Output {
 /// Writes `text` to `path` atomically: a new file beside it (O_EXCL, not following links,
 /// mode 0644, synced), then a rename over `path`.
 pub fn save_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    save_atomic_with(path, |w| w.write_all(text.as_bytes()))
+}
+
+/// `save_atomic`, with the contents written by `fill` (through a buffer) as they are made.
+pub fn save_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -120,13 +131,15 @@ pub fn save_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
+        let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
             .mode(0o644)
             .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
+        let mut buf = std::io::BufWriter::new(f);
+        fill(&mut buf)?;
+        let f = buf.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };

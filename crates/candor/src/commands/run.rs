@@ -312,16 +312,14 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let mut collector = Collector::new(plan.default_run(), plan.soak.is_some(), spec);
     let mut progress = Bar::new(&plan, targets.len(), a.quiet || !mpi::is_root(mpi));
     let stop = execute(&mut targets, &plan, &mut progress, mpi, &a, &mut |rs| {
-        let warnings = collector.add(rs, &mpi::warnings);
+        let warnings = collector.add(&mut doc.results, rs, &mpi::warnings);
         add_warnings(&mut doc, warnings);
-        doc.results = collector.results.clone();
         output.save(&doc);
     });
     progress.finish();
     // candor's files go now, before anything is printed: nothing is left behind even if
     // the terminal is gone.
     let cleanup_errors = remove_run_dirs(targets);
-    doc.results = collector.results;
     add_warnings(&mut doc, progress.notes);
     let code = conclude(&mut doc, &stop);
     if !mpi::is_root(mpi) {
