@@ -52,6 +52,17 @@ pub enum PatternKind {
 }
 
 impl PatternKind {
+    /// The pattern as the result model names it.
+    pub fn access(self) -> candor_model::Access {
+        match self {
+            PatternKind::Sequential => candor_model::Access::Sequential,
+            PatternKind::Backward => candor_model::Access::Backward,
+            PatternKind::Random => candor_model::Access::Random,
+            PatternKind::Stride => candor_model::Access::Stride,
+            PatternKind::SameRecord => candor_model::Access::SameRecord,
+        }
+    }
+
     pub fn build(self, records: u64, stride: u64, seed: u64) -> Pattern {
         match self {
             PatternKind::Sequential => Pattern::sequential(records),

@@ -3,7 +3,7 @@
 //! `witness.extra.facts`) so that repetitions, and the ranks of an MPI job, can be summed
 //! and judged again with the same rules.
 
-use crate::{Intent, ProcessIo};
+use crate::{Access, Fadvise, HistogramDump, Intent, ProcessIo};
 use serde::{Deserialize, Serialize};
 
 /// Where the target's bytes can go.
@@ -84,6 +84,103 @@ pub struct Facts {
     pub total_seconds: f64,
     /// How many repetitions these facts sum.
     pub repetitions: u32,
+    /// How the test walked its files; None for workloads that are not records on a file
+    /// (copy, metadata) and in facts saved before operations were counted.
+    pub access: Option<Access>,
+    /// The hint the test's files were opened with.
+    pub fadvise: Fadvise,
+    /// The operations the test made in the timed region.
+    pub ops: Option<OpFacts>,
+    /// eBPF: the test's own device requests completed in the timed region.
+    pub requests: Option<RequestFacts>,
+    /// eBPF: pages of the test's files the page cache took in during the timed region.
+    pub cache_inserts: Option<u64>,
+    /// eBPF: bytes the kernel's flushers wrote in the timed region for files candor's
+    /// processes had dirtied (this test's or an earlier one's).
+    pub writeback_window: Option<u64>,
+    /// CPU seconds (user + system) of candor's process over the timed region.
+    pub cpu_seconds: Option<f64>,
+    /// Threads that did the test's I/O.
+    pub threads: u32,
+    /// Dirty page-cache bytes of the whole machine when the repetition began.
+    pub dirty_at_begin: Option<u64>,
+    /// The target's device is a loop device: where its requests really went.
+    pub loop_device: Option<LoopFacts>,
+    /// The device's ceiling, when one was given (`--device-spec`).
+    pub ceiling: Option<Ceiling>,
+}
+
+/// The operations a test made: how many, and how long each took (the runner's own
+/// timing of every operation, on the log-linear scale of the eBPF latency histograms:
+/// four buckets per power of two).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct OpFacts {
+    pub count: u64,
+    pub latency: HistogramDump,
+}
+
+/// Device requests of one direction: how many, their bytes, and their service times
+/// (issue to completion).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct RequestStat {
+    pub count: u64,
+    pub bytes: u64,
+    pub latency: HistogramDump,
+}
+
+/// The test's own device requests, per direction (eBPF).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct RequestFacts {
+    pub read: RequestStat,
+    pub write: RequestStat,
+}
+
+/// A loop device under the target: the file behind it and what the disk under that file
+/// did while the loop device worked.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct LoopFacts {
+    /// "loop3".
+    pub device: String,
+    pub backing_file: String,
+    /// Whether the loop device reads and writes its file with O_DIRECT (`loop/dio`).
+    pub direct_io: bool,
+    /// The disk under the backing file ("vda"), when known.
+    pub backing_disk: Option<String>,
+    /// That disk's diskstats over the timed region (every process's traffic).
+    pub backing_window: Option<DiskDelta>,
+    /// Pages of the backing file, and how many were in the host's page cache when the
+    /// repetition began (cachestat; None when it cannot be read).
+    pub backing_pages: u64,
+    pub backing_resident: Option<u64>,
+}
+
+/// A device's ceiling, as `--device-spec` gives it (bytes/s and operations/s).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Ceiling {
+    pub read_bps: Option<f64>,
+    pub write_bps: Option<f64>,
+    pub read_iops: Option<f64>,
+    pub write_iops: Option<f64>,
+}
+
+impl OpFacts {
+    pub fn add(&mut self, o: &OpFacts) {
+        self.count += o.count;
+        self.latency.merge(&o.latency);
+    }
+}
+
+impl RequestStat {
+    pub fn add(&mut self, o: &RequestStat) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.latency.merge(&o.latency);
+    }
 }
 
 impl std::ops::AddAssign<&DiskDelta> for DiskDelta {
@@ -159,6 +256,31 @@ impl Facts {
         self.exclusive &= o.exclusive;
         if let Placement::Unobservable { .. } = o.placement {
             self.placement = o.placement.clone();
+        }
+        match (self.ops.as_mut(), &o.ops) {
+            (Some(a), Some(b)) => a.add(b),
+            _ => self.ops = None,
+        }
+        match (self.requests.as_mut(), &o.requests) {
+            (Some(a), Some(b)) => {
+                a.read.add(&b.read);
+                a.write.add(&b.write);
+            }
+            _ => self.requests = None,
+        }
+        add_opt(&mut self.cache_inserts, &o.cache_inserts, |a, b| *a += b);
+        add_opt(&mut self.writeback_window, &o.writeback_window, |a, b| {
+            *a += b
+        });
+        add_opt(&mut self.cpu_seconds, &o.cpu_seconds, |a, b| *a += b);
+        self.threads = self.threads.max(o.threads);
+        if let (Some(a), Some(b)) = (self.loop_device.as_mut(), &o.loop_device) {
+            add_opt(&mut a.backing_window, &b.backing_window, |x, y| *x += y);
+            a.backing_pages = a.backing_pages.max(b.backing_pages);
+            add_opt(&mut a.backing_resident, &b.backing_resident, |x, y| {
+                *x = (*x).max(*y)
+            });
+            a.direct_io &= b.direct_io;
         }
     }
 }

@@ -10,14 +10,18 @@ pub mod audit;
 mod extra;
 mod facts;
 mod load;
+mod operations;
 mod time;
 pub mod units;
 mod vocab;
 pub use extra::WitnessExtra;
-pub use facts::{DiskDelta, Exact, Facts, Placement};
+pub use facts::{
+    Ceiling, DiskDelta, Exact, Facts, LoopFacts, OpFacts, Placement, RequestFacts, RequestStat,
+};
 pub use load::{load_result, parse_result, LoadError};
+pub use operations::{Operations, Trap, TrapKind};
 pub use time::{rfc3339, rfc3339_now};
-pub use vocab::{Intent, Status, Verdict};
+pub use vocab::{Access, Fadvise, Intent, Status, Verdict};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -161,6 +165,39 @@ pub struct HistogramDump {
     /// Relative width of a bucket (the largest error of a percentile read from it).
     pub relative_error: f64,
     pub buckets: Vec<[u64; 2]>,
+}
+
+impl HistogramDump {
+    /// Adds the counts of `b` (a histogram on the same scale).
+    pub fn merge(&mut self, b: &HistogramDump) {
+        let mut m: BTreeMap<u64, u64> = self.buckets.iter().map(|x| (x[0], x[1])).collect();
+        for x in &b.buckets {
+            *m.entry(x[0]).or_insert(0) += x[1];
+        }
+        self.buckets = m.into_iter().map(|(k, v)| [k, v]).collect();
+        self.relative_error = self.relative_error.max(b.relative_error);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|x| x[1]).sum()
+    }
+
+    /// The lower bound of the bucket holding the q-quantile (None when empty).
+    pub fn quantile_lower(&self, q: f64) -> Option<u64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for x in &self.buckets {
+            seen += x[1];
+            if seen >= rank {
+                return Some(x[0]);
+            }
+        }
+        self.buckets.last().map(|x| x[0])
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -335,6 +372,14 @@ pub struct Witness {
     pub block: Option<BTreeMap<String, BlockStat>>,
     /// eBPF only: pages of the tracked files inserted into the page cache (misses).
     pub cache_misses: Option<u64>,
+    /// The test's operations against the device's requests: how many waited on the device
+    /// and how many were served from memory (docs/witness.md, "Operations").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Operations>,
+    /// Traps of the host that make a figure other than it seems (a loop device over a
+    /// cached file, a CPU-bound test...), each with its sentence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub traps: Vec<Trap>,
     /// Details a source adds (documented in docs/results-schema.md), and the facts the
     /// verdict was judged from (`extra.facts`).
     pub extra: WitnessExtra,

@@ -48,6 +48,54 @@ pub enum Verdict {
     Unverified,
 }
 
+/// How a test walks its file (the order of its records).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Sequential,
+    Backward,
+    Random,
+    /// Every n-th record (iozone's stride read).
+    Stride,
+    /// One record again and again (iozone's record rewrite).
+    SameRecord,
+}
+
+/// The access hint given to the kernel for a test's files (posix_fadvise(2) right after
+/// open). `none` leaves the kernel's readahead to guess from the pattern it sees.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Fadvise {
+    #[default]
+    None,
+    /// POSIX_FADV_RANDOM: no readahead and no read-around; a read brings in what it asks.
+    Random,
+    /// POSIX_FADV_SEQUENTIAL: twice the device's readahead window.
+    Sequential,
+}
+
+impl Access {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Sequential => "sequential",
+            Access::Backward => "backward",
+            Access::Random => "random",
+            Access::Stride => "stride",
+            Access::SameRecord => "same_record",
+        }
+    }
+}
+
+impl Fadvise {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fadvise::None => "none",
+            Fadvise::Random => "random",
+            Fadvise::Sequential => "sequential",
+        }
+    }
+}
+
 impl Intent {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -110,6 +158,8 @@ macro_rules! as_word {
     )*};
 }
 as_word! {
+    Access: Access::Sequential, Access::Backward, Access::Random, Access::Stride, Access::SameRecord;
+    Fadvise: Fadvise::None, Fadvise::Random, Fadvise::Sequential;
     Intent: Intent::Device, Intent::Cache;
     Status: Status::Ok, Status::Failed;
     Verdict: Verdict::Device, Verdict::Cache, Verdict::Mixed, Verdict::Memory, Verdict::Unverified;

@@ -7,7 +7,7 @@
 use crate::host::Placement;
 use crate::source::{Probe, Source};
 use candor_bpf::{DevId, Direction, Owner, Snapshot, TraceOptions, Tracer};
-use candor_model::{Exact, Facts};
+use candor_model::{Exact, Facts, RequestFacts, RequestStat};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -161,6 +161,13 @@ impl Probe for BpfProbe {
             }
         } else {
             facts.exact = Some(exact(&window, &total, d));
+            facts.requests = Some(requests(&window, d));
+            facts.cache_inserts = Some(window.cache_misses);
+            facts.writeback_window = Some(
+                window
+                    .block_sum(d, Direction::Write, |o| o == Owner::Writeback)
+                    .bytes,
+            );
         }
         let unseen = newly_unseen(&self.tracer, d);
         if unseen > 0 {
@@ -219,6 +226,23 @@ const SYSCALLS_OFF: &str = "not traced: tracing every system call costs about 0.
 /// The procfs figures stand; the witness says why the exact ones are missing.
 fn no_exact(w: &mut candor_model::Witness, why: &str) {
     w.extra.insert("bpf_error".into(), serde_json::json!(why));
+}
+
+/// The test's own requests in the timed region, per direction, with their service times
+/// (the same owners as [`exact`]).
+fn requests(window: &Snapshot, devices: &[DevId]) -> RequestFacts {
+    let stat = |dir| {
+        let c = window.block_sum(devices, dir, |o| o.is_own() || o == Owner::Kernel);
+        RequestStat {
+            count: c.completions,
+            bytes: c.bytes,
+            latency: c.latency.to_dump(),
+        }
+    };
+    RequestFacts {
+        read: stat(Direction::Read),
+        write: stat(Direction::Write),
+    }
 }
 
 /// The exact own/foreign split of one repetition. Requests of kernel threads outside any

@@ -4,7 +4,7 @@
 
 use crate::rules::{Attribution, Judgement};
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{Facts, Intent, Verdict};
+use candor_model::{Facts, Fadvise, Intent, Verdict};
 
 /// A share as a whole percentage that never rounds a part to 0% or 100%.
 pub(crate) fn pct(x: f64) -> String {
@@ -38,11 +38,36 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         "Include the flush in the timing (leave out --no-fsync-in-timing) or use --direct.";
     let cache_fix =
         "To measure the page cache, use a file well under the free memory and read it once before.";
+    let ops = j.operations.as_ref();
+    let waited = ops.and_then(|o| o.waited_share);
     let mut s = match (j.verdict, reads, writes) {
+        (Verdict::Device, true, _) if ops.is_some_and(|o| o.pipelined) => format!(
+            "{} of the bytes read came from the device ({dev}), in requests of {} on average, and {} of the reads found their data already in memory: readahead kept the device busy ahead of them, so this is the device's sequential throughput, not the time of single reads.",
+            pct(1.0 - hit),
+            format_bytes(ops.map_or(0.0, |o| o.request_bytes) as u64, ByteStyle::WITNESS),
+            pct(ops.and_then(|o| o.memory_share).unwrap_or(0.0))
+        ),
+        (Verdict::Device, true, _) if waited.is_some() => format!(
+            "{} of the bytes read came from the device ({dev}) and {} of the reads waited for it: this is the device's figure.",
+            pct(1.0 - hit),
+            pct(waited.unwrap_or(0.0))
+        ),
         (Verdict::Device, true, _) => format!(
             "{} of the bytes read came from the device ({dev}): this is the device's figure.",
             pct(1.0 - hit)
         ),
+        (Verdict::Mixed, true, _) if j.mixed_by_operations => {
+            let o = ops.cloned().unwrap_or_default();
+            format!(
+                "{} of the bytes read came from the device ({dev}), but only {} of the {} reads waited for it ({} requests of {} on average): the other {} found their data already in memory, read in around an earlier request, so the figure is not the device's rate for single reads.",
+                pct(1.0 - hit),
+                pct(o.waited_share.unwrap_or(0.0)),
+                o.ops,
+                o.requests,
+                format_bytes(o.request_bytes as u64, ByteStyle::WITNESS),
+                pct(o.memory_share.unwrap_or(0.0))
+            )
+        }
         (Verdict::Device, _, true) => {
             let mut s = format!(
                 "{} of the written bytes reached the device ({dev}) inside the timed region: this is the device's figure",
@@ -84,11 +109,20 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             pct(share)
         ),
     };
+    for t in &j.traps {
+        s.push(' ');
+        s.push_str(&t.sentence);
+    }
     if j.contradicts_intent {
         s.push(' ');
         match (f.intent, f.is_write || writes) {
             (Intent::Cache, _) => s.push_str(cache_fix),
             (_, true) if !reads => s.push_str(flush_fix),
+            _ if j.mixed_by_operations && f.fadvise != Fadvise::Random => s.push_str(
+                "Tell the kernel the access is random (--fadvise random, what fio does by default) or use --direct.",
+            ),
+            _ if j.mixed_by_operations => s.push_str("Use --direct."),
+            _ if j.verdict == Verdict::Device => {}
             _ => s.push_str(&device_fix),
         }
     }

@@ -56,6 +56,8 @@ pub fn apply(facts: &Facts, w: &mut Witness) {
     w.disturbed = j.disturbed;
     w.foreign_device_bytes = j.foreign_device_bytes;
     w.precision = j.precision;
+    w.operations = j.operations;
+    w.traps = j.traps;
     w.extra.facts = Some(facts.clone());
 }
 

@@ -12,15 +12,19 @@ pub mod explain;
 pub mod facts;
 pub mod filecache;
 pub mod host;
+pub mod operations;
 pub mod rules;
 pub mod sample;
 pub mod source;
 #[cfg(test)]
 mod testkit;
+pub mod traps;
 
 use candor_model::{
-    DiskDelta, Facts, FileCache, Host, Intent, MemoryDelta, Placement, ProcessIo, TargetInfo,
+    Access, Ceiling, DiskDelta, Facts, Fadvise, FileCache, HistogramDump, Host, Intent, LoopFacts,
+    MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
 };
+use candor_procfs as procfs;
 use filecache::Residency;
 use sample::{Sample, Sampler, Timeline};
 pub use source::{Probe, Source};
@@ -89,6 +93,18 @@ pub struct Outcome {
     pub timed_seconds: f64,
     /// Headline throughput (bytes/s) the runner computed.
     pub headline_bps: f64,
+    /// How the test walked its files (None for copy and metadata workloads).
+    pub access: Option<Access>,
+    /// The hint its files were opened with.
+    pub fadvise: Fadvise,
+    /// Operations in the timed region, and the runner's histogram of their latencies
+    /// (empty when it kept none).
+    pub ops: u64,
+    pub op_latency: HistogramDump,
+    /// CPU seconds (user + system) of the process over the timed region.
+    pub cpu_seconds: Option<f64>,
+    /// Threads that did the I/O.
+    pub threads: u32,
 }
 
 /// The witness of one target for the whole run.
@@ -102,6 +118,49 @@ pub struct Witness {
     devices: Vec<String>,
     /// The device is a `candor lab` loop device: candor's alone.
     exclusive: bool,
+    /// The target's device is a loop device: its file and the disk under it.
+    looped: Option<Looped>,
+    /// The device's ceiling given with `--device-spec`, to name figures beyond it.
+    ceiling: Option<Ceiling>,
+}
+
+/// A loop device under the target.
+#[derive(Clone, Debug)]
+struct Looped {
+    device: String,
+    backing_file: String,
+    /// The whole disks under the backing file, as diskstats names them.
+    backing_disks: Vec<String>,
+}
+
+/// What the loop device's file and disk looked like at one instant.
+#[derive(Clone, Debug, Default)]
+struct LoopSample {
+    disk: Option<procfs::DiskStat>,
+    direct_io: bool,
+    pages: u64,
+    resident: Option<u64>,
+}
+
+impl Looped {
+    fn sample(&self, residency: bool) -> LoopSample {
+        let disk =
+            procfs::read_diskstats().and_then(|all| sample::sum_devices(&all, &self.backing_disks));
+        let direct_io = std::fs::read_to_string(format!("/sys/block/{}/loop/dio", self.device))
+            .is_ok_and(|t| t.trim() == "1");
+        let (pages, resident) = if residency {
+            let r = filecache::residency(&[PathBuf::from(&self.backing_file)]);
+            (r.pages, (!r.method.is_empty()).then_some(r.resident))
+        } else {
+            (0, None)
+        };
+        LoopSample {
+            disk,
+            direct_io,
+            pages,
+            resident,
+        }
+    }
 }
 
 /// The observation of one repetition.
@@ -117,6 +176,9 @@ pub struct Watch {
     cache_before: Residency,
     cache_end: Option<Residency>,
     exclusive: bool,
+    looped: Option<(Looped, LoopSample)>,
+    loop_end: Option<LoopSample>,
+    ceiling: Option<Ceiling>,
 }
 
 /// Where the target's bytes go, as the verdict rules see it, and the devices to count.
@@ -167,6 +229,18 @@ impl Witness {
             .and_then(|p| p.device.as_ref())
             .and_then(|d| d.backing_file.as_deref())
             .is_some_and(|b| b.contains("/.candor-lab/"));
+        let looped = place.as_ref().and_then(|p| {
+            let d = p.device.as_ref()?;
+            Some(Looped {
+                device: d.name.clone(),
+                backing_file: d.backing_file.clone()?,
+                backing_disks: p
+                    .backing
+                    .as_ref()
+                    .map(|b| b.counted.clone())
+                    .unwrap_or_default(),
+            })
+        });
         let mut note = None;
         let source: Option<Arc<dyn Source>> = match config.mode {
             Mode::Off => None,
@@ -196,9 +270,16 @@ impl Witness {
                 placement,
                 devices,
                 exclusive,
+                looped,
+                ceiling: None,
             },
             note,
         )
+    }
+
+    /// The device's ceiling (`--device-spec`): figures beyond it are named as a trap.
+    pub fn set_ceiling(&mut self, ceiling: Option<Ceiling>) {
+        self.ceiling = ceiling;
     }
 
     /// The target this witness observes.
@@ -228,10 +309,17 @@ impl Witness {
                 cache_before: Residency::default(),
                 cache_end: None,
                 exclusive: self.exclusive,
+                looped: None,
+                loop_end: None,
+                ceiling: None,
             };
         }
         // Residency first and the sample last, so the sample sits next to the timed region.
         let cache_before = filecache::residency(&files);
+        let looped = self.looped.clone().map(|l| {
+            let s = l.sample(true);
+            (l, s)
+        });
         let begin = Sample::take(&self.devices);
         // The probe starts after the sample, so its figures hold the test, not the witness.
         let probe = self.source.as_ref().map(|s| s.start(&files));
@@ -248,6 +336,9 @@ impl Witness {
             cache_before,
             cache_end: None,
             exclusive: self.exclusive,
+            looped,
+            loop_end: None,
+            ceiling: self.ceiling,
         }
     }
 }
@@ -263,6 +354,7 @@ impl Watch {
         }
         let devices = devices_of(&self.placement);
         let s = Sample::take(&devices);
+        self.loop_end = self.looped.as_ref().map(|(l, _)| l.sample(false));
         self.timeline = self.sampler.stop(&s);
         self.end = Some(s);
         self.cache_end = Some(filecache::residency(&self.files));
@@ -297,6 +389,22 @@ impl Watch {
         let end = self.end.clone().unwrap_or_else(|| last.clone());
         let mut facts = facts_from(outcome, self.placement.clone(), &self.begin, &end, &last);
         facts.exclusive = self.exclusive;
+        facts.ceiling = self.ceiling;
+        facts.loop_device = self.looped.as_ref().map(|(l, b)| LoopFacts {
+            device: l.device.clone(),
+            backing_file: l.backing_file.clone(),
+            direct_io: b.direct_io,
+            backing_disk: (!l.backing_disks.is_empty()).then(|| l.backing_disks.join("+")),
+            backing_window: match (
+                &b.disk,
+                self.loop_end.as_ref().and_then(|e| e.disk.as_ref()),
+            ) {
+                (Some(x), Some(y)) => Some(disk_stat_delta(&y.delta(x))),
+                _ => None,
+            },
+            backing_pages: b.pages,
+            backing_resident: b.resident,
+        });
         let mut w = candor_model::Witness {
             source: source.name().into(),
             ..Default::default()
@@ -329,17 +437,21 @@ fn devices_of(p: &Placement) -> Vec<String> {
     }
 }
 
+fn disk_stat_delta(d: &procfs::DiskStat) -> DiskDelta {
+    DiskDelta {
+        read_bytes: d.read_bytes(),
+        write_bytes: d.write_bytes(),
+        read_ios: d.read_ios,
+        write_ios: d.write_ios,
+        read_ms: d.read_ms,
+        write_ms: d.write_ms,
+        io_ticks_ms: d.io_ticks_ms,
+    }
+}
+
 fn disk_delta(a: &Sample, b: &Sample) -> DiskDelta {
     sample::disk_delta(a, b)
-        .map(|d| DiskDelta {
-            read_bytes: d.read_bytes(),
-            write_bytes: d.write_bytes(),
-            read_ios: d.read_ios,
-            write_ios: d.write_ios,
-            read_ms: d.read_ms,
-            write_ms: d.write_ms,
-            io_ticks_ms: d.io_ticks_ms,
-        })
+        .map(|d| disk_stat_delta(&d))
         .unwrap_or_default()
 }
 
@@ -383,6 +495,16 @@ fn facts_from(
         window_seconds: end.at.saturating_duration_since(begin.at).as_secs_f64(),
         total_seconds: last.at.saturating_duration_since(begin.at).as_secs_f64(),
         repetitions: 1,
+        access: o.access,
+        fadvise: o.fadvise,
+        ops: (o.ops > 0).then(|| OpFacts {
+            count: o.ops,
+            latency: operations::coarse(&o.op_latency),
+        }),
+        cpu_seconds: o.cpu_seconds,
+        threads: o.threads.max(1),
+        dirty_at_begin: begin.mem.map(|m| m.dirty),
+        ..Default::default()
     }
 }
 

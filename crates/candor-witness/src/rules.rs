@@ -4,8 +4,12 @@
 //! the thresholds are the constants below and docs/witness.md gives the reason for each.
 
 use crate::explain::explain;
-use candor_model::{Facts, Intent, Placement, Verdict};
+use crate::{operations, traps};
+use candor_model::{Access, Facts, Intent, Operations, Placement, Trap, TrapKind, Verdict};
 
+/// A figure is the device's when at least this share of its bytes moved to or from the
+/// device inside the timed region (and, for reads meant for the device, of its operations
+/// waited on it).
 pub const DEVICE_SHARE_MIN: f64 = 0.95;
 /// A figure is the cache's (memory speed) when at most this share of its bytes did.
 pub const CACHE_SHARE_MAX: f64 = 0.05;
@@ -18,6 +22,7 @@ pub const READ_ALLOWANCE_SHARE: f64 = 0.10;
 pub const WRITE_ALLOWANCE_BYTES: u64 = 2 << 20;
 pub const WRITE_ALLOWANCE_SHARE: f64 = 0.50;
 
+/// The device bytes that belong to the test, and those that do not.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Attribution {
     pub own_read: u64,
@@ -141,6 +146,12 @@ pub struct Judgement {
     pub explanation: String,
     pub contradicts_intent: bool,
     pub unverified_reason: Option<String>,
+    /// The operations against the device's requests.
+    pub operations: Option<Operations>,
+    /// Every byte came from the device but not every operation waited on it: the verdict
+    /// is `mixed` by the operations, `device_share` is the share that waited.
+    pub mixed_by_operations: bool,
+    pub traps: Vec<Trap>,
 }
 
 pub(crate) fn ratio(a: u64, b: u64) -> f64 {
@@ -186,8 +197,27 @@ pub fn judge(f: &Facts) -> Judgement {
         return j;
     }
     let a = attribute(f);
-    let read_from_device = a.own_read.min(f.app_read);
-    let write_in_window = a.own_write_window.min(f.app_write);
+    let mut read_from_device = a.own_read.min(f.app_read);
+    let mut write_in_window = a.own_write_window.min(f.app_write);
+    // A filesystem that stores fewer or more bytes than it was given: the share of its
+    // writes inside the timed region stands for the application's bytes.
+    if let Some(r) = traps::stored_ratio(f, &a) {
+        if !(traps::STORED_FEWER_MAX..=traps::STORED_MORE_MIN).contains(&r) {
+            let share = ratio(a.own_write_window, a.own_write_total);
+            write_in_window = (share * f.app_write as f64).round() as u64;
+        }
+    }
+    // A loop device without direct I/O: only what the disk under its file moved came from
+    // storage; the rest was the host's page cache.
+    if let Some(b) = f
+        .loop_device
+        .as_ref()
+        .filter(|l| !l.direct_io)
+        .and_then(|l| l.backing_window)
+    {
+        read_from_device = read_from_device.min(b.read_bytes);
+        write_in_window = write_in_window.min(b.write_bytes);
+    }
     if f.app_read > 0 {
         j.cache_hit_ratio = Some(1.0 - ratio(read_from_device, f.app_read));
     }
@@ -206,10 +236,45 @@ pub fn judge(f: &Facts) -> Judgement {
         j.device_share = Some(share);
         Verdict::Mixed
     };
-    j.contradicts_intent = !j.verdict.fits(f.intent);
+    j.operations = operations::reconcile(f);
+    judge_operations(f, &mut j);
+    j.traps = traps::find(f, &a, j.verdict, j.operations.as_ref());
+    j.contradicts_intent = !j.verdict.fits(f.intent)
+        || (f.intent == Intent::Device
+            && j.traps.iter().any(|t| {
+                matches!(
+                    t.kind,
+                    TrapKind::FasterThanDevice | TrapKind::FasterThanSpec | TrapKind::CpuBound
+                )
+            }));
     j.precision = precision(f, &a, j.verdict);
     j.explanation = explain(f, &j, &a, share, &device_name);
     j
+}
+
+/// Reads meant for the device whose every byte came from it are the device's only when
+/// their operations waited on it. A sequential read's operations find their data in memory
+/// because readahead kept the device busy ahead of them: that is still the device's
+/// throughput (`pipelined`). Any other pattern whose operations were mostly served from
+/// memory (pages read around an earlier request) is `mixed`, by the share that waited.
+fn judge_operations(f: &Facts, j: &mut Judgement) {
+    let reads_only = f.app_read > 0 && f.app_write == 0;
+    if j.verdict != Verdict::Device || !reads_only || f.intent != Intent::Device {
+        return;
+    }
+    let (Some(o), Some(access)) = (j.operations.as_mut(), f.access) else {
+        return;
+    };
+    let Some(waited) = o.waited_share.filter(|w| *w < DEVICE_SHARE_MIN) else {
+        return;
+    };
+    if access == Access::Sequential {
+        o.pipelined = true;
+    } else {
+        j.verdict = Verdict::Mixed;
+        j.device_share = Some(waited);
+        j.mixed_by_operations = true;
+    }
 }
 
 /// |headline - witness| / headline, the witness's throughput being the bytes it saw move in
@@ -242,6 +307,7 @@ fn precision(f: &Facts, a: &Attribution, verdict: Verdict) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::testkit::*;
+    use candor_model::{Ceiling, DiskDelta, Fadvise, LoopFacts};
 
     #[test]
     fn cold_read_is_the_device() {
@@ -453,5 +519,214 @@ mod tests {
             "{}",
             j.explanation
         );
+    }
+
+    #[test]
+    fn random_reads_read_around_are_mixed_by_their_operations() {
+        // Every byte from the device, but 30000 of 65536 reads waited for it.
+        let j = judge(&random_read(Some(34000)));
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert!(j.mixed_by_operations && j.contradicts_intent);
+        assert_eq!(j.cache_hit_ratio, Some(0.0));
+        assert_eq!(j.device_share, Some(30000.0 / 65536.0));
+        assert_eq!(
+            j.explanation,
+            "100% of the bytes read came from the device (loop0), but only 46% of the 65536 \
+             reads waited for it (34000 requests of 7.7 KiB on average): the other 54% found \
+             their data already in memory, read in around an earlier request, so the figure is \
+             not the device's rate for single reads. Tell the kernel the access is random \
+             (--fadvise random, what fio does by default) or use --direct."
+        );
+        let mut f = random_read(Some(34000));
+        f.fadvise = Fadvise::Random;
+        assert!(judge(&f)
+            .explanation
+            .ends_with("single reads. Use --direct."));
+        // Without eBPF, at most one waiting read per request: 34000 of 65536.
+        let j = judge(&random_read(None));
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert_eq!(j.device_share, Some(34000.0 / 65536.0));
+    }
+
+    #[test]
+    fn reads_that_each_waited_are_the_device() {
+        let mut f = random_read(Some(65536));
+        if let Some(o) = f.ops.as_mut() {
+            o.latency = dump(&[(1024, 100), (40960, 65436)]);
+        }
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Device);
+        assert!(!j.contradicts_intent);
+        assert_eq!(
+            j.explanation,
+            "100% of the bytes read came from the device (loop0) and 99% of the reads waited \
+             for it: this is the device's figure."
+        );
+        let o = j.operations.expect("operations");
+        assert_eq!(o.waited_share, Some(65436.0 / 65536.0));
+        assert!(!o.pipelined);
+    }
+
+    #[test]
+    fn sequential_reads_pipelined_by_readahead_are_the_device() {
+        let mut f = random_read(Some(64));
+        f.access = Some(Access::Sequential);
+        if let Some(r) = f.requests.as_mut() {
+            r.read.latency = dump(&[(2_097_152, 64)]);
+        }
+        if let Some(o) = f.ops.as_mut() {
+            o.latency = dump(&[(1024, 65000), (2_097_152, 536)]);
+        }
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Device);
+        assert!(!j.contradicts_intent);
+        let o = j.operations.clone().expect("operations");
+        assert!(o.pipelined);
+        assert_eq!(o.request_bytes, (4 * MIB) as f64);
+        assert!(
+            j.explanation.starts_with(
+                "100% of the bytes read came from the device (loop0), in requests of 4.0 MiB on \
+                 average, and 99% of the reads found their data already in memory: readahead"
+            ),
+            "{}",
+            j.explanation
+        );
+    }
+
+    #[test]
+    fn a_loop_device_over_a_cached_file_is_memory() {
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.loop_device = Some(LoopFacts {
+            device: "loop3".into(),
+            backing_file: "/tmp/x/backing.img".into(),
+            direct_io: false,
+            backing_disk: Some("vda".into()),
+            backing_window: Some(DiskDelta {
+                read_bytes: MIB,
+                ..Default::default()
+            }),
+            backing_pages: 32768,
+            backing_resident: Some(32768),
+        });
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert_eq!(j.cache_hit_ratio, Some(63.0 / 64.0));
+        assert_eq!(j.traps.len(), 1);
+        assert_eq!(j.traps[0].kind, TrapKind::LoopDevice);
+        assert_eq!(j.traps[0].value, Some(1.0));
+        assert!(
+            j.traps[0].sentence.starts_with(
+                "The target's device loop3 is a loop device over the file /tmp/x/backing.img \
+                 (on vda), 100% of it in the host's page cache when the test began and does not \
+                 use direct I/O: of the 64 MiB it moved in the timed region, the disk under its \
+                 file moved 1.0 MiB"
+            ),
+            "{}",
+            j.traps[0].sentence
+        );
+        // With direct I/O its reads are the disk's.
+        if let Some(l) = f.loop_device.as_mut() {
+            l.direct_io = true;
+        }
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Device);
+        assert!(j.traps[0].sentence.ends_with("as a disk's own would."));
+    }
+
+    #[test]
+    fn memory_speed_requests_cpu_bound_and_spec() {
+        // Requests of 3 us: memory answered.
+        let mut f = random_read(Some(65536));
+        if let Some(r) = f.requests.as_mut() {
+            r.read.latency = dump(&[(3072, 65536)]);
+        }
+        if let Some(o) = f.ops.as_mut() {
+            o.latency = dump(&[(4096, 65536)]);
+        }
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Device);
+        assert!(j.contradicts_intent);
+        assert_eq!(j.traps[0].kind, TrapKind::FasterThanDevice);
+        assert_eq!(j.traps[0].value, Some(3.456));
+        // A thread on the CPU 97% of the time while the device idled 60% of it.
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.cpu_seconds = Some(0.97);
+        f.threads = 1;
+        f.device_window.io_ticks_ms = 400;
+        let j = judge(&f);
+        assert_eq!(j.traps.len(), 1);
+        assert_eq!(j.traps[0].kind, TrapKind::CpuBound);
+        assert!(j.contradicts_intent);
+        assert!(j.traps[0].sentence.starts_with(
+            "candor's thread was on the CPU 97% of the time while the device was idle 60% of it"
+        ));
+        // 64 MiB/s sequential reads against a ceiling of 50 MiB/s.
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.access = Some(Access::Sequential);
+        f.ceiling = Some(Ceiling {
+            read_bps: Some((50 * MIB) as f64),
+            ..Default::default()
+        });
+        let j = judge(&f);
+        assert_eq!(j.traps[0].kind, TrapKind::FasterThanSpec);
+        assert_eq!(j.traps[0].value, Some(1.28));
+        assert!(j.contradicts_intent);
+        f.ceiling = Some(Ceiling {
+            read_bps: Some((60 * MIB) as f64),
+            ..Default::default()
+        });
+        assert!(judge(&f).traps.is_empty(), "within 10% of the ceiling");
+    }
+
+    #[test]
+    fn writeback_of_earlier_pages_inside_a_read() {
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.writeback_window = Some(8 * MIB);
+        let j = judge(&f);
+        assert_eq!(j.traps[0].kind, TrapKind::EarlierWriteback);
+        assert!(!j.contradicts_intent);
+        assert!(j.traps[0].sentence.starts_with(
+            "The device also wrote 8.0 MiB of pages candor dirtied in an earlier test"
+        ));
+        f.writeback_window = Some(64 << 10);
+        assert!(judge(&f).traps.is_empty());
+        // procfs: the device's writes, up to what was dirty when the test began.
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.device_window.write_bytes = 6 * MIB;
+        f.dirty_at_begin = Some(4 * MIB);
+        let j = judge(&f);
+        assert_eq!(j.traps[0].value, Some((4 * MIB) as f64));
+    }
+
+    #[test]
+    fn a_filesystem_that_stores_fewer_or_more_bytes() {
+        // 64 MiB of compressible data stored in 10 MiB, all inside the timed region.
+        let j = judge(&write_facts(64 * MIB, 10 * MIB, 10 * MIB, 64 * MIB));
+        assert_eq!(j.verdict, Verdict::Device);
+        assert_eq!(j.flushed_in_window, Some(1.0));
+        assert_eq!(j.traps[0].kind, TrapKind::StoredFewer);
+        assert!(!j.explanation.contains("waited in the page cache"));
+        assert!(
+            j.explanation.contains("stored 16% of the bytes"),
+            "{}",
+            j.explanation
+        );
+        // Without the flush in the timing, half of what it stored was written in the window.
+        let j = judge(&write_facts(64 * MIB, 5 * MIB, 10 * MIB, 64 * MIB));
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert_eq!(j.flushed_in_window, Some(0.5));
+        // Copy-on-write: 16 MiB given, 80 MiB written, 8 MiB of it (metadata) in the window.
+        let mut f = write_facts(16 * MIB, 8 * MIB, 80 * MIB, 16 * MIB);
+        f.exclusive = true;
+        let j = judge(&f);
+        assert_eq!(j.traps[0].kind, TrapKind::StoredMore);
+        // 8 of the 80 MiB, rounded to a whole byte of the 16 MiB given.
+        let flushed = j.flushed_in_window.expect("flushed");
+        assert!((flushed - 0.1).abs() < 1e-6, "{flushed}");
+        assert_eq!(j.verdict, Verdict::Mixed);
+        // An ordinary filesystem: no trap.
+        assert!(judge(&write_facts(32 * MIB, 33 * MIB, 33 * MIB, 32 * MIB))
+            .traps
+            .is_empty());
     }
 }

@@ -1,7 +1,10 @@
 //! Facts of typical repetitions, for the unit tests of the rules, the explanations and the
 //! merging of repetitions.
 
-use candor_model::{DiskDelta, Facts, Intent, Placement, ProcessIo};
+use candor_model::{
+    Access, DiskDelta, Facts, HistogramDump, Intent, OpFacts, Placement, ProcessIo, RequestFacts,
+    RequestStat,
+};
 
 pub const MIB: u64 = 1 << 20;
 /// This machine's RAM (24 GiB less the kernel's share), as /proc/meminfo gives it.
@@ -89,4 +92,33 @@ pub fn write_facts(app: u64, window: u64, total: u64, own_write: u64) -> Facts {
         repetitions: 1,
         ..Default::default()
     }
+}
+
+pub fn dump(b: &[(u64, u64)]) -> HistogramDump {
+    HistogramDump {
+        relative_error: 0.25,
+        buckets: b.iter().map(|&(l, n)| [l, n]).collect(),
+    }
+}
+
+/// 65536 random 4 KiB reads of which 30000 waited about 40 us on a request and the
+/// rest were page-cache hits of about 2 us; the device's requests took 20-160 us.
+pub fn random_read(requests: Option<u64>) -> Facts {
+    let mut f = read_facts(256 * MIB, 256 * MIB, 256 * MIB, Intent::Device);
+    f.ops = Some(OpFacts {
+        count: 65536,
+        latency: dump(&[(2048, 35536), (40960, 30000)]),
+    });
+    f.device_window.read_ios = 34000;
+    f.device_window.read_ms = 34000 * 400 / 1000;
+    f.requests = requests.map(|n| RequestFacts {
+        read: RequestStat {
+            count: n,
+            bytes: 256 * MIB,
+            latency: dump(&[(20480, 10000), (32768, 20000), (163840, 4000)]),
+        },
+        ..Default::default()
+    });
+    f.access = Some(Access::Random);
+    f
 }

@@ -76,6 +76,9 @@ fn measure(
             } else {
                 0.0
             },
+            ops: m.stats.ops,
+            op_latency: m.stats.latency.dump(),
+            cpu_seconds: Some((frame.cpu1.0 - frame.cpu0.0) + (frame.cpu1.1 - frame.cpu0.1)),
             ..outcome
         })
     });
@@ -226,6 +229,8 @@ pub(super) fn records(
         intent: intent(point, s),
         is_write,
         direct,
+        access: Some(spec.pattern.access()),
+        threads: point.threads,
         ..Default::default()
     };
     let r = Reported {
@@ -323,6 +328,7 @@ pub(super) fn special(
         intent: Intent::Device,
         is_write: workload.writes(),
         direct: false,
+        threads: point.threads,
         ..Default::default()
     };
     let r = Reported {

@@ -228,6 +228,8 @@ pub fn result(
             syscalls: None,
             block: None,
             cache_misses: None,
+            operations: None,
+            traps: Vec::new(),
             extra: Default::default(),
         }),
         efficiency: None,

@@ -1,0 +1,276 @@
+//! Traps of the host: conditions under which a figure is not what it seems although its
+//! bytes add up. A loop device whose file sits in the host's page cache, a device that
+//! answers faster than any storage could or than the ceiling it was given, a test bound by
+//! candor's own CPU, writeback of earlier pages inside the timed region, a filesystem that
+//! stores fewer or more bytes than it was given. Each is found from the facts alone (pure)
+//! and named with one sentence; docs/witness.md, "Traps", gives the reasons for the
+//! thresholds.
+
+use crate::explain::pct;
+use crate::operations::quantile_ns;
+use crate::rules::Attribution;
+use candor_model::units::{format_bytes, ByteStyle};
+use candor_model::{Facts, Operations, Trap, TrapKind, Verdict};
+
+/// A median request served faster than this is memory, not storage: the fastest storage
+/// media answer a 4 KiB read in about 10 us at the device (3D XPoint; NAND flash 50-100
+/// us), and the block layer adds to that; RAM disks and a loop device over a cached file
+/// answer in a few.
+pub const MEMORY_SPEED_US: f64 = 5.0;
+/// A figure more than this much above its --device-spec ceiling is beyond the device.
+pub const SPEC_MARGIN: f64 = 1.10;
+/// CPU-bound: candor's threads on the CPU at least this share of the timed region...
+pub const CPU_BUSY_MIN: f64 = 0.90;
+/// ...while the device was busy at most this share of it.
+pub const DEVICE_BUSY_MAX: f64 = 0.70;
+/// Writes of this much or more inside a read test's timed region are writeback of pages
+/// dirtied before it (an ext4 or xfs journal commit of a read test's atime is a few KiB).
+pub const EARLIER_WRITEBACK_MIN: u64 = 1 << 20;
+/// The filesystem stored fewer (more) bytes than it was given when its device writes,
+/// once everything is on disk, are below (above) these shares of the application's.
+pub const STORED_FEWER_MAX: f64 = 0.90;
+pub const STORED_MORE_MIN: f64 = 1.20;
+
+/// The device writes a write test caused, over the bytes it gave (None when it wrote
+/// nothing or the device writes are not known to be its own).
+pub fn stored_ratio(f: &Facts, a: &Attribution) -> Option<f64> {
+    (f.app_write > 0 && a.own_write_total > 0)
+        .then(|| a.own_write_total as f64 / f.app_write as f64)
+}
+
+/// The share of the bytes that went to a loop device that the disk under its file moved
+/// in the timed region; None when the loop device uses direct I/O (its requests reach the
+/// disk as they are) or the disk's counters are unknown. The disk's counters hold every
+/// process's traffic, so this is an upper bound.
+pub fn loop_disk_share(f: &Facts, own_read: u64, own_write_window: u64) -> Option<f64> {
+    let l = f.loop_device.as_ref().filter(|l| !l.direct_io)?;
+    let b = l.backing_window?;
+    let through = own_read.min(f.app_read) + own_write_window.min(f.app_write);
+    if through == 0 {
+        return None;
+    }
+    let disk = b.read_bytes.min(own_read) + b.write_bytes.min(own_write_window);
+    Some((disk as f64 / through as f64).min(1.0))
+}
+
+fn hb(b: u64) -> String {
+    format_bytes(b, ByteStyle::WITNESS)
+}
+
+fn trap(kind: TrapKind, value: Option<f64>, sentence: String) -> Trap {
+    Trap {
+        kind,
+        value,
+        sentence,
+    }
+}
+
+/// Every trap the facts show, in the order the explanation gives them.
+pub fn find(f: &Facts, a: &Attribution, verdict: Verdict, ops: Option<&Operations>) -> Vec<Trap> {
+    let mut out = Vec::new();
+    if let Some(t) = loop_device(f, a) {
+        out.push(t);
+    }
+    if let Some(t) = faster_than_device(f, ops) {
+        out.push(t);
+    }
+    if let Some(t) = faster_than_spec(f, verdict) {
+        out.push(t);
+    }
+    if let Some(t) = cpu_bound(f, verdict) {
+        out.push(t);
+    }
+    if let Some(t) = earlier_writeback(f) {
+        out.push(t);
+    }
+    if let Some(t) = stored(f, a) {
+        out.push(t);
+    }
+    out
+}
+
+fn loop_device(f: &Facts, a: &Attribution) -> Option<Trap> {
+    let l = f.loop_device.as_ref()?;
+    let on = l
+        .backing_disk
+        .as_deref()
+        .map(|d| format!(" (on {d})"))
+        .unwrap_or_default();
+    let cached = l
+        .backing_resident
+        .filter(|_| l.backing_pages > 0)
+        .map(|r| r as f64 / l.backing_pages as f64);
+    let cached_words = cached
+        .filter(|c| *c > 0.0)
+        .map(|c| {
+            format!(
+                ", {} of it in the host's page cache when the test began",
+                pct(c)
+            )
+        })
+        .unwrap_or_default();
+    let mut s = format!(
+        "The target's device {} is a loop device over the file {}{on}{cached_words}",
+        l.device, l.backing_file
+    );
+    if l.direct_io {
+        s.push_str(": it uses direct I/O, so its requests reach the disk as a disk's own would.");
+        return Some(trap(TrapKind::LoopDevice, cached, s));
+    }
+    s.push_str(" and does not use direct I/O");
+    match (loop_disk_share(f, a.own_read, a.own_write_window), l.backing_window) {
+        (Some(share), Some(b)) if share < crate::rules::DEVICE_SHARE_MIN => {
+            let moved = a.own_read.min(f.app_read) + a.own_write_window.min(f.app_write);
+            s.push_str(&format!(
+                ": of the {} it moved in the timed region, the disk under its file moved {}, the rest was the host's page cache, so its \"device\" speed is partly memory speed.",
+                hb(moved),
+                hb(b.read_bytes.min(a.own_read) + b.write_bytes.min(a.own_write_window))
+            ));
+        }
+        _ => s.push_str(
+            ": its file's pages can sit in the host's page cache, so its speed can be memory speed (candor lab sets direct I/O on its loop devices).",
+        ),
+    }
+    Some(trap(TrapKind::LoopDevice, cached, s))
+}
+
+fn faster_than_device(f: &Facts, ops: Option<&Operations>) -> Option<Trap> {
+    let r = f.requests.as_ref()?;
+    // Reads only: a write request can complete into a device's (or the host's) write cache,
+    // which is what such caches are for.
+    if r.read.count == 0 || ops.is_some_and(|o| o.direction == "write") {
+        return None;
+    }
+    let p50 = quantile_ns(&r.read.latency, 0.5)? / 1000.0;
+    (p50 < MEMORY_SPEED_US).then(|| {
+        trap(
+            TrapKind::FasterThanDevice,
+            Some(p50),
+            format!(
+                "The device's read requests took {p50:.1} us at the median, faster than any storage device answers: memory answered them (a RAM disk, a loop device over a cached file, or a cache of the host's)."
+            ),
+        )
+    })
+}
+
+fn faster_than_spec(f: &Facts, verdict: Verdict) -> Option<Trap> {
+    let c = f.ceiling?;
+    if verdict != Verdict::Device || f.timed_seconds <= 0.0 {
+        return None;
+    }
+    let reads = f.app_write == 0;
+    let sequential = f.access == Some(candor_model::Access::Sequential);
+    let (figure, ceiling, unit) = if sequential {
+        let bps = f.headline_bps;
+        let ceil = if reads { c.read_bps } else { c.write_bps }?;
+        (bps, ceil, "B/s")
+    } else {
+        let iops = f.ops.as_ref()?.count as f64 / f.timed_seconds;
+        let ceil = if reads { c.read_iops } else { c.write_iops }?;
+        (iops, ceil, "IOPS")
+    };
+    if ceiling <= 0.0 || figure <= ceiling * SPEC_MARGIN {
+        return None;
+    }
+    let shown = |x: f64| {
+        if unit == "IOPS" {
+            format!("{:.0} IOPS", x)
+        } else {
+            format!("{}/s", hb(x as u64))
+        }
+    };
+    Some(trap(
+        TrapKind::FasterThanSpec,
+        Some(figure / ceiling),
+        format!(
+            "The figure, {}, is {:.1}x the ceiling given with --device-spec ({}): a cache below the filesystem (the host's or the device's) served part of it, or the ceiling is wrong.",
+            shown(figure),
+            figure / ceiling,
+            shown(ceiling)
+        ),
+    ))
+}
+
+fn cpu_bound(f: &Facts, verdict: Verdict) -> Option<Trap> {
+    if !matches!(verdict, Verdict::Device | Verdict::Mixed) {
+        return None;
+    }
+    let cpu = f.cpu_seconds?;
+    let threads = f.threads.max(1) as f64;
+    if f.timed_seconds <= 0.0 || f.window_seconds <= 0.0 {
+        return None;
+    }
+    let busy = cpu / (f.timed_seconds * threads);
+    let device_busy = (f.device_window.io_ticks_ms as f64 / 1000.0 / f.window_seconds).min(1.0);
+    (busy >= CPU_BUSY_MIN && device_busy <= DEVICE_BUSY_MAX).then(|| {
+        trap(
+            TrapKind::CpuBound,
+            Some(busy.min(1.0)),
+            format!(
+                "candor's {} on the CPU {} of the time while the device was idle {} of it: the figure is bounded by the CPU (candor's and the kernel's work per operation), not by the device.",
+                if threads > 1.0 { "threads were" } else { "thread was" },
+                pct(busy.min(1.0)),
+                pct(1.0 - device_busy)
+            ),
+        )
+    })
+}
+
+fn earlier_writeback(f: &Facts) -> Option<Trap> {
+    if f.app_write > 0 {
+        return None;
+    }
+    let (bytes, whose) = match f.writeback_window {
+        // eBPF: flushers writing files candor dirtied (an earlier test's).
+        Some(wb) => (wb, "pages candor dirtied in an earlier test"),
+        None => {
+            // procfs: the device's writes beyond what other processes wrote meanwhile, up
+            // to what was dirty when the test began.
+            let dirty = f.dirty_at_begin?;
+            let others = f.others_io.map_or(0, |o| o[1]);
+            let w = f
+                .device_window
+                .write_bytes
+                .saturating_sub(others)
+                .min(dirty);
+            (
+                w,
+                "pages dirtied before the test (by an earlier test or another process)",
+            )
+        }
+    };
+    (bytes >= EARLIER_WRITEBACK_MIN).then(|| {
+        trap(
+            TrapKind::EarlierWriteback,
+            Some(bytes as f64),
+            format!(
+                "The device also wrote {} of {whose} inside the timed region: the reads shared it with that writeback.",
+                hb(bytes)
+            ),
+        )
+    })
+}
+
+fn stored(f: &Facts, a: &Attribution) -> Option<Trap> {
+    let r = stored_ratio(f, a)?;
+    if r < STORED_FEWER_MAX {
+        Some(trap(
+            TrapKind::StoredFewer,
+            Some(r),
+            format!(
+                "The filesystem stored {} of the bytes it was given, once everything was on the device (compression, inline data, or zeroes kept as holes): the bytes it left out never had to reach the device, so the share of the writes in the timed region is counted against what it stored.",
+                pct(r)
+            ),
+        ))
+    } else if r > STORED_MORE_MIN {
+        Some(trap(
+            TrapKind::StoredMore,
+            Some(r),
+            format!(
+                "The filesystem wrote {r:.2}x the bytes it was given (copy-on-write metadata, journal): the share of the writes in the timed region is counted against all it wrote."
+            ),
+        ))
+    } else {
+        None
+    }
+}
