@@ -51,6 +51,52 @@ pub enum PatternKind {
     SameRecord,
 }
 
+/// `--fadvise`: the access hint the tests' files get.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hint {
+    /// What each test means (see [`Hint::for_pattern`]).
+    #[default]
+    Auto,
+    Given(candor_model::Fadvise),
+}
+
+impl Hint {
+    pub fn parse(text: &str) -> Result<Hint, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Hint::Auto),
+            t => t.parse().map(Hint::Given).map_err(|_| {
+                format!("'{text}' is not an access hint: choose auto, none, random or sequential")
+            }),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Hint::Auto => "auto",
+            Hint::Given(f) => f.as_str(),
+        }
+    }
+
+    /// The hint a test of `pattern` gets. Auto tells the kernel what the test means, as
+    /// fio does by default: random for random tests (no readahead and no read-around, so
+    /// every read asks the device for what it reads), sequential for sequential ones. The
+    /// stride, backward and same-record tests (iozone's) get none: they measure how the
+    /// kernel's own readahead copes with those patterns.
+    pub fn for_pattern(self, pattern: PatternKind) -> candor_model::Fadvise {
+        use candor_model::Fadvise;
+        match self {
+            Hint::Given(f) => f,
+            Hint::Auto => match pattern {
+                PatternKind::Random => Fadvise::Random,
+                PatternKind::Sequential => Fadvise::Sequential,
+                PatternKind::Backward | PatternKind::Stride | PatternKind::SameRecord => {
+                    Fadvise::None
+                }
+            },
+        }
+    }
+}
+
 impl PatternKind {
     /// The pattern as the result model names it.
     pub fn access(self) -> candor_model::Access {
@@ -231,5 +277,32 @@ mod tests {
         for g in 0..=12u8 {
             assert!(TESTS.iter().any(|t| t.iozone_group == g), "group {g}");
         }
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::*;
+    use candor_model::Fadvise;
+
+    #[test]
+    fn auto_means_what_the_test_means() {
+        assert_eq!(Hint::Auto.for_pattern(PatternKind::Random), Fadvise::Random);
+        assert_eq!(
+            Hint::Auto.for_pattern(PatternKind::Sequential),
+            Fadvise::Sequential
+        );
+        assert_eq!(Hint::Auto.for_pattern(PatternKind::Stride), Fadvise::None);
+        let none = Hint::parse("none").unwrap();
+        assert_eq!(none.for_pattern(PatternKind::Random), Fadvise::None);
+        assert_eq!(
+            Hint::parse(" Random ").unwrap(),
+            Hint::Given(Fadvise::Random)
+        );
+        assert_eq!(Hint::parse("auto").unwrap().name(), "auto");
+        assert_eq!(
+            Hint::parse("willneed").unwrap_err(),
+            "'willneed' is not an access hint: choose auto, none, random or sequential"
+        );
     }
 }

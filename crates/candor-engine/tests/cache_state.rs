@@ -95,6 +95,7 @@ fn settings(keep_cache: bool) -> RunSettings {
         meta_files: 10,
         verify: None,
         buffer_pattern: Default::default(),
+        fadvise: candor_engine::workload::Hint::Auto,
     }
 }
 

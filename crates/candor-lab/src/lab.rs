@@ -11,7 +11,7 @@
 //! listed things, with non-recursive directory removal, so files a person added survive.
 
 use crate::spec::{check_size, FsKind};
-use crate::sys::{self, canonical, run};
+use crate::sys::{self, canonical, losetup, run};
 use crate::LabError;
 use candor_model::units::{format_bytes, ByteStyle};
 use serde::{Deserialize, Serialize};
@@ -320,14 +320,13 @@ fn undo(member: &Member, made: &Made) {
 /// Attaches `backing` to a free loop device and checks, through /sys, that the device is
 /// really backed by it before anything is written to it.
 fn attach(backing: &Path) -> Result<String, LabError> {
-    let device =
-        run("losetup", &["-f", "--show", &backing.display().to_string()]).map_err(|e| match e {
-            LabError::Command { detail, .. } => LabError::Failed(format!(
-                "cannot attach {} to a loop device: {detail}",
-                backing.display()
-            )),
-            other => other,
-        })?;
+    let device = losetup(backing).map_err(|e| match e {
+        LabError::Command { detail, .. } => LabError::Failed(format!(
+            "cannot attach {} to a loop device: {detail}",
+            backing.display()
+        )),
+        other => other,
+    })?;
     if !sys::loops_backed_by(backing).contains(&device) {
         let _ = run("losetup", &["-d", &device]);
         return Err(LabError::Failed(format!(

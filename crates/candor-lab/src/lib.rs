@@ -17,6 +17,7 @@ pub use lab::{
 };
 pub use scratch::{scratch, scratch_in, ScratchFs};
 pub use spec::{check_size, parse_fs_list, parse_size, FsKind};
+pub use sys::loop_direct_io;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {

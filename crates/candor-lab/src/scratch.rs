@@ -2,7 +2,7 @@
 //! fresh directory and removes all of it (mount, loop device, backing file, directory) when
 //! the [`ScratchFs`] is dropped.
 
-use crate::sys::{is_root, run};
+use crate::sys::{is_root, losetup, run};
 use crate::LabError;
 use std::path::{Path, PathBuf};
 
@@ -78,13 +78,12 @@ pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<Sc
     let f = std::fs::File::create(&backing).map_err(|e| cleanup_dir(e.into()))?;
     f.set_len(size_bytes).map_err(|e| cleanup_dir(e.into()))?;
     drop(f);
-    let loop_device =
-        run("losetup", &["-f", "--show", &backing.display().to_string()]).map_err(|e| match e {
-            LabError::Command { detail, .. } => {
-                cleanup_dir(LabError::Unsupported(format!("losetup failed: {detail}")))
-            }
-            other => cleanup_dir(other),
-        })?;
+    let loop_device = losetup(&backing).map_err(|e| match e {
+        LabError::Command { detail, .. } => {
+            cleanup_dir(LabError::Unsupported(format!("losetup failed: {detail}")))
+        }
+        other => cleanup_dir(other),
+    })?;
     let mut s = ScratchFs {
         fs: fs.to_string(),
         mount_point: mount_point.clone(),

@@ -26,6 +26,28 @@ pub(crate) fn run(cmd: &str, args: &[&str]) -> Result<String, LabError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Attaches `backing` to a free loop device that reads and writes it with direct I/O, so
+/// the device behaves like a disk: without it, the loop device's requests go through the
+/// host's page cache of its file and its "device" speed is memory speed. A filesystem that
+/// cannot do O_DIRECT under the file leaves the device buffered (the witness names that).
+pub(crate) fn losetup(backing: &Path) -> Result<String, LabError> {
+    run(
+        "losetup",
+        &[
+            "--direct-io=on",
+            "-f",
+            "--show",
+            &backing.display().to_string(),
+        ],
+    )
+}
+
+/// Whether a loop device ("/dev/loop3") reads and writes its file with direct I/O.
+pub fn loop_direct_io(device: &str) -> bool {
+    let name = device.trim_start_matches("/dev/");
+    std::fs::read_to_string(format!("/sys/block/{name}/loop/dio")).is_ok_and(|t| t.trim() == "1")
+}
+
 /// Whether `program` is an executable file in a directory of $PATH.
 pub(crate) fn on_path(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;

@@ -267,6 +267,9 @@ pub struct TestResult {
     /// (re-tests and --keep-cache, which read what is already in memory).
     pub intent: Intent,
     pub status: Status,
+    /// The access hint the test's files were opened with (absent: none).
+    #[serde(skip_serializing_if = "is_no_hint")]
+    pub fadvise: Fadvise,
     pub error: Option<String>,
     pub repetitions: u32,
     /// Headline throughput, bytes per second.
@@ -291,6 +294,10 @@ pub struct TestResult {
     pub ranks: Option<serde_json::Value>,
     /// Extra figures of workloads that are not records on a file (metadata, copy).
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+fn is_no_hint(f: &Fadvise) -> bool {
+    *f == Fadvise::None
 }
 
 impl TestResult {

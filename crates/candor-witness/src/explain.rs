@@ -109,7 +109,13 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             pct(share)
         ),
     };
+    // A loop device with direct I/O behaves like a disk: its trap stays in the JSON, and
+    // the sentence already names the device.
+    let loop_direct = f.loop_device.as_ref().is_some_and(|l| l.direct_io);
     for t in &j.traps {
+        if t.kind == candor_model::TrapKind::LoopDevice && loop_direct {
+            continue;
+        }
         s.push(' ');
         s.push_str(&t.sentence);
     }
@@ -122,6 +128,9 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
                 "Tell the kernel the access is random (--fadvise random, what fio does by default) or use --direct.",
             ),
             _ if j.mixed_by_operations => s.push_str("Use --direct."),
+            _ if loop_cached(f, a) => s.push_str(
+                "Give the loop device direct I/O to its file (losetup --direct-io=on; candor lab does).",
+            ),
             _ if j.verdict == Verdict::Device => {}
             _ => s.push_str(&device_fix),
         }
@@ -138,6 +147,12 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         ));
     }
     s
+}
+
+/// The loop device's traffic was partly the host's page cache (its trap says so).
+fn loop_cached(f: &Facts, a: &Attribution) -> bool {
+    crate::traps::loop_disk_share(f, a.own_read, a.own_write_window)
+        .is_some_and(|s| s < crate::rules::DEVICE_SHARE_MIN)
 }
 
 fn write_in_window(f: &Facts, j: &Judgement) -> u64 {

@@ -103,6 +103,13 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
         let fields: Vec<&str> = line.split(' ').collect();
         assert!(fields[0].starts_with("/dev/loop"), "{line}");
         assert_eq!(fields[2], *fs, "{line}");
+        // Direct I/O to the backing file, so the loop device behaves like a disk rather
+        // than the host's page cache (the temporary directory is on a disk filesystem).
+        assert!(
+            candor_lab::loop_direct_io(fields[0]),
+            "{} does not use direct I/O",
+            fields[0]
+        );
         let file = Path::new(path).join("hello");
         std::fs::write(&file, format!("written on {fs}")).expect("write in the lab");
         assert_eq!(

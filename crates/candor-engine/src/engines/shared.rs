@@ -42,6 +42,8 @@ pub struct OpenSpec {
     pub seed: u64,
     /// What the buffers are filled with (`--buffer-pattern`).
     pub pattern: BufferPattern,
+    /// The access hint given to the kernel right after open (posix_fadvise).
+    pub advice: candor_model::Fadvise,
 }
 
 impl OpenSpec {
@@ -59,6 +61,7 @@ impl OpenSpec {
             iodepth: 1,
             seed: 0,
             pattern: BufferPattern::default(),
+            advice: candor_model::Fadvise::None,
         }
     }
 
@@ -211,7 +214,25 @@ pub struct Fd {
 
 impl Fd {
     pub fn open(spec: &OpenSpec) -> Result<Fd, EngineError> {
-        Fd::open_path(&spec.path, spec.write, spec.create, spec.direct, spec.osync)
+        let fd = Fd::open_path(&spec.path, spec.write, spec.create, spec.direct, spec.osync)?;
+        let advice = match spec.advice {
+            candor_model::Fadvise::None => None,
+            candor_model::Fadvise::Random => Some(libc::POSIX_FADV_RANDOM),
+            candor_model::Fadvise::Sequential => Some(libc::POSIX_FADV_SEQUENTIAL),
+        };
+        if let Some(a) = advice {
+            // SAFETY: fd is open; offset 0 and length 0 cover the whole file.
+            let r = unsafe { libc::posix_fadvise(fd.raw(), 0, 0, a) };
+            if r != 0 {
+                return Err(EngineError::new(
+                    "posix_fadvise",
+                    &spec.path,
+                    None,
+                    io::Error::from_raw_os_error(r),
+                ));
+            }
+        }
+        Ok(fd)
     }
 
     /// Opens `path` as the engines do: never following a link, a created file never one

@@ -21,6 +21,7 @@ use crate::engines::{self, entry, EngineKind};
 use crate::rundir::RunDir;
 use crate::size::parse_size_list;
 use crate::verify::{VerifyConfig, HEADER};
+use crate::workload::Hint;
 use crate::workload::{parse_tests, PatternKind};
 use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::TargetInfo;
@@ -216,6 +217,10 @@ impl Plan {
             meta_files: o.files,
             verify: o.verify.then(|| VerifyConfig::new(run_id, o.seed)),
             buffer_pattern: o.buffer_pattern,
+            fadvise: match (o.fadvise, preset.fadvise) {
+                (Hint::Auto, Some(f)) => Hint::Given(f),
+                (h, _) => h,
+            },
         };
         if o.verify {
             check_verifiable(&points)?;
@@ -522,6 +527,7 @@ fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
     put("trace_syscalls", o.trace_syscalls.into());
     put("verify", o.verify.into());
     put("buffer_pattern", o.buffer_pattern.name().into());
+    put("fadvise", s.fadvise.name().into());
     if let Some(d) = &o.duration {
         put("duration", d.clone().into());
     }

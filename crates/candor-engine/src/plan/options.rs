@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub files: u64,
     pub verify: bool,
     pub buffer_pattern: BufferPattern,
+    /// `--fadvise`: the access hint the tests' files get.
+    pub fadvise: crate::workload::Hint,
     pub witness: candor_witness::Mode,
     pub trace_syscalls: bool,
     pub witness_interval: String,
@@ -97,6 +99,7 @@ impl Default for RunOptions {
             files: META_FILES,
             verify: false,
             buffer_pattern: BufferPattern::Random,
+            fadvise: crate::workload::Hint::Auto,
             witness: candor_witness::Mode::Auto,
             trace_syscalls: false,
             witness_interval: WITNESS_INTERVAL.into(),

@@ -6,6 +6,7 @@
 use super::{PlanError, Point};
 use crate::engines::EngineKind;
 use crate::workload;
+use candor_model::Fadvise;
 
 /// How a preset comes to be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +61,9 @@ pub struct Preset {
     pub shape: Shape,
     /// The text format printed when `--format` is not given.
     pub format: Option<&'static str>,
+    /// The access hint `--fadvise auto` gives under this preset; None: what each test
+    /// means (workload.rs, `Hint::for_pattern`).
+    pub fadvise: Option<Fadvise>,
 }
 
 /// The preset table.
@@ -85,6 +89,7 @@ pub const PRESETS: &[Preset] = &[
             runtime_ns: 2_000_000_000,
         }),
         format: None,
+        fadvise: None,
     },
     Preset {
         name: "options",
@@ -98,6 +103,7 @@ pub const PRESETS: &[Preset] = &[
             record_size: 1 << 20,
         }),
         format: None,
+        fadvise: None,
     },
     Preset {
         name: "iozone",
@@ -110,6 +116,9 @@ pub const PRESETS: &[Preset] = &[
             record_size: 1 << 20,
         }),
         format: Some("iozone"),
+        // iozone gives the kernel no hint: its random tests include the read-around the
+        // kernel does for them, which the witness names.
+        fadvise: Some(Fadvise::None),
     },
     Preset {
         name: "ceiling",
@@ -128,6 +137,7 @@ pub const PRESETS: &[Preset] = &[
             runtime_ns: 3_000_000_000,
         }),
         format: None,
+        fadvise: None,
     },
 ];
 

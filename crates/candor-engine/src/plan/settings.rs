@@ -31,4 +31,6 @@ pub struct RunSettings {
     pub verify: Option<VerifyConfig>,
     /// What every buffer is filled with (`--buffer-pattern`).
     pub buffer_pattern: BufferPattern,
+    /// `--fadvise`: the access hint each test's files get.
+    pub fadvise: crate::workload::Hint,
 }

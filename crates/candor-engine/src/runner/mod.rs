@@ -265,6 +265,11 @@ fn base_result(target: &Target, point: &Point, s: &RunSettings) -> TestResult {
         close_in_timing: s.close_in_timing,
         intent: intent(point, s),
         status: Status::Ok,
+        fadvise: if point.spec.special.is_none() {
+            s.fadvise.for_pattern(point.spec.pattern)
+        } else {
+            candor_model::Fadvise::None
+        },
         ..Default::default()
     }
 }

@@ -141,6 +141,7 @@ pub(super) fn records(
                 iodepth: point.iodepth,
                 seed: s.seed ^ ((i as u64) << 32) ^ rep as u64,
                 pattern: s.buffer_pattern,
+                advice: s.fadvise.for_pattern(spec.pattern),
                 ..OpenSpec::plain(
                     path,
                     spec.file == FileState::Fresh && !prepared.sharing,
@@ -230,6 +231,7 @@ pub(super) fn records(
         is_write,
         direct,
         access: Some(spec.pattern.access()),
+        fadvise: s.fadvise.for_pattern(spec.pattern),
         threads: point.threads,
         ..Default::default()
     };

@@ -169,6 +169,7 @@ pub fn result(
         close_in_timing: false,
         intent: intent.parse().expect("an intent"),
         status: candor_model::Status::Ok,
+        fadvise: candor_model::Fadvise::None,
         error: None,
         repetitions: 3,
         throughput_without_flush: write

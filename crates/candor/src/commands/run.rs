@@ -15,6 +15,7 @@ use candor_engine::rundir::{clean_stale, new_run_id, RunDir};
 use candor_engine::runner::{self, Progress, StopReason, Target};
 use candor_engine::signals;
 use candor_engine::verify::BufferPattern;
+use candor_engine::workload::Hint;
 use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{rfc3339_now, RunDoc, TargetInfo, TestResult};
 use candor_report::Format;
@@ -209,6 +210,12 @@ pub struct Args {
     #[arg(long, value_name = "PATTERN", default_value = "random", value_parser = refusing(BufferPattern::parse))]
     pub buffer_pattern: BufferPattern,
 
+    /// The access hint given to the kernel for each test's files (posix_fadvise): auto
+    /// (what the test means, as fio does: random for random tests, sequential for
+    /// sequential ones; none under --preset iozone), none, random or sequential.
+    #[arg(long, value_name = "HINT", default_value = "auto", value_parser = refusing(Hint::parse))]
+    pub fadvise: Hint,
+
     /// Soak: repeat the whole plan until this much time has passed, e.g. 10m (the results
     /// hold each test's last round and every round's throughput).
     #[arg(long, value_name = "DURATION")]
@@ -253,6 +260,7 @@ impl Args {
             files: self.files,
             verify: self.verify,
             buffer_pattern: self.buffer_pattern,
+            fadvise: self.fadvise,
             witness: self.witness,
             trace_syscalls: self.trace_syscalls,
             witness_interval: self.witness_interval.clone(),
@@ -410,7 +418,17 @@ fn witnessed(
 ) -> Vec<Target> {
     let mut targets = Vec::new();
     for (t, d) in paths.into_iter().zip(dirs) {
-        let (w, note) = candor_witness::Witness::new(&t, plan.witness.clone());
+        let (mut w, note) = candor_witness::Witness::new(&t, plan.witness.clone());
+        // A ceiling given on the command line (not one measured here) bounds what the
+        // device can do: the witness names figures beyond it.
+        if let candor_engine::plan::Ceiling::Given(spec) = &plan.ceiling {
+            w.set_ceiling(Some(candor_model::Ceiling {
+                read_bps: spec.seq_read,
+                write_bps: spec.seq_write,
+                read_iops: spec.iops_read,
+                write_iops: spec.iops_write,
+            }));
+        }
         if let Some(n) = note {
             say_all(doc, &[n], say);
         }

@@ -1,0 +1,361 @@
+//! Ground truth for the witness: cases whose truth is known by how they are made, each
+//! asserting the verdict and the shares (of the bytes and of the operations), not only
+//! that a verdict exists. They run `candor run --witness bpf` as root on an ext4 made for
+//! the test on a loop device (direct I/O to its file, as `candor lab` makes them), and on
+//! tmpfs. Without root or without the eBPF witness each case says "skipped: <reason>".
+
+mod common;
+use common::{is_root, run_in, text};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// The cases share the machine's loop devices and the eBPF tracer's view of the device:
+/// one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// An ext4 on a loop device with direct I/O, or why not.
+fn scratch() -> Option<candor_lab::ScratchFs> {
+    if !is_root() {
+        eprintln!("skipped: needs root for loop devices and the eBPF witness");
+        return None;
+    }
+    match candor_lab::scratch("ext4", 384 << 20) {
+        Ok(s) => Some(s),
+        Err(candor_lab::LabError::Unsupported(why)) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(e) => panic!("cannot make the scratch ext4: {e}"),
+    }
+}
+
+/// `candor run DIR --witness bpf --format json ARGS`: the results, or None (after saying
+/// "skipped: ...") when the eBPF witness does not load here.
+fn run(dir: &Path, args: &[&str]) -> Option<Vec<Value>> {
+    let mut all = vec!["--witness", "bpf", "--format", "json", "--repeat", "1"];
+    all.extend_from_slice(args);
+    let o = run_in(dir, &all);
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let results = doc["results"].as_array().cloned().unwrap_or_default();
+    assert!(!results.is_empty(), "{args:?}: no result");
+    if results[0]["witness"]["source"] != "bpf" {
+        eprintln!(
+            "skipped: the eBPF witness did not load ({})",
+            text(&o.stderr).trim()
+        );
+        return None;
+    }
+    Some(results)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// The witness of the result of `test`, printed for the log.
+fn witness<'a>(results: &'a [Value], test: &str) -> &'a Value {
+    let r = results
+        .iter()
+        .find(|r| r["test"] == test)
+        .unwrap_or_else(|| panic!("no {test} result"));
+    let w = &r["witness"];
+    eprintln!(
+        "{test}: {} ({} IOPS) hits {} waited {} memory {} - {}",
+        w["verdict"],
+        f(&r["iops"]["mean"]).round(),
+        w["cache_hit_ratio"],
+        w["operations"]["waited_share"],
+        w["operations"]["memory_share"],
+        w["explanation"]
+    );
+    w
+}
+
+const RANDREAD: &[&str] = &[
+    "--tests",
+    "randread",
+    "--engine",
+    "psync",
+    "--file-size",
+    "64m",
+    "--record-size",
+    "4k",
+];
+
+#[test]
+fn random_reads_with_the_hint_each_wait_on_the_device() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let mut args = RANDREAD.to_vec();
+    args.extend(["--fadvise", "random"]);
+    let Some(rs) = run(fs.path(), &args) else {
+        return;
+    };
+    let w = witness(&rs, "randread");
+    assert_eq!(rs[0]["fadvise"], "random");
+    // One 4 KiB request per read, every read waits for its own: the device's figure.
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    assert!(f(&w["cache_hit_ratio"]) <= 0.05, "{w:#}");
+    let o = &w["operations"];
+    assert_eq!(o["ops"], 16384);
+    assert!(f(&o["waited_share"]) >= 0.95, "{o:#}");
+    assert!(f(&o["memory_share"]) <= 0.05, "{o:#}");
+    assert!(f(&o["requests_per_op"]) >= 0.95, "{o:#}");
+    assert!(f(&o["request_bytes"]) <= 8192.0, "{o:#}");
+}
+
+#[test]
+fn random_reads_without_the_hint_are_read_around_and_mixed() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let mut args = RANDREAD.to_vec();
+    args.extend(["--fadvise", "none"]);
+    let Some(rs) = run(fs.path(), &args) else {
+        return;
+    };
+    let w = witness(&rs, "randread");
+    assert!(
+        rs[0].get("fadvise").is_none(),
+        "no hint: the field is absent"
+    );
+    // Every byte still comes from the device...
+    assert!(f(&w["cache_hit_ratio"]) <= 0.05, "{w:#}");
+    // ...but the kernel's readahead brings pages in before the reads ask for them.
+    let o = &w["operations"];
+    let waited = f(&o["waited_share"]);
+    assert!(f(&o["memory_share"]) >= 0.20, "{o:#}");
+    assert!(f(&o["requests_per_op"]) < 0.9, "{o:#}");
+    assert_eq!(w["verdict"], "mixed", "{w:#}");
+    assert_eq!(f(&w["device_share"]), waited);
+    assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.contains("read in around an earlier request"), "{e}");
+    assert!(e.contains("--fadvise random"), "{e}");
+}
+
+#[test]
+fn direct_random_reads_wait_and_sequential_reads_are_pipelined() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let mut args = RANDREAD.to_vec();
+    args.push("--direct");
+    let Some(rs) = run(fs.path(), &args) else {
+        return;
+    };
+    let w = witness(&rs, "randread");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    assert!(f(&w["cache_hit_ratio"]) <= 0.01, "{w:#}");
+    assert!(f(&w["operations"]["waited_share"]) >= 0.95, "{w:#}");
+
+    // Sequential buffered reads of an uncached file: the device supplies every byte in
+    // large readahead requests; nearly every read finds its data already in memory.
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write,read,reread",
+            "--engine",
+            "psync",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "4k",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "read");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    assert!(f(&w["cache_hit_ratio"]) <= 0.05, "{w:#}");
+    let o = &w["operations"];
+    assert_eq!(o["pipelined"], true, "{o:#}");
+    assert!(f(&o["memory_share"]) >= 0.9, "{o:#}");
+    assert!(f(&o["request_bytes"]) >= 65536.0, "{o:#}");
+    // The re-read finds every page in memory and asks the device for nothing.
+    let w = witness(&rs, "reread");
+    assert_eq!(w["verdict"], "cache", "{w:#}");
+    assert!(!w["contradicts_intent"].as_bool().unwrap_or(true));
+    assert!(f(&w["cache_hit_ratio"]) >= 0.95, "{w:#}");
+    assert!(f(&w["operations"]["memory_share"]) >= 0.95, "{w:#}");
+    // The write, flushed inside its timing, is the device's.
+    let w = witness(&rs, "write");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    assert!(f(&w["flushed_in_window"]) >= 0.95, "{w:#}");
+}
+
+#[test]
+fn a_write_left_in_the_page_cache_is_memory_speed() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write",
+            "--engine",
+            "psync",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "64k",
+            "--no-fsync-in-timing",
+        ],
+    ) else {
+        return;
+    };
+    // 32 MiB dirtied on a machine whose writeback starts far above that (and 30 s later):
+    // nothing reaches the device before the timer stops.
+    let w = witness(&rs, "write");
+    assert_eq!(w["verdict"], "cache", "{w:#}");
+    assert!(f(&w["flushed_in_window"]) <= 0.05, "{w:#}");
+    // Once flushed, the device holds it all, with a little journal.
+    let wa = f(&w["write_amplification"]);
+    assert!((0.99..1.2).contains(&wa), "{w:#}");
+}
+
+#[test]
+fn a_foreign_writer_is_named_and_the_shares_stay() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    // Another process's writes on the same device for as long as the test runs: this test
+    // process, which candor's eBPF witness does not follow.
+    let stop = AtomicBool::new(false);
+    let other = fs.path().join("other.dat");
+    let rs = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            use std::os::unix::fs::{FileExt, OpenOptionsExt};
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&other)
+                .expect("open the other writer's file");
+            let layout = std::alloc::Layout::from_size_align(1 << 20, 4096).expect("layout");
+            // SAFETY: non-zero size; freed below.
+            let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+            assert!(!buf.is_null());
+            // SAFETY: buf holds layout.size() bytes.
+            let data = unsafe { std::slice::from_raw_parts(buf, layout.size()) };
+            let mut written = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                file.write_all_at(data, written % (32 << 20))
+                    .expect("the other writer writes");
+                written += 1 << 20;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            // SAFETY: allocated above with this layout.
+            unsafe { std::alloc::dealloc(buf, layout) };
+            written
+        });
+        let mut args = RANDREAD.to_vec();
+        args.push("--direct");
+        let rs = run(fs.path(), &args);
+        stop.store(true, Ordering::Relaxed);
+        let written = writer.join().expect("the writer thread");
+        assert!(written >= 4 << 20, "the other writer wrote {written} bytes");
+        rs
+    });
+    let Some(rs) = rs else { return };
+    let w = witness(&rs, "randread");
+    assert_eq!(w["disturbed"], true, "{w:#}");
+    assert!(
+        w["foreign_device_bytes"].as_u64().unwrap_or(0) >= 1 << 20,
+        "{w:#}"
+    );
+    assert!(
+        w["explanation"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("traffic of other processes"),
+        "{w:#}"
+    );
+    // The test's own figures are unchanged by the other writer: every read from the device,
+    // every read waited.
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    assert!(f(&w["cache_hit_ratio"]) <= 0.01, "{w:#}");
+    assert!(f(&w["operations"]["waited_share"]) >= 0.95, "{w:#}");
+}
+
+#[test]
+fn a_loop_device_over_a_cached_file_is_not_a_disk() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    assert!(
+        candor_lab::loop_direct_io(&fs.loop_device),
+        "the scratch loop device uses direct I/O"
+    );
+    // Turn direct I/O off: the loop device now reads and writes its file through the
+    // host's page cache, where everything candor writes stays.
+    let off = std::process::Command::new("losetup")
+        .args(["--direct-io=off", &fs.loop_device])
+        .output()
+        .expect("run losetup");
+    assert!(off.status.success(), "{}", text(&off.stderr));
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write,read",
+            "--engine",
+            "psync",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "1m",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "read");
+    let traps = w["traps"].as_array().cloned().unwrap_or_default();
+    let lp = traps
+        .iter()
+        .find(|t| t["kind"] == "loop_device")
+        .unwrap_or_else(|| panic!("no loop_device trap: {w:#}"));
+    let s = lp["sentence"].as_str().unwrap_or_default();
+    assert!(
+        s.contains(&fs.loop_device.trim_start_matches("/dev/").to_string()),
+        "{s}"
+    );
+    assert!(s.contains("does not use direct I/O"), "{s}");
+    // The test's file (64 of the 384 MiB behind the loop device) was in the host's page
+    // cache, and the disk under it read (nearly) nothing: the loop device's reads were
+    // memory.
+    assert!(f(&lp["value"]) >= 0.15, "{lp:#}");
+    assert!(f(&w["cache_hit_ratio"]) >= 0.8, "{w:#}");
+    assert_ne!(w["verdict"], "device", "{w:#}");
+    assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(
+        e.ends_with("(losetup --direct-io=on; candor lab does)."),
+        "{e}"
+    );
+}
+
+#[test]
+fn tmpfs_is_memory() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        eprintln!("skipped: needs root for the eBPF witness");
+        return;
+    }
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).expect("a directory in /dev/shm");
+    let Some(rs) = run(dir.path(), RANDREAD) else {
+        return;
+    };
+    let w = witness(&rs, "randread");
+    assert_eq!(w["verdict"], "memory", "{w:#}");
+    assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+    assert!(
+        w.get("operations").is_none(),
+        "no device, no requests: {w:#}"
+    );
+}
