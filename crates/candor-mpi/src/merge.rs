@@ -186,8 +186,11 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
     let facts: Vec<Option<Facts>> = ws.iter().map(|(_, w)| w.extra.facts.clone()).collect();
     let mut node_device: BTreeMap<u32, (DiskDelta, DiskDelta)> = BTreeMap::new();
     let (mut app_bytes, mut timed, mut window, mut total) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    // Threads side by side add up (the CPU-bound rule divides every rank's CPU by them).
+    let mut threads = 0u32;
     for ((node, _), f) in ws.iter().zip(&facts) {
         let Some(f) = f else { continue };
+        threads += f.threads.max(1);
         app_bytes += f.headline_bps * f.timed_seconds;
         timed = timed.max(f.timed_seconds);
         window = window.max(f.window_seconds);
@@ -209,6 +212,7 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
                 f.window_seconds = window;
                 f.total_seconds = total;
                 f.headline_bps = if timed > 0.0 { app_bytes / timed } else { 0.0 };
+                f.threads = threads;
             } else {
                 f.timed_seconds = 0.0;
                 f.headline_bps = 0.0;
@@ -223,6 +227,10 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
             } else {
                 f.device_window = DiskDelta::default();
                 f.device_total = DiskDelta::default();
+                // The disk under a loop device's file, like the device, once per node.
+                if let Some(l) = f.loop_device.as_mut() {
+                    l.backing_window = l.backing_window.map(|_| DiskDelta::default());
+                }
                 w.vmstat.clear();
                 w.io_pressure_us = w.io_pressure_us.map(|_| [0, 0]);
             }
@@ -675,6 +683,7 @@ mod tests {
             "the longest rank, not a sum"
         );
         assert!((f.headline_bps - (300 * mib) as f64 / 1.1).abs() < 1.0);
+        assert_eq!(f.threads, 3, "the ranks' threads side by side");
     }
 
     #[test]
