@@ -8,6 +8,7 @@ pub mod buffer;
 pub mod ceiling;
 pub mod clock;
 pub mod collect;
+pub mod device;
 pub mod efficiency;
 pub mod engines;
 pub mod pattern;

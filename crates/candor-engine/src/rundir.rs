@@ -18,6 +18,9 @@ pub const MARKER: &str = "CANDOR-RUN";
 pub struct RunDir {
     path: PathBuf,
     keep: bool,
+    /// A raw block device target (`--allow-device-writes`): there is no directory; every
+    /// thread's "file" is its slice of the device, and nothing is removed.
+    device: Option<crate::device::Device>,
 }
 
 impl RunDir {
@@ -25,7 +28,11 @@ impl RunDir {
     pub fn create(target: &Path, id: &str) -> io::Result<RunDir> {
         let path = target.join(format!("{PREFIX}{id}"));
         fs::DirBuilder::new().mode(0o700).create(&path)?;
-        let dir = RunDir { path, keep: false };
+        let dir = RunDir {
+            path,
+            keep: false,
+            device: None,
+        };
         let mut f = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -41,16 +48,38 @@ impl RunDir {
         Ok(dir)
     }
 
+    /// The place of a run on a claimed block device: the device itself.
+    pub fn on_device(device: crate::device::Device) -> RunDir {
+        RunDir {
+            path: device.path().to_path_buf(),
+            keep: true,
+            device: Some(device),
+        }
+    }
+
+    /// The block device when the target is one.
+    pub fn device(&self) -> Option<&crate::device::Device> {
+        self.device.as_ref()
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The path of one of candor's files; on a device, the device (each thread works on its
+    /// slice of it).
     pub fn file(&self, name: &str) -> PathBuf {
-        self.path.join(name)
+        match &self.device {
+            Some(_) => self.path.clone(),
+            None => self.path.join(name),
+        }
     }
 
-    /// Removes one of candor's files (not following links).
+    /// Removes one of candor's files (not following links); nothing on a device.
     pub fn remove_file(&self, name: &str) -> io::Result<()> {
+        if self.device.is_some() {
+            return Ok(());
+        }
         match fs::remove_file(self.path.join(name)) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
@@ -60,6 +89,9 @@ impl RunDir {
     /// syncfs(2) on the filesystem under the run directory, so a test starts with no dirty
     /// data of earlier tests left to flush.
     pub fn syncfs(&self) {
+        if let Some(d) = &self.device {
+            return d.sync();
+        }
         if let Ok(c) = CString::new(self.path.as_os_str().as_bytes()) {
             // SAFETY: valid path; the descriptor is closed right after.
             unsafe {

@@ -32,6 +32,15 @@ impl ScratchFs {
     pub fn path(&self) -> &Path {
         &self.mount_point
     }
+
+    /// Unmounts the filesystem, leaving it on its loop device (which goes on drop).
+    pub fn unmount(&mut self) -> Result<(), LabError> {
+        if self.mounted {
+            run("umount", &[&self.mount_point.display().to_string()])?;
+            self.mounted = false;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for ScratchFs {
@@ -102,6 +111,42 @@ pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<Sc
     run("mount", &[&loop_device, &mount_point.display().to_string()])?;
     s.mounted = true;
     Ok(s)
+}
+
+/// A bare loop device (no filesystem, not mounted) over a zeroed file of `size_bytes` in
+/// a fresh directory under the system temporary directory; detached and removed when
+/// dropped. `fs` is "none" and `mount_point` a directory nothing is mounted on.
+pub fn scratch_device(size_bytes: u64) -> Result<ScratchFs, LabError> {
+    if !is_root() {
+        return Err(LabError::Unsupported("needs root for losetup".into()));
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "candor-scratch-dev-{}-{}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::create_dir(&dir)?;
+    let backing = dir.join("backing.img");
+    let made = std::fs::File::create(&backing).and_then(|f| f.set_len(size_bytes));
+    if let Err(e) = made {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(e.into());
+    }
+    let loop_device = match losetup(&backing) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
+    };
+    Ok(ScratchFs {
+        fs: "none".into(),
+        mount_point: dir.clone(),
+        loop_device,
+        backing,
+        dir,
+        mounted: false,
+    })
 }
 
 /// [`scratch_in`] under the system temporary directory.

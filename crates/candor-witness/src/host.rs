@@ -241,9 +241,27 @@ pub fn merge_options(mount: &str, superblock: &str) -> String {
 pub fn place(path: &Path) -> Option<Placement> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let canon = std::fs::canonicalize(path).ok()?;
+    let sys = Path::new("/sys");
+    if let Ok(m) = std::fs::metadata(&canon) {
+        if m.file_type().is_block_device() {
+            // A raw device target: the device itself, with no filesystem or mount.
+            let device = crate::device::resolve(sys, libc::major(m.rdev()), libc::minor(m.rdev()));
+            let backing = backing_of(sys, device.as_ref());
+            return Some(Placement {
+                mount: Mount {
+                    major: libc::major(m.rdev()),
+                    minor: libc::minor(m.rdev()),
+                    fs_type: RAW.into(),
+                    source: canon.to_string_lossy().into_owned(),
+                    ..Mount::default()
+                },
+                device,
+                backing,
+            });
+        }
+    }
     let mounts = mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").ok()?);
     let mount = mount_for(&mounts, &canon.to_string_lossy())?.clone();
-    let sys = Path::new("/sys");
     let dev = std::fs::metadata(&canon).ok()?.dev();
     let mut device = crate::device::resolve(sys, libc::major(dev), libc::minor(dev));
     if device.is_none() && mount.source.starts_with("/dev/") {
@@ -255,16 +273,25 @@ pub fn place(path: &Path) -> Option<Placement> {
             }
         }
     }
-    let backing = device
-        .as_ref()
-        .and_then(|d| d.backing_file.as_ref())
-        .and_then(|f| std::fs::metadata(f).ok())
-        .and_then(|m| crate::device::resolve(sys, libc::major(m.dev()), libc::minor(m.dev())));
+    let backing = backing_of(sys, device.as_ref());
     Some(Placement {
         mount,
         device,
         backing,
     })
+}
+
+/// The `fs_type` of a target that is a block device itself (`--allow-device-writes`).
+pub const RAW: &str = "raw device";
+
+/// For a loop device: the device under its backing file.
+fn backing_of(
+    sys: &Path,
+    device: Option<&crate::device::Resolved>,
+) -> Option<crate::device::Resolved> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(device?.backing_file.as_ref()?).ok()?;
+    crate::device::resolve(sys, libc::major(m.dev()), libc::minor(m.dev()))
 }
 
 /// The target's filesystem, mount options, free space and block device.
@@ -279,6 +306,12 @@ pub fn describe_target(path: &Path) -> TargetInfo {
         t.free_bytes = free;
         t.total_bytes = total;
     }
+    if let Some(size) = device_size(path) {
+        // A raw device has no free space to speak of: its size, all of it candor's to use
+        // from --offset (the plan checks the region against it).
+        t.free_bytes = 0;
+        t.total_bytes = size;
+    }
     if let Some(p) = place(path) {
         t.fs_type = p.mount.fs_type.clone();
         t.mount_point = p.mount.mount_point.clone();
@@ -290,6 +323,26 @@ pub fn describe_target(path: &Path) -> TargetInfo {
             .map(|d| crate::device::describe(d, p.backing.as_ref()));
     }
     t
+}
+
+/// The size of a block device, from sysfs (512-byte sectors); None for anything else.
+fn device_size(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = std::fs::metadata(path).ok()?;
+    if !m.file_type().is_block_device() {
+        return None;
+    }
+    let dev = m.rdev();
+    let sectors: u64 = std::fs::read_to_string(format!(
+        "/sys/dev/block/{}:{}/size",
+        libc::major(dev),
+        libc::minor(dev)
+    ))
+    .ok()?
+    .trim()
+    .parse()
+    .ok()?;
+    Some(sectors * 512)
 }
 
 /// Free (for an unprivileged user) and total bytes of the filesystem holding `path`.

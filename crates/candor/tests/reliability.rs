@@ -1345,7 +1345,7 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
             "--tests",
             "write",
             "--file-size",
-            "1m",
+            "16m",
         ])
         .output()
         .unwrap();
@@ -1361,6 +1361,8 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
         "{}",
         stderr(&o1)
     );
+    // Allowed, but the plan does not fit the 8 MiB device: refused before any write.
+    assert!(stderr(&o2).contains("the plan needs"), "{}", stderr(&o2));
     assert_eq!(
         std::fs::read(&img).unwrap(),
         content,

@@ -315,6 +315,12 @@ impl Drop for Fd {
 /// opened as the engines open their files, then removed. The error is the kernel's reason.
 pub fn direct_supported(dir: &RunDir) -> Result<(), String> {
     const PROBE: &str = "direct-probe";
+    if let Some(d) = dir.device() {
+        // A device is probed by opening it as the engines will, read-only: nothing written.
+        return Fd::open_path(d.path(), false, false, true, false)
+            .map(drop)
+            .map_err(|e| e.source.to_string());
+    }
     let opened = Fd::open_path(&dir.file(PROBE), true, true, true, false);
     let _ = dir.remove_file(PROBE);
     opened.map(drop).map_err(|e| e.source.to_string())

@@ -150,13 +150,27 @@ impl Plan {
             }
         };
         let mut notes = Vec::new();
-        let mut direct = o.direct;
+        let on_device = dirs.iter().any(|d| d.device().is_some());
+        if on_device && o.mpi {
+            return Err(PlanError::usage(
+                "a block device is benchmarked by one candor process: drop --mpi (or give each rank a directory)",
+            ));
+        }
+        if on_device && o.verify {
+            return Err(PlanError::usage(
+                "--verify keeps its records per file, not per slice of a block device: drop --verify or benchmark a directory on a filesystem",
+            ));
+        }
+        // A raw device goes around the page cache unless --buffered says otherwise: what
+        // the person means by benchmarking a device (fio users set direct=1 for it).
+        let mut direct = o.direct || (on_device && !o.buffered);
         let mut runtime_ns = runtime.map(|d| d.as_nanos() as u64);
         let (points, repeat_default) = match &preset.shape {
             Shape::Fixed(f) => {
                 let free = infos
                     .iter()
-                    .map(|i| i.free_bytes)
+                    .zip(dirs)
+                    .map(|(i, d)| d.device().map_or(i.free_bytes, |d| d.room()))
                     .filter(|&f| f > 0)
                     .min()
                     .unwrap_or(0);
@@ -171,7 +185,7 @@ impl Plan {
                     })
                     .collect();
                 if refused.is_empty() {
-                    direct = true;
+                    direct = !o.buffered;
                 } else {
                     notes.push(format!(
                         "O_DIRECT is refused on {}: running buffered with each file's cache dropped before reads instead",
@@ -198,6 +212,7 @@ impl Plan {
             }
         }
         check_free_space(&points, infos)?;
+        check_devices(&points, dirs)?;
 
         let settings = RunSettings {
             direct,
@@ -239,6 +254,10 @@ impl Plan {
             record: BTreeMap::new(),
         };
         plan.record = record(o, &plan);
+        if let Some(d) = dirs.iter().find_map(|d| d.device()) {
+            plan.record
+                .insert("device_offset".into(), d.offset().into());
+        }
         Ok(plan)
     }
 
@@ -449,6 +468,44 @@ fn check_free_space(points: &[Point], infos: &[TargetInfo]) -> Result<(), PlanEr
     Ok(())
 }
 
+/// A block device target: only the record tests on engines that address an offset can
+/// work on a slice of it, and every thread's slice must lie inside the device.
+fn check_devices(points: &[Point], dirs: &[RunDir]) -> Result<(), PlanError> {
+    for d in dirs.iter().filter_map(|d| d.device()) {
+        let shown = d.path().display();
+        if let Some(p) = points.iter().find(|p| !p.spec.is_records()) {
+            return Err(PlanError::usage(format!(
+                "the {} test makes and removes files, which needs a filesystem, and {shown} is a raw device: leave it out of --tests",
+                p.spec.name
+            )));
+        }
+        if let Some(p) = points
+            .iter()
+            .find(|p| matches!(p.engine, EngineKind::Stdio | EngineKind::Mmap))
+        {
+            return Err(PlanError::usage(format!(
+                "the {} test ({} engine) cannot work on a slice of {shown}: leave it out of --tests or choose another --engine",
+                p.spec.name,
+                p.engine.name()
+            )));
+        }
+        let need = points
+            .iter()
+            .map(|p| p.file_size.saturating_mul(p.threads as u64))
+            .max()
+            .unwrap_or(0);
+        if need > d.room() {
+            return Err(PlanError::usage(format!(
+                "the plan needs {} (file size x threads) from offset {} of {shown}, which has {} there: choose a smaller --file-size, fewer --threads or a lower --offset",
+                format_bytes(need, ByteStyle::LABEL),
+                d.offset(),
+                format_bytes(d.room(), ByteStyle::LABEL)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `--verify` needs records that an engine stamps and checks one by one.
 fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
     for p in points {
@@ -528,6 +585,7 @@ fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
     put("verify", o.verify.into());
     put("buffer_pattern", o.buffer_pattern.name().into());
     put("fadvise", s.fadvise.name().into());
+
     if let Some(d) = &o.duration {
         put("duration", d.clone().into());
     }

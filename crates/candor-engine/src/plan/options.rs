@@ -64,6 +64,8 @@ pub struct RunOptions {
     pub mpi: bool,
     pub reorder: bool,
     pub shared_file: bool,
+    /// `--buffered`: a block device target through the page cache (its default is O_DIRECT).
+    pub buffered: bool,
 }
 
 impl Default for RunOptions {
@@ -108,6 +110,7 @@ impl Default for RunOptions {
             mpi: false,
             reorder: false,
             shared_file: false,
+            buffered: false,
         }
     }
 }

@@ -22,11 +22,12 @@ use std::path::{Path, PathBuf};
 
 /// Where a record test's threads work, once prepared.
 pub(super) struct Prepared {
-    /// One file per thread.
+    /// One file per thread (on a block device, the device for every thread).
     pub paths: Vec<PathBuf>,
-    /// `--shared-file`: where this process's segment starts in each file (else 0).
-    pub shared_base: u64,
-    /// The files are shared by several processes (so none is created by a thread).
+    /// Where each thread's region starts in its file: 0; this process's segment with
+    /// `--shared-file`; the thread's slice of a block device.
+    pub bases: Vec<u64>,
+    /// The files are not candor's to create: shared by several processes, or a device.
     pub sharing: bool,
 }
 
@@ -101,13 +102,14 @@ impl Target {
     ) -> Result<Vec<PathBuf>, EngineError> {
         self.use_files(file_size, threads, None, s.buffer_pattern);
         let paths = self.paths();
+        let device = self.dir.device();
         if let Some(fsset) = self.files.as_mut() {
             for (i, p) in paths.iter().enumerate() {
-                if !fsset.complete[i] || !has_size(p, file_size) {
+                if !fsset.complete[i] || !has_data(p, file_size, device.is_some()) {
                     fill(
                         p,
-                        true,
-                        0,
+                        device.is_none(),
+                        device.map_or(0, |d| d.base(i, file_size)),
                         file_size,
                         s.seed ^ i as u64,
                         s.buffer_pattern,
@@ -121,8 +123,10 @@ impl Target {
     }
 }
 
-fn has_size(p: &Path, size: u64) -> bool {
-    std::fs::symlink_metadata(p).is_ok_and(|m| m.len() == size)
+/// Whether a file holds `size` bytes; a device's slice always has its size (whether it
+/// holds candor's data is the file set's `complete`).
+fn has_data(p: &Path, size: u64, device: bool) -> bool {
+    device || std::fs::symlink_metadata(p).is_ok_and(|m| m.len() == size)
 }
 
 /// `--shared-file`: one file per thread shared by every process, process k working on its
@@ -204,8 +208,16 @@ pub(super) fn records(
     );
     let paths = target.paths();
     let shared = coord.shared_segment(&paths);
-    let sharing = shared.is_some();
-    let shared_base = shared.as_ref().map_or(0, |(seg, _)| seg * point.file_size);
+    let device = target.dir.device().is_some();
+    let shared_files = shared.is_some();
+    let sharing = shared_files || device;
+    let bases: Vec<u64> = match (&shared, target.dir.device()) {
+        (Some((seg, _)), _) => vec![seg * point.file_size; paths.len()],
+        (None, Some(d)) => (0..paths.len())
+            .map(|i| d.base(i, point.file_size))
+            .collect(),
+        (None, None) => vec![0; paths.len()],
+    };
     let paths = match shared {
         Some((seg, spaths)) => {
             if let Err(e) = prepare_shared(target, point, s, seg, &spaths, coord) {
@@ -217,7 +229,7 @@ pub(super) fn records(
         None => paths,
     };
     match spec.file {
-        _ if sharing => {}
+        _ if shared_files => {}
         FileState::Fresh => {
             if let Some(fsset) = target.files.as_mut() {
                 for (i, n) in fsset.names.iter().enumerate() {
@@ -232,12 +244,21 @@ pub(super) fn records(
         FileState::Existing => {
             if let Some(fsset) = target.files.as_mut() {
                 for (i, p) in paths.iter().enumerate() {
-                    if fsset.complete[i] && has_size(p, point.file_size) {
+                    if fsset.complete[i] && has_data(p, point.file_size, device) {
                         continue;
                     }
                     let v = fsset.verify.get(i).map(|v| v.as_ref());
                     let seed = v.map_or(s.seed ^ i as u64, |_| 0);
-                    if let Err(e) = fill(p, true, 0, point.file_size, seed, s.buffer_pattern, v) {
+                    let filled = fill(
+                        p,
+                        !device,
+                        bases[i],
+                        point.file_size,
+                        seed,
+                        s.buffer_pattern,
+                        v,
+                    );
+                    if let Err(e) = filled {
                         pass_repetition(coord, point, s);
                         return Err(e);
                     }
@@ -266,8 +287,8 @@ pub(super) fn records(
         drop_all_caches();
     }
     if spec.cached && !point.direct(s.direct) {
-        for p in &paths {
-            warm_file(p);
+        for (p, &base) in paths.iter().zip(&bases) {
+            warm_file(p, base, point.file_size);
         }
     }
     let paths = if may_read_elsewhere(point, s) {
@@ -277,7 +298,7 @@ pub(super) fn records(
     };
     Ok(Prepared {
         paths,
-        shared_base,
+        bases,
         sharing,
     })
 }
@@ -318,13 +339,16 @@ fn drop_all_caches() {
 }
 
 /// Reads a file once so the next test finds it in the page cache.
-fn warm_file(path: &Path) {
-    use std::io::Read;
-    if let Ok(mut f) = std::fs::File::open(path) {
+fn warm_file(path: &Path, base: u64, len: u64) {
+    use std::os::unix::fs::FileExt;
+    if let Ok(f) = std::fs::File::open(path) {
         let mut buf = vec![0u8; 1 << 20];
-        while let Ok(n) = f.read(&mut buf) {
-            if n == 0 || signals::stop_requested().is_some() {
-                break;
+        let mut off = 0;
+        while off < len {
+            let want = (len - off).min(buf.len() as u64) as usize;
+            match f.read_at(&mut buf[..want], base + off) {
+                Ok(n) if n > 0 && signals::stop_requested().is_none() => off += n as u64,
+                _ => break,
             }
         }
     }

@@ -159,7 +159,7 @@ pub(super) fn records(
             direction: spec.direction,
             read_pct: s.mix_read_pct,
             verify: target.files.as_ref().and_then(|f| f.verify.get(i).cloned()),
-            base: prepared.shared_base,
+            base: prepared.bases[i],
             stonewall,
             time_based: s.time_based,
             refresh_cache,

@@ -7,6 +7,7 @@ use crate::exit::{refusing, CmdResult, Failure, FAILED, OK};
 use crate::output::Output;
 use candor_engine::ceiling;
 use candor_engine::collect::Collector;
+use candor_engine::device;
 use candor_engine::engines::{parse_engine, EngineKind};
 use candor_engine::plan::{
     options, presets, Ceiling, ErrorKind, Plan, PlanError, Point, RunOptions,
@@ -161,9 +162,25 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Allow a block device as a target (its contents are overwritten).
+    /// Allow a block device as a target: candor benchmarks the device itself, O_DIRECT by
+    /// default, on `threads x --file-size` bytes from --offset, overwriting them. Refused
+    /// when the device is in use (mounted, a mounted partition, swap, held by device-mapper
+    /// or md) or holds a filesystem or partition table (see --destroy-existing-data).
     #[arg(long)]
     pub allow_device_writes: bool,
+
+    /// With --allow-device-writes: overwrite a device even though it holds a filesystem,
+    /// a partition table or another signature (its data is destroyed).
+    #[arg(long, requires = "allow_device_writes")]
+    pub destroy_existing_data: bool,
+
+    /// On a block device: where candor's region starts (a multiple of the logical block).
+    #[arg(long, value_name = "SIZE", requires = "allow_device_writes")]
+    pub offset: Option<String>,
+
+    /// On a block device: go through the page cache instead of the default O_DIRECT.
+    #[arg(long, conflicts_with = "direct")]
+    pub buffered: bool,
 
     /// Seed of the random orders and buffer contents.
     #[arg(long, value_name = "N", default_value_t = options::SEED)]
@@ -269,6 +286,7 @@ impl Args {
             mpi: self.mpi,
             reorder: self.reorder,
             shared_file: self.shared_file,
+            buffered: self.buffered,
         }
     }
 }
@@ -302,7 +320,8 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     )?;
     let paths = mpi::agree(mpi, target_paths(&a.targets, a.allow_device_writes))?;
     signals::install();
-    let (id, dirs, infos) = prepare_targets(&paths, mpi)?;
+    let region = Region::of(&a)?;
+    let (id, dirs, infos) = prepare_targets(&paths, &region, mpi)?;
     let plan = mpi::agree(
         mpi,
         Plan::new(&options, &id, &infos, &dirs).map_err(refused),
@@ -379,11 +398,15 @@ fn target_paths(given: &[PathBuf], allow_device: bool) -> Result<Vec<PathBuf>, F
 /// target: the run id, the run directories and the descriptions.
 fn prepare_targets(
     paths: &[PathBuf],
+    region: &Region,
     mpi: Option<&mpi::Session>,
 ) -> Result<(String, Vec<RunDir>, Vec<TargetInfo>), Failure> {
     // Stale run directories of killed runs go first (only candor's, by their marker).
     // Not over MPI: a run directory made on another node cannot be told from a stale one.
-    for t in paths.iter().filter(|_| mpi.is_none()) {
+    for t in paths
+        .iter()
+        .filter(|t| mpi.is_none() && !device::is_block_device(t))
+    {
         if let Ok(rep) = clean_stale(t) {
             for p in rep.removed {
                 eprintln!(
@@ -398,7 +421,15 @@ fn prepare_targets(
         mpi,
         paths
             .iter()
-            .map(|t| make_run_dir(t, &id))
+            .map(|t| {
+                if device::is_block_device(t) {
+                    device::claim(t, region.offset, region.destroy)
+                        .map(RunDir::on_device)
+                        .map_err(Failure::usage)
+                } else {
+                    make_run_dir(t, &id)
+                }
+            })
             .collect::<Result<Vec<RunDir>, Failure>>(),
     )?;
     let infos = paths
@@ -593,6 +624,26 @@ fn say_all(doc: &mut RunDoc, notes: &[String], say: bool) {
     add_warnings(doc, notes.to_vec());
 }
 
+/// Where candor works on a block device target, and whether it may destroy what is there.
+struct Region {
+    offset: u64,
+    destroy: bool,
+}
+
+impl Region {
+    fn of(a: &Args) -> Result<Region, Failure> {
+        let offset = match a.offset.as_deref() {
+            None => 0,
+            Some(s) => candor_engine::size::parse_size(s)
+                .map_err(|e| Failure::usage(format!("--offset: {e}")))?,
+        };
+        Ok(Region {
+            offset,
+            destroy: a.destroy_existing_data,
+        })
+    }
+}
+
 /// Checks a target before anything is written: exists, is a directory (or an allowed
 /// device), is writable.
 fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
@@ -609,10 +660,8 @@ fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
     })?;
     if meta.file_type().is_block_device() {
         if allow_device {
-            return Err(Failure::usage(format!(
-                "{} is a block device: benchmarking raw devices is not supported; make a filesystem on it and give a directory there",
-                t.display()
-            )));
+            // Checked and claimed with the run's directories (device::claim).
+            return Ok(());
         }
         return Err(Failure::usage(format!(
             "{} is a block device: candor would overwrite its contents; give a directory on a filesystem instead (or --allow-device-writes if you mean it)",

@@ -1,0 +1,435 @@
+//! A block device as a target (`--allow-device-writes`). Writing a raw device destroys what
+//! it holds, so every check is made before the first write, and each refusal is one
+//! sentence:
+//! - the device is not mounted, holds no mounted partition, is no active swap, and nothing
+//!   is stacked on it (device-mapper, md) — from /proc/self/mountinfo, /proc/swaps and
+//!   sysfs' `holders`;
+//! - the kernel agrees: candor opens it with O_EXCL, which the kernel refuses while the
+//!   device or one of its partitions is mounted or claimed, and the claim is held for the
+//!   whole run, so nothing can mount it in the middle;
+//! - it carries no filesystem, partition-table, RAID, LVM, LUKS or swap signature
+//!   (`SIGNATURES`), unless `--destroy-existing-data` says to destroy it;
+//! - the region candor works in, from `--offset` for `threads x --file-size` bytes, lies
+//!   inside the device and starts on a logical block.
+//!
+//! Each thread works on its own slice of the region: thread i at
+//! `offset + i x file_size` (`Device::base`).
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// A checked, claimed block device and the start of candor's region on it.
+#[derive(Debug)]
+pub struct Device {
+    path: PathBuf,
+    /// The kernel's name ("loop3", "nvme0n1p2").
+    name: String,
+    size: u64,
+    offset: u64,
+    /// The O_EXCL descriptor held for the run.
+    claim: i32,
+}
+
+impl Device {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The device's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Where candor's region starts (`--offset`).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Bytes from the offset to the end of the device: what a plan may use.
+    pub fn room(&self) -> u64 {
+        self.size.saturating_sub(self.offset)
+    }
+
+    /// Where thread `i`'s slice starts for files of `file_size`.
+    pub fn base(&self, i: usize, file_size: u64) -> u64 {
+        self.offset + i as u64 * file_size
+    }
+
+    /// Writes the device's cache back (fsync on the claim), the device's counterpart of a
+    /// filesystem's syncfs.
+    pub fn sync(&self) {
+        // SAFETY: claim is an open descriptor owned by self.
+        unsafe {
+            libc::fsync(self.claim);
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: claim is an open descriptor owned by self, closed once.
+        unsafe {
+            libc::close(self.claim);
+        }
+    }
+}
+
+/// A signature of something that lives on a device: its name, where its magic is and what
+/// the bytes are. Positions are the formats' own (their on-disk layouts).
+pub struct Signature {
+    pub what: &'static str,
+    pub at: usize,
+    pub magic: &'static [u8],
+}
+
+/// What candor recognises on a device before it agrees to overwrite it.
+pub const SIGNATURES: &[Signature] = &[
+    Signature {
+        what: "an ext2/3/4 filesystem",
+        at: 1024 + 56,
+        magic: &[0x53, 0xEF],
+    },
+    Signature {
+        what: "an XFS filesystem",
+        at: 0,
+        magic: b"XFSB",
+    },
+    Signature {
+        what: "a btrfs filesystem",
+        at: 65536 + 64,
+        magic: b"_BHRfS_M",
+    },
+    Signature {
+        what: "an F2FS filesystem",
+        at: 1024,
+        magic: &[0x10, 0x20, 0xF5, 0xF2],
+    },
+    Signature {
+        what: "a squashfs image",
+        at: 0,
+        magic: b"hsqs",
+    },
+    Signature {
+        what: "an ISO 9660 filesystem",
+        at: 32769,
+        magic: b"CD001",
+    },
+    Signature {
+        what: "an NTFS filesystem",
+        at: 3,
+        magic: b"NTFS    ",
+    },
+    Signature {
+        what: "a FAT filesystem",
+        at: 54,
+        magic: b"FAT1",
+    },
+    Signature {
+        what: "a FAT32 filesystem",
+        at: 82,
+        magic: b"FAT32",
+    },
+    Signature {
+        what: "a GPT partition table",
+        at: 512,
+        magic: b"EFI PART",
+    },
+    Signature {
+        what: "a GPT partition table",
+        at: 4096,
+        magic: b"EFI PART",
+    },
+    Signature {
+        what: "an LVM physical volume",
+        at: 512,
+        magic: b"LABELONE",
+    },
+    Signature {
+        what: "a LUKS encrypted volume",
+        at: 0,
+        magic: b"LUKS\xba\xbe",
+    },
+    Signature {
+        what: "a LUKS2 encrypted volume",
+        at: 0,
+        magic: b"SKUL\xba\xbe",
+    },
+    Signature {
+        what: "a Linux swap area",
+        at: 4096 - 10,
+        magic: b"SWAPSPACE2",
+    },
+    Signature {
+        what: "a Linux swap area",
+        at: 4096 - 10,
+        magic: b"SWAP-SPACE",
+    },
+    Signature {
+        what: "an md RAID member",
+        at: 4096,
+        magic: &[0xFC, 0x4E, 0x2B, 0xA9],
+    },
+    Signature {
+        what: "an md RAID member",
+        at: 0,
+        magic: &[0xFC, 0x4E, 0x2B, 0xA9],
+    },
+];
+
+/// How many bytes from the start of a device the signatures need.
+pub const PROBE_LEN: usize = 65536 + 4096;
+
+/// What the first bytes of a device hold, by `SIGNATURES`, and a DOS partition table (the
+/// boot signature 55 AA with at least one partition entry in use).
+pub fn signatures(head: &[u8]) -> Vec<&'static str> {
+    let mut found: Vec<&'static str> = SIGNATURES
+        .iter()
+        .filter(|s| head.get(s.at..s.at + s.magic.len()) == Some(s.magic))
+        .map(|s| s.what)
+        .collect();
+    if head.get(510..512) == Some(&[0x55, 0xAA]) {
+        let used = (0..4).any(|k| head.get(446 + k * 16 + 4).is_some_and(|&t| t != 0));
+        if used
+            && !found
+                .iter()
+                .any(|w| w.contains("FAT") || w.contains("NTFS"))
+        {
+            found.push("a DOS partition table");
+        }
+    }
+    found.dedup();
+    found
+}
+
+/// Checks `path` (a block device) and claims it; `threads x file_size` bytes from `offset`
+/// must fit, which the plan checks once it knows them (`Device::room`). Errors are the
+/// sentence to print.
+pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot use {shown}: {e}"))?;
+    if !meta.file_type().is_block_device() {
+        return Err(format!("{shown} is not a block device"));
+    }
+    let rdev = meta.rdev();
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let name = std::fs::canonicalize(&sys)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| format!("{major}:{minor}"));
+    // The device and its partitions: a mount or holder of any of them refuses the device.
+    let mut parts: Vec<(String, u32, u32)> = vec![(name.clone(), major, minor)];
+    parts.extend(partitions(&sys));
+    if let Some(why) = in_use(&parts) {
+        return Err(format!(
+            "{shown} is in use ({why}): candor never writes a device in use; unmount it (or stop what holds it) first"
+        ));
+    }
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{shown} is not a usable path"))?;
+    // SAFETY: c is a valid C string; the descriptor is owned by the Device or closed below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_EXCL | libc::O_CLOEXEC) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EBUSY) => format!(
+                "{shown} is busy: the kernel refuses an exclusive open (mounted, or claimed by another program); candor never writes a device in use"
+            ),
+            Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                "cannot open {shown} for writing: permission denied; benchmarking a raw device needs write access to it (usually root)"
+            ),
+            Some(libc::EROFS) => format!("{shown} is read-only: candor cannot write it"),
+            _ => format!("cannot open {shown}: {e}"),
+        });
+    }
+    let dev = Device {
+        path: path.to_path_buf(),
+        name,
+        // SAFETY: fd is open; seeking a block device's end gives its size.
+        size: unsafe { libc::lseek(fd, 0, libc::SEEK_END) }.max(0) as u64,
+        offset,
+        claim: fd,
+    };
+    if dev.size == 0 {
+        return Err(format!(
+            "{shown} has no capacity (an empty or detached device)"
+        ));
+    }
+    let lbs = logical_block(&sys);
+    if !offset.is_multiple_of(lbs) {
+        return Err(format!(
+            "--offset {offset} does not start on a logical block of {shown} ({lbs} bytes): give a multiple of {lbs}"
+        ));
+    }
+    if offset >= dev.size {
+        return Err(format!(
+            "--offset {offset} is beyond the end of {shown} ({} bytes)",
+            dev.size
+        ));
+    }
+    let mut head = vec![0u8; PROBE_LEN.min(dev.size as usize)];
+    // SAFETY: fd is open and head is writable for its length.
+    let n = unsafe { libc::pread(fd, head.as_mut_ptr().cast(), head.len(), 0) };
+    if n < 0 {
+        return Err(format!(
+            "cannot read the start of {shown} to look for a filesystem: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    head.truncate(n as usize);
+    let found = signatures(&head);
+    if !found.is_empty() && !destroy {
+        return Err(format!(
+            "{shown} holds {}: benchmarking it destroys that data; add --destroy-existing-data if that is what you want",
+            found.join(" and ")
+        ));
+    }
+    Ok(dev)
+}
+
+/// The partitions of the device at `sys` (/sys/dev/block/M:m): name, major, minor.
+fn partitions(sys: &Path) -> Vec<(String, u32, u32)> {
+    let Ok(rd) = std::fs::read_dir(sys) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter(|e| e.path().join("partition").exists())
+        .filter_map(|e| {
+            let dev = std::fs::read_to_string(e.path().join("dev")).ok()?;
+            let (ma, mi) = dev.trim().split_once(':')?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                ma.parse().ok()?,
+                mi.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Why one of `parts` is in use: mounted (by device number or by the mount's source, as
+/// btrfs mounts show an anonymous number), an active swap area, or held by a stacked
+/// device. None when free.
+fn in_use(parts: &[(String, u32, u32)]) -> Option<String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    for (name, major, minor) in parts {
+        let number = format!("{major}:{minor}");
+        let dev_path = format!("/dev/{name}");
+        for line in mountinfo.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let source = f
+                .iter()
+                .position(|&x| x == "-")
+                .and_then(|i| f.get(i + 2))
+                .copied()
+                .unwrap_or("");
+            let source_is = std::fs::canonicalize(source)
+                .map(|p| p == Path::new(&dev_path))
+                .unwrap_or(false);
+            if f.get(2) == Some(&number.as_str()) || source == dev_path || source_is {
+                return Some(format!(
+                    "{dev_path} is mounted on {}",
+                    f.get(4).copied().unwrap_or("?")
+                ));
+            }
+        }
+        if swaps
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().next() == Some(dev_path.as_str()))
+        {
+            return Some(format!("{dev_path} is an active swap area"));
+        }
+        let holders: Vec<String> = std::fs::read_dir(format!("/sys/class/block/{name}/holders"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !holders.is_empty() {
+            return Some(format!("{dev_path} is held by {}", holders.join(", ")));
+        }
+    }
+    None
+}
+
+/// The device's logical block size from sysfs (a partition's is its disk's); 512 if unknown.
+fn logical_block(sys: &Path) -> u64 {
+    let own = sys.join("queue/logical_block_size");
+    let disk = sys.join("../queue/logical_block_size");
+    [own, disk]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+        .filter(|&b: &u64| b > 0)
+        .unwrap_or(512)
+}
+
+/// Whether `path` is a block device.
+pub fn is_block_device(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(at: usize, bytes: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; PROBE_LEN];
+        v[at..at + bytes.len()].copy_from_slice(bytes);
+        v
+    }
+
+    #[test]
+    fn a_zeroed_device_holds_nothing() {
+        assert!(signatures(&vec![0u8; PROBE_LEN]).is_empty());
+        assert!(signatures(&[]).is_empty());
+    }
+
+    #[test]
+    fn each_signature_is_found_where_its_format_puts_it() {
+        assert_eq!(
+            signatures(&with(1080, &[0x53, 0xEF])),
+            vec!["an ext2/3/4 filesystem"]
+        );
+        assert_eq!(signatures(&with(0, b"XFSB")), vec!["an XFS filesystem"]);
+        assert_eq!(
+            signatures(&with(65600, b"_BHRfS_M")),
+            vec!["a btrfs filesystem"]
+        );
+        assert_eq!(
+            signatures(&with(512, b"EFI PART")),
+            vec!["a GPT partition table"]
+        );
+        assert_eq!(
+            signatures(&with(4086, b"SWAPSPACE2")),
+            vec!["a Linux swap area"]
+        );
+        // One byte off is not the format.
+        assert!(signatures(&with(1081, &[0x53, 0xEF])).is_empty());
+    }
+
+    #[test]
+    fn a_dos_table_needs_an_entry_in_use() {
+        let mut v = with(510, &[0x55, 0xAA]);
+        assert!(
+            signatures(&v).is_empty(),
+            "a bare boot signature is no table"
+        );
+        v[446 + 4] = 0x83;
+        assert_eq!(signatures(&v), vec!["a DOS partition table"]);
+    }
+
+    #[test]
+    fn a_regular_file_is_refused_as_a_device() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let e = claim(f.path(), 0, false).unwrap_err();
+        assert!(e.contains("is not a block device"), "{e}");
+    }
+}
