@@ -1,7 +1,9 @@
 //! Hand-written SVG charts (no scripts, no fonts fetched): line charts with optional error bars,
 //! a heatmap and a horizontal interval chart. Every chart has a title, axes with ticks and units,
 //! and a legend when it has several series; colours come from the Okabe-Ito palette, which
-//! colour-blind readers tell apart. Pure functions from numbers to markup.
+//! colour-blind readers tell apart. Every drawn value carries its figures in an SVG `<title>`, which
+//! a browser shows on hover. The charts are inline in HTML, so they name no namespace (an HTML
+//! parser puts `<svg>` in SVG's own). Pure functions from numbers to markup.
 
 use std::fmt::Write;
 
@@ -153,6 +155,26 @@ const MR: f64 = 30.0;
 const MT: f64 = 34.0;
 const MB: f64 = 48.0;
 
+/// A line chart narrower than this is one of a grid of small charts: narrow margins, no axis
+/// labels (the grid's heading names the axes), a smaller title.
+pub const SMALL: f64 = 400.0;
+
+/// The margins (left, right, top, bottom) of a chart of this width.
+fn margins(width: f64) -> (f64, f64, f64, f64) {
+    if width < SMALL {
+        (44.0, 12.0, 28.0, 26.0)
+    } else {
+        (ML, MR, MT, MB)
+    }
+}
+
+/// At most this many points of a series get a hover target, spread over the series: every
+/// marked point up to `MAX_HOVER`, and `MAX_HOVER_LINE` of a curve drawn without markers (a
+/// latency curve of 41 points gets one every half decade, a timeline one every few samples),
+/// so the figures stay at hand without the page growing by a target per pixel.
+const MAX_HOVER: usize = 120;
+const MAX_HOVER_LINE: usize = 10;
+
 fn legend(series: &[(String, &str, bool, bool)], x0: f64, y0: f64, width: f64) -> (String, f64) {
     if series.len() < 2 {
         return (String::new(), 0.0);
@@ -193,12 +215,16 @@ fn legend(series: &[(String, &str, bool, bool)], x0: f64, y0: f64, width: f64) -
 }
 
 fn frame(id: &str, title: &str, w: f64, h: f64, body: &str) -> String {
+    let (ml, class, y) = if w < SMALL {
+        (margins(w).0, "ttl s", 16)
+    } else {
+        (ML, "ttl", 20)
+    };
     format!(
-        "<svg id=\"{}\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w:.0} {h:.0}\" width=\"{w:.0}\" height=\"{h:.0}\" role=\"img\" aria-label=\"{}\">\
-         <text x=\"{:.0}\" y=\"20\" class=\"ttl\">{}</text>{body}</svg>",
+        "<svg id=\"{}\" class=\"chart\" viewBox=\"0 0 {w:.0} {h:.0}\" width=\"{w:.0}\" height=\"{h:.0}\" role=\"img\" aria-label=\"{}\">\
+         <text x=\"{ml:.0}\" y=\"{y}\" class=\"{class}\">{}</text>{body}</svg>",
         esc(id),
         esc(title),
-        ML,
         esc(title)
     )
 }
@@ -240,16 +266,27 @@ fn axes(
     let _ = write!(
         s,
         "<line x1=\"{left:.1}\" y1=\"{bottom:.1}\" x2=\"{right:.1}\" y2=\"{bottom:.1}\" class=\"axis\"/>\
-         <line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" class=\"axis\"/>\
-         <text x=\"{:.1}\" y=\"{:.1}\" class=\"al\" text-anchor=\"middle\">{}</text>\
-         <text transform=\"translate(16 {:.1}) rotate(-90)\" class=\"al\" text-anchor=\"middle\">{}</text>",
-        (left + right) / 2.0,
-        bottom + 36.0,
-        esc(xl),
-        (top + bottom) / 2.0,
-        esc(yl)
+         <line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" class=\"axis\"/>"
     );
+    if !xl.is_empty() || !yl.is_empty() {
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"al\" text-anchor=\"middle\">{}</text>\
+             <text transform=\"translate(16 {:.1}) rotate(-90)\" class=\"al\" text-anchor=\"middle\">{}</text>",
+            (left + right) / 2.0,
+            bottom + 36.0,
+            esc(xl),
+            (top + bottom) / 2.0,
+            esc(yl)
+        );
+    }
     s
+}
+
+/// The range an axis of this kind gives these values: from zero to a round top on a linear
+/// axis, whole powers on a log one.
+pub fn axis_range(vals: impl Iterator<Item = f64>, kind: AxisKind) -> (f64, f64) {
+    range(vals, kind)
 }
 
 fn range(vals: impl Iterator<Item = f64>, kind: AxisKind) -> (f64, f64) {
@@ -275,6 +312,33 @@ fn range(vals: impl Iterator<Item = f64>, kind: AxisKind) -> (f64, f64) {
 }
 
 pub fn line_chart(c: &LineChart) -> String {
+    line_chart_in(c, None)
+}
+
+/// What hovering over a point shows: the series, then each axis with its figure.
+fn hover_text(c: &LineChart, s: &Series, j: usize, p: (f64, f64)) -> String {
+    let mut t = String::new();
+    if !s.name.is_empty() {
+        t.push_str(&s.name);
+        t.push('\n');
+    }
+    let _ = write!(
+        t,
+        "{}: {}\n{}: {}",
+        c.x_label,
+        (c.x_fmt)(p.0),
+        c.y_label,
+        (c.y_fmt)(p.1)
+    );
+    if let Some((lo, hi)) = s.err.get(j).filter(|(lo, hi)| hi > lo) {
+        let _ = write!(t, " (95% CI {} to {})", (c.y_fmt)(*lo), (c.y_fmt)(*hi));
+    }
+    t
+}
+
+/// A line chart whose y axis spans `y` when given (a grid of small charts on one scale), else
+/// the series' own range.
+pub fn line_chart_in(c: &LineChart, y: Option<(f64, f64)>) -> String {
     let names: Vec<(String, &str, bool, bool)> = c
         .series
         .iter()
@@ -288,8 +352,14 @@ pub fn line_chart(c: &LineChart) -> String {
             )
         })
         .collect();
-    let plot_w = c.width - ML - MR;
-    let (leg, leg_h) = legend(&names, ML, c.height + 4.0, plot_w);
+    let small = c.width < SMALL;
+    let (ml, mr, mt, mb) = margins(c.width);
+    let plot_w = c.width - ml - mr;
+    let (leg, leg_h) = if small {
+        (String::new(), 0.0)
+    } else {
+        legend(&names, ml, c.height + 4.0, plot_w)
+    };
     let total_h = c.height + leg_h;
     let (x_lo, x_hi) = range(
         c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
@@ -322,30 +392,38 @@ pub fn line_chart(c: &LineChart) -> String {
     } else {
         (x_lo, x_hi)
     };
-    let (y_lo, y_hi) = range(
-        c.series.iter().flat_map(|s| {
-            s.points
-                .iter()
-                .map(|p| p.1)
-                .chain(s.err.iter().flat_map(|e| [e.0.max(0.0), e.1]))
-        }),
-        c.y_kind,
-    );
+    let (y_lo, y_hi) = y.unwrap_or_else(|| {
+        range(
+            c.series.iter().flat_map(|s| {
+                s.points
+                    .iter()
+                    .map(|p| p.1)
+                    .chain(s.err.iter().flat_map(|e| [e.0.max(0.0), e.1]))
+            }),
+            c.y_kind,
+        )
+    });
     let xs = Scale {
         lo: x_lo,
         hi: x_hi,
         kind: c.x_kind,
-        p0: ML,
-        p1: c.width - MR,
+        p0: ml,
+        p1: c.width - mr,
     };
     let ys = Scale {
         lo: y_lo,
         hi: y_hi,
         kind: c.y_kind,
-        p0: c.height - MB,
-        p1: MT,
+        p0: c.height - mb,
+        p1: mt,
     };
-    let mut body = axes(&xs, &ys, c.x_fmt, c.y_fmt, &c.x_label, &c.y_label);
+    let (xl, yl) = if small {
+        ("", "")
+    } else {
+        (c.x_label.as_str(), c.y_label.as_str())
+    };
+    let mut body = axes(&xs, &ys, c.x_fmt, c.y_fmt, xl, yl);
+    let mut hover = String::new();
     for (i, s) in c.series.iter().enumerate() {
         let col = colour(s.colour.unwrap_or(i));
         let pts: Vec<(f64, f64)> = s
@@ -397,7 +475,34 @@ pub fn line_chart(c: &LineChart) -> String {
                 );
             }
         }
+        // Hover targets over the measured points (a reference line has none), drawn last so
+        // no line covers them; a long series gets one every few points.
+        if !s.dashed {
+            let shown: Vec<usize> = (0..s.points.len())
+                .filter(|j| {
+                    let p = s.points[*j];
+                    p.0.is_finite()
+                        && p.1.is_finite()
+                        && (c.x_kind == AxisKind::Linear || p.0 > 0.0)
+                        && (c.y_kind == AxisKind::Linear || p.1 > 0.0)
+                })
+                .collect();
+            let cap = if c.markers { MAX_HOVER } else { MAX_HOVER_LINE };
+            let step = shown.len().div_ceil(cap).max(1);
+            for j in shown.into_iter().step_by(step) {
+                let p = s.points[j];
+                let _ = write!(
+                    hover,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" class=\"hv\"><title>{}</title></circle>",
+                    xs.map(p.0),
+                    ys.map(p.1.clamp(ys.lo.min(ys.hi), ys.hi.max(ys.lo))),
+                    if small { 5 } else { 6 },
+                    esc(&hover_text(c, s, j, p))
+                );
+            }
+        }
     }
+    body.push_str(&hover);
     body.push_str(&leg);
     frame(&c.id, &c.title, c.width, total_h, &body)
 }
@@ -634,11 +739,14 @@ pub fn interval_chart(
             y + 3.0,
             rh - 6.0
         );
-        for s in &r.samples {
+        for (k, s) in r.samples.iter().enumerate() {
             let _ = write!(
                 b,
-                "<circle cx=\"{:.1}\" cy=\"{ym:.1}\" r=\"2.6\" fill=\"#000\" opacity=\"0.7\"/>",
-                xs.map(*s)
+                "<circle cx=\"{:.1}\" cy=\"{ym:.1}\" r=\"2.6\" fill=\"#000\" opacity=\"0.7\"><title>{}: repetition {}: {}</title></circle>",
+                xs.map(*s),
+                esc(&r.label),
+                k + 1,
+                esc(&fmt(*s))
             );
         }
     }

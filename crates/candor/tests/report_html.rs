@@ -1,7 +1,11 @@
 //! The HTML report in a real browser: `candor report` renders a saved result, headless
-//! Chromium loads it (no network, no scripts), the DOM it builds must hold every chart with
-//! something drawn in it, the console must stay silent, and a screenshot is kept in the target
-//! directory as an artifact. Skipped, with a message, where Chromium is not installed.
+//! Chromium loads it (no network, no scripts), the DOM it builds must hold the contents list,
+//! every section folded under its heading, the verdicts and the summary before any chart, and
+//! every chart with something drawn in it; the console must stay silent; the screenshot, kept in
+//! the target directory as an artifact, is decoded and must show a page of sane size with
+//! something on it. Skipped, with a message, where Chromium is not installed.
+
+mod png;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -92,7 +96,15 @@ fn render(json: &Path, out: &Path) {
     );
 }
 
-fn check_in_browser(chromium: &Path, html: &Path, expected: &[&str], shot: &str) {
+/// What a page must have besides its charts: a report (`candor report`, `candor run --html`)
+/// has the contents list and the folds; `candor compare`'s page is one table and its charts.
+#[derive(PartialEq)]
+enum Page {
+    Report,
+    Compare,
+}
+
+fn check_in_browser(chromium: &Path, html: &Path, expected: &[&str], shot: &str, kind: Page) {
     let text = std::fs::read_to_string(html).expect("the report was written");
     assert!(!text.contains("<script"), "the report has no scripts");
     for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
@@ -128,6 +140,9 @@ fn check_in_browser(chromium: &Path, html: &Path, expected: &[&str], shot: &str)
         text.matches("<svg id=\"").count(),
         "all charts are in the DOM"
     );
+    if kind == Page::Report {
+        check_navigation(&dom);
+    }
     let png = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(shot);
     let _ = std::fs::remove_file(&png);
     let o = browse(
@@ -143,13 +158,109 @@ fn check_in_browser(chromium: &Path, html: &Path, expected: &[&str], shot: &str)
         "chromium --screenshot: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-    assert!(
-        size > 20_000,
-        "a screenshot with content ({size} bytes) at {}",
-        png.display()
-    );
+    check_screenshot(&png, 1400, 5000);
     println!("screenshot: {}", png.display());
+}
+
+/// The values of an attribute in markup (`href="#`, `id="`), up to the closing quote.
+fn values<'a>(dom: &'a str, prefix: &str) -> Vec<&'a str> {
+    dom.match_indices(prefix)
+        .map(|(i, _)| {
+            let rest = &dom[i + prefix.len()..];
+            &rest[..rest.find('"').unwrap_or(0)]
+        })
+        .collect()
+}
+
+/// The DOM the browser built: a contents list linking every section to a heading that is there,
+/// each section a fold (`<details>`) opened by its heading, and the verdicts (or, for a page
+/// without results, the first section) before any chart.
+fn check_navigation(dom: &str) {
+    let nav_at = dom.find("<nav class=\"toc\"").expect("a contents list");
+    let nav = &dom[nav_at
+        ..dom[nav_at..]
+            .find("</nav>")
+            .map(|e| nav_at + e)
+            .expect("</nav>")];
+    let links = values(nav, "href=\"#");
+    let ids = values(dom, " id=\"");
+    let sections = values(dom, "<summary><h2 id=\"");
+    assert!(!sections.is_empty(), "folded sections");
+    assert_eq!(
+        values(dom, "<h2 id=\"").len(),
+        sections.len(),
+        "every section heading opens a fold"
+    );
+    assert_eq!(
+        dom.matches("<details class=\"sec\" open=\"\"><summary><h2")
+            .count(),
+        sections.len(),
+        "every section is an open fold"
+    );
+    for s in &sections {
+        assert!(links.contains(s), "the contents link section {s}");
+    }
+    for l in &links {
+        assert!(
+            ids.contains(l),
+            "the contents' link #{l} leads to a heading"
+        );
+    }
+    let first_chart = dom.find("<svg").unwrap_or(dom.len());
+    assert!(nav_at < first_chart);
+    let first = dom.find("<summary><h2 id=\"").expect("a section");
+    assert!(first < first_chart, "a section before any chart");
+    if let Some(v) = dom.find("<h2 id=\"verdicts\"") {
+        assert_eq!(v, first + "<summary>".len(), "the verdicts come first");
+        let summary = dom.find("<h2 id=\"summary\"").expect("the summary");
+        assert!(
+            v < summary && summary < first_chart,
+            "verdicts, summary, then charts"
+        );
+    }
+}
+
+/// The screenshot is a PNG of the window's size with a page drawn in it: its first screen
+/// (title, contents, verdicts, summary) well inked and in many colours (anti-aliased text,
+/// badges, charts), and ink on the page as a whole.
+fn check_screenshot(png: &Path, width: u32, height: u32) {
+    let bytes = std::fs::read(png).expect("the screenshot was written");
+    let img = png::decode(&bytes).expect("the screenshot is a PNG");
+    assert_eq!(
+        (img.width, img.height),
+        (width, height),
+        "the window's size"
+    );
+    let ink = |px: &[[u8; 3]]| {
+        px.iter().filter(|p| **p != [255, 255, 255]).count() as f64 / px.len().max(1) as f64
+    };
+    let top = &img.rgb[..(width as usize * 1000).min(img.rgb.len())];
+    let mut colours: Vec<[u8; 3]> = top.to_vec();
+    colours.sort_unstable();
+    colours.dedup();
+    let (top_ink, all_ink) = (ink(top), ink(&img.rgb));
+    println!(
+        "{}: {width}x{height}, first screen {:.1}% inked in {} colours, the page {:.1}%",
+        png.display(),
+        100.0 * top_ink,
+        colours.len(),
+        100.0 * all_ink
+    );
+    assert!(
+        top_ink > 0.05,
+        "the first screen shows the page ({:.2}% inked)",
+        100.0 * top_ink
+    );
+    assert!(
+        colours.len() > 200,
+        "{} colours on the first screen",
+        colours.len()
+    );
+    assert!(
+        all_ink > 0.01,
+        "the page is drawn ({:.2}% inked)",
+        100.0 * all_ink
+    );
 }
 
 #[test]
@@ -176,6 +287,7 @@ fn the_html_report_renders_in_a_browser_with_every_chart() {
             "reps-",
         ],
         "report.png",
+        Page::Report,
     );
 }
 
@@ -188,7 +300,13 @@ fn an_mpi_report_shows_its_ranks() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let html = dir.path().join("mpi.html");
     render(&fixture("mpi.json"), &html);
-    check_in_browser(&chromium, &html, &["ranks-", "lat-hist-"], "report-mpi.png");
+    check_in_browser(
+        &chromium,
+        &html,
+        &["ranks-", "lat-hist-"],
+        "report-mpi.png",
+        Page::Report,
+    );
 }
 
 #[test]
@@ -208,6 +326,7 @@ fn a_run_over_several_targets_compares_them_in_its_report() {
         &html,
         &["cmp-", "heat-", "lat-pct-", "reps-"],
         "report-study.png",
+        Page::Report,
     );
 }
 
@@ -222,7 +341,13 @@ fn an_audit_report_shows_claimed_against_observed() {
     render(&fixture("audit.json"), &html);
     let text = std::fs::read_to_string(&html).expect("written");
     assert!(text.contains("Claimed vs observed") && text.contains("overstated"));
-    check_in_browser(&chromium, &html, &["audit-"], "report-audit.png");
+    check_in_browser(
+        &chromium,
+        &html,
+        &["audit-"],
+        "report-audit.png",
+        Page::Report,
+    );
 }
 
 #[test]
@@ -247,5 +372,93 @@ fn the_compare_page_renders_in_a_browser() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    check_in_browser(&chromium, &html, &["cmp-"], "compare.png");
+    check_in_browser(&chromium, &html, &["cmp-"], "compare.png", Page::Compare);
+}
+
+#[test]
+fn a_real_thread_sweep_is_one_grid_of_small_charts_per_test() {
+    let Some(chromium) = chromium() else {
+        println!("skipped: chromium not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).expect("a target directory");
+    let html = dir.path().join("sweep.html");
+    let o = Command::new(CANDOR)
+        .args([
+            "run",
+            "--tests",
+            "write,read",
+            "--file-size",
+            "64k,256k",
+            "--record-size",
+            "4k,64k",
+            "--threads",
+            "1,2",
+            "--repeat",
+            "2",
+            "-q",
+            "--format",
+            "json",
+            "--html",
+        ])
+        .arg(&html)
+        .arg(&target)
+        .output()
+        .expect("candor runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(&html).expect("the report was written");
+    // Two tests, each at four size points and two thread counts: one group of charts per test
+    // in each section, not one per size point.
+    assert_eq!(text.matches("<h3 id=\"g-scaling-").count(), 2);
+    assert_eq!(text.matches("<svg id=\"scale-tp-").count(), 8);
+    assert_eq!(text.matches("<h3 id=\"g-sizes-").count(), 2);
+    assert_eq!(text.matches("<svg id=\"heat-").count(), 4);
+    assert!(
+        text.matches("class=\"hv\"><title>").count() >= 16,
+        "values on hover"
+    );
+    check_in_browser(
+        &chromium,
+        &html,
+        &[
+            "heat-",
+            "size-",
+            "scale-tp-",
+            "scale-lat-",
+            "lat-pct-",
+            "reps-",
+        ],
+        "report-sweep.png",
+        Page::Report,
+    );
+}
+
+#[test]
+fn a_blank_page_fails_the_screenshot_check() {
+    let Some(chromium) = chromium() else {
+        println!("skipped: chromium not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let page = dir.path().join("blank.html");
+    std::fs::write(&page, "<!DOCTYPE html><html><body><p>.</p></body></html>").expect("written");
+    let png = dir.path().join("blank.png");
+    let o = browse(
+        &chromium,
+        &page,
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1400,5000",
+        ],
+    );
+    assert!(o.status.success());
+    let caught = std::panic::catch_unwind(|| check_screenshot(&png, 1400, 5000));
+    assert!(caught.is_err(), "a blank page is not taken for a report");
 }

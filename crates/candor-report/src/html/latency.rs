@@ -1,14 +1,13 @@
 //! Latency distributions: a histogram and a percentile curve for up to a few results of each
 //! set.
 
-use super::page::{fig, lat_us, named_sets, nines, short_title, tick};
+use super::page::{fig, group, lat_us, named_sets, nines, short_title, tick};
 use super::MAX_CURVES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::units;
 use crate::view::{self, Axis};
 use candor_model::{RunDoc, TestResult};
 use candor_stats::Histogram;
-use std::fmt::Write;
 
 /// Up to `MAX_CURVES` results of a set to draw together: all when few, else evenly picked
 /// across sizes, threads and depths.
@@ -157,15 +156,14 @@ pub(super) fn latency(doc: &RunDoc, b: &mut String) {
         } else {
             String::new()
         };
-        let _ = write!(
-            b,
-            "<h3>{}</h3><div class=\"charts\">{}{}</div>",
-            esc(name),
+        let body = format!(
+            "<div class=\"charts\">{}{}</div>",
             fig(c1, &format!("Bins of a tenth of a decade.{more}")),
             fig(
                 c2,
                 "Read across: at 99% on the x axis, the y value is the p99 latency."
             )
         );
+        group(b, &format!("g-lat-{i}"), &esc(name), &body);
     }
 }

@@ -1,12 +1,17 @@
-//! The self-contained HTML report: one file, inline CSS and hand-drawn SVG, nothing fetched, no
-//! scripts. Sections: header (host, command line, version, dates), summary table per target
-//! with verdict badges and explanations, throughput over file size x record size (heatmap and one
-//! line per file size), scaling over threads and queue depth (throughput with CI, latency),
-//! latency distributions (histogram and percentile curve), witness timelines (application vs
-//! device throughput, dirty memory) and repetitions (mean with 95% CI and every run).
-//! `compare_page` renders `candor compare` the same way.
+//! The self-contained HTML report: one file, inline CSS and hand-drawn SVG, nothing fetched (a
+//! content security policy forbids it), no scripts. A contents list beside the sections links to
+//! each section and to each group within it; every section folds (`<details>`), and so does
+//! each group of charts. Sections: the verdicts at a glance (first), the summary table per
+//! target with verdict badges and explanations, the host and command, throughput over file size
+//! x record size (heatmaps and lines, one group per test), scaling over threads and queue depth
+//! (one grid of small charts per test, one chart per size point), latency distributions
+//! (histogram and percentile curve), witness timelines (application vs device throughput, dirty
+//! memory) and repetitions (mean with 95% CI and every run). Every point, cell and bar shows
+//! its figures on hover (an SVG `<title>`). `compare_page` renders `candor compare` the same way.
 //!
-//! One file per section; `render` puts them in order.
+//! One file per section; `SECTIONS` puts them in order. A section writes nothing, or its
+//! `<h2 id="...">` heading first and then its body; `render` folds it under that heading and
+//! lists it, with the `<h3 id="...">` headings of its groups, in the contents.
 
 mod compare;
 mod latency;
@@ -16,35 +21,153 @@ mod scaling;
 mod summary;
 mod surfaces;
 mod timelines;
+mod verdicts;
 
 pub use compare::compare_page;
 
 use crate::svg::esc;
 use candor_model::RunDoc;
-use page::{header, page};
+use page::{host, page, title};
 use std::fmt::Write;
 
 /// At most this many curves share one chart, and this many timelines are drawn.
 const MAX_CURVES: usize = 6;
 const MAX_TIMELINES: usize = 12;
 
+/// The sections, in the order the page shows them.
+const SECTIONS: &[fn(&RunDoc, &mut String)] = &[
+    verdicts::verdicts,
+    summary::audit,
+    summary::summary,
+    host,
+    compare::targets_compared,
+    surfaces::surfaces,
+    scaling::scaling,
+    scaling::ranks,
+    latency::latency,
+    timelines::timelines,
+    repetitions::repetitions,
+];
+
+/// The contents list names at most this many groups of one section.
+const MAX_TOC_GROUPS: usize = 16;
+
+/// A section's markup taken apart: its heading's id and text, its groups' ids and texts.
+struct Section {
+    id: String,
+    title: String,
+    body: String,
+    groups: Vec<(String, String)>,
+}
+
+/// Markup without its tags (entities stay escaped).
+fn text_of(markup: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in markup.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The id and inner markup of an element opened by `open` (`<h2 id="`) at the start of `s`,
+/// and what follows its closing tag.
+fn heading<'a>(s: &'a str, open: &str, close: &str) -> Option<(&'a str, &'a str, &'a str)> {
+    let rest = s.strip_prefix(open)?;
+    let q = rest.find('"')?;
+    let id = &rest[..q];
+    let after = rest[q..].strip_prefix("\">")?;
+    let end = after.find(close)?;
+    Some((id, &after[..end], &after[end + close.len()..]))
+}
+
+impl Section {
+    fn parse(markup: &str) -> Option<Section> {
+        let (id, inner, body) = heading(markup, "<h2 id=\"", "</h2>")?;
+        let mut groups = Vec::new();
+        let mut at = 0;
+        while let Some(i) = body[at..].find("<h3 id=\"") {
+            let start = at + i;
+            match heading(&body[start..], "<h3 id=\"", "</h3>") {
+                Some((gid, ginner, _)) => {
+                    groups.push((gid.to_string(), text_of(ginner)));
+                    at = start + 8;
+                }
+                None => break,
+            }
+        }
+        Some(Section {
+            id: id.to_string(),
+            title: inner.to_string(),
+            body: body.to_string(),
+            groups,
+        })
+    }
+}
+
 /// Renders a run.
 pub fn render(doc: &RunDoc) -> String {
+    let mut sections = Vec::new();
+    let mut loose = String::new();
+    for section in SECTIONS {
+        let mut s = String::new();
+        section(doc, &mut s);
+        if s.is_empty() {
+            continue;
+        }
+        match Section::parse(&s) {
+            Some(sec) => sections.push(sec),
+            // A section without its heading is shown as it is, unlisted.
+            None => loose.push_str(&s),
+        }
+    }
     let mut b = String::new();
-    header(doc, &mut b);
-    summary::audit(doc, &mut b);
-    summary::summary(doc, &mut b);
-    compare::targets_compared(doc, &mut b);
-    surfaces::surfaces(doc, &mut b);
-    scaling::scaling(doc, &mut b);
-    scaling::ranks(doc, &mut b);
-    latency::latency(doc, &mut b);
-    timelines::timelines(doc, &mut b);
-    repetitions::repetitions(doc, &mut b);
+    title(doc, &mut b);
+    b.push_str(
+        "<div class=\"layout\"><nav class=\"toc\" aria-label=\"Contents\"><b>Contents</b><ol>",
+    );
+    for sec in &sections {
+        let _ = write!(
+            b,
+            "<li><a href=\"#{}\">{}</a>",
+            esc(&sec.id),
+            text_of(&sec.title)
+        );
+        if sec.groups.len() > 1 {
+            b.push_str("<ol>");
+            for (id, text) in sec.groups.iter().take(MAX_TOC_GROUPS) {
+                let _ = write!(b, "<li><a href=\"#{}\">{text}</a></li>", esc(id));
+            }
+            if sec.groups.len() > MAX_TOC_GROUPS {
+                let _ = write!(
+                    b,
+                    "<li>{} more in the section</li>",
+                    sec.groups.len() - MAX_TOC_GROUPS
+                );
+            }
+            b.push_str("</ol>");
+        }
+        b.push_str("</li>");
+    }
+    b.push_str("</ol></nav><main>");
+    for sec in &sections {
+        let _ = write!(
+            b,
+            "<details class=\"sec\" open><summary><h2 id=\"{}\">{}</h2></summary>{}</details>",
+            sec.id, sec.title, sec.body
+        );
+    }
+    b.push_str(&loose);
     let _ = write!(
         b,
         "<footer>Rendered by candor {} from the saved result. Throughput in MB/s (10<sup>6</sup> bytes/s); \
-         sizes in binary units; latency per operation in µs; intervals are 95% confidence intervals of the mean.</footer>",
+         sizes in binary units; latency per operation in µs; intervals are 95% confidence intervals of the mean. \
+         Hover over a point, cell or bar for its figures; click a heading to fold its section.</footer></main></div>",
         esc(env!("CARGO_PKG_VERSION"))
     );
     let title = match doc.host.hostname.as_str() {
@@ -128,6 +251,179 @@ mod tests {
             "no NaN or infinity in the markup"
         );
         assert!(!html.contains("<script"));
+    }
+
+    /// A two-point thread sweep of two tests over two file sizes and three record sizes.
+    fn sweep() -> RunDoc {
+        let mut d = RunDoc::new(
+            "run",
+            vec!["candor".into(), "run".into()],
+            "2026-01-01T00:00:00Z".into(),
+        );
+        for test in ["write", "read"] {
+            for file in [1u64 << 20, 4 << 20] {
+                for rec in [4096u64, 65536, 1 << 20] {
+                    for threads in [1u32, 2] {
+                        let mut h = candor_stats::Histogram::new();
+                        (1..200u64).for_each(|v| h.record(v * 1000 * threads as u64));
+                        let x = (file / rec) as f64 * threads as f64;
+                        d.results.push(TestResult {
+                            target: "/t".into(),
+                            test: test.into(),
+                            engine: "psync".into(),
+                            file_size: file,
+                            record_size: rec,
+                            threads,
+                            iodepth: 1,
+                            status: candor_model::Status::Ok,
+                            throughput: candor_stats::summarize(&[1e8 + x, 1.1e8 + x, 0.9e8 + x]),
+                            latency_histogram: h.dump(),
+                            witness: Some(Witness {
+                                verdict: candor_model::Verdict::Device,
+                                contradicts_intent: test == "read" && rec == 4096,
+                                explanation: "what the kernel saw".into(),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+        }
+        d
+    }
+
+    /// The `id="..."` values of `<h2>`/`<h3>` headings and the `href`s of the contents list.
+    fn attr_values<'a>(html: &'a str, prefix: &str) -> Vec<&'a str> {
+        html.match_indices(prefix)
+            .map(|(i, _)| {
+                let rest = &html[i + prefix.len()..];
+                &rest[..rest.find('"').unwrap_or(0)]
+            })
+            .collect()
+    }
+
+    /// A section's markup, from its heading to the next section's.
+    fn section<'a>(html: &'a str, id: &str) -> &'a str {
+        let s = &html[html.find(&format!("<h2 id=\"{id}\"")).expect(id)..];
+        &s[..s[1..].find("<h2 id=").map_or(s.len(), |e| e + 1)]
+    }
+
+    #[test]
+    fn the_contents_link_every_section_and_group_and_every_section_folds() {
+        for d in [doc(), sweep()] {
+            let html = render(&d);
+            let nav_end = html.find("</nav>").expect("a contents list");
+            let nav = &html[html.find("<nav class=\"toc\"").expect("contents")..nav_end];
+            let links = attr_values(nav, "href=\"#");
+            let sections = attr_values(&html, "<h2 id=\"");
+            assert!(sections.len() >= 5, "{sections:?}");
+            for id in &sections {
+                assert!(links.contains(id), "the contents link section {id}");
+            }
+            assert_eq!(
+                html.matches("<details class=\"sec\" open><summary><h2 id=")
+                    .count(),
+                sections.len(),
+                "every section folds under its heading"
+            );
+            let ids: Vec<&str> = attr_values(&html, " id=\"");
+            for l in &links {
+                assert!(ids.contains(l), "link #{l} leads somewhere");
+            }
+            // The verdicts come first, then the summary, before any chart.
+            let at = |s: &str| html.find(s).unwrap_or(usize::MAX);
+            assert!(at("<h2 id=\"verdicts\"") < at("<h2 id=\"summary\""));
+            assert!(at("<h2 id=\"summary\"") < at("<svg"));
+            assert!(at("<nav") < at("<h2 id=\"verdicts\""));
+        }
+    }
+
+    #[test]
+    fn the_verdicts_count_each_kind_and_link_each_contradiction_to_its_row() {
+        let d = sweep();
+        let html = render(&d);
+        let v = section(&html, "verdicts");
+        assert!(v.contains(">device 24</span>"), "{v}");
+        // The contradicted reads at 4 KiB records: 2 file sizes x 2 thread counts, each linked.
+        let links = attr_values(v, "href=\"#");
+        assert_eq!(links.len(), 4, "{links:?}");
+        for l in links {
+            assert!(
+                html.contains(&format!("<tr id=\"{l}\" class=\"flag\">")),
+                "{l}"
+            );
+        }
+        let mut quiet = doc();
+        quiet.results.truncate(1);
+        assert!(render(&quiet).contains("Every result measured what its test meant"));
+    }
+
+    #[test]
+    fn a_thread_sweep_over_sizes_is_one_grid_of_small_charts_per_test() {
+        let html = render(&sweep());
+        let s = section(&html, "scaling");
+        // Two tests: two groups, not one per test and size point (twelve).
+        assert_eq!(attr_values(s, "<h3 id=\"").len(), 2, "{s}");
+        assert_eq!(
+            s.matches("<div class=\"multi\">").count(),
+            4,
+            "a throughput and a latency grid per test"
+        );
+        assert_eq!(
+            attr_values(s, "<svg id=\"scale-tp-").len(),
+            12,
+            "one chart per size point"
+        );
+        assert_eq!(attr_values(s, "<svg id=\"scale-lat-").len(), 12);
+        assert!(s.contains("every chart on the same scale"));
+        // Small charts: the width of a grid cell.
+        assert!(s.contains("width=\"270\" height=\"190\""));
+        // The heatmaps of one test at 1 and 2 threads are one group too.
+        let sizes = section(&html, "sizes");
+        assert_eq!(attr_values(sizes, "<h3 id=\"").len(), 2);
+        assert_eq!(attr_values(sizes, "<svg id=\"heat-").len(), 4);
+    }
+
+    #[test]
+    fn every_point_and_cell_shows_its_figures_on_hover() {
+        let html = render(&sweep());
+        // A marked point: the series, the axis and the figure with its interval.
+        let hv = section(&html, "scaling")
+            .split("class=\"hv\"><title>")
+            .nth(1)
+            .expect("hover targets");
+        let t = &hv[..hv.find("</title>").unwrap()];
+        assert!(
+            t.starts_with("throughput (mean, 95% CI)\nthreads: 1\nthroughput, MB/s: "),
+            "{t}"
+        );
+        assert!(t.contains("(95% CI "), "{t}");
+        // Heatmap cells and repetitions carry theirs.
+        assert!(html.contains(" MB/s</title></rect>"));
+        assert!(html.contains(": repetition 3: "));
+        // The reference line of perfect scaling has no hover target: every target is a measured point.
+        let targets = html.matches("class=\"hv\"").count();
+        assert!(targets > 24 * 2, "{targets}");
+    }
+
+    #[test]
+    fn the_page_fetches_nothing() {
+        for d in [doc(), sweep(), RunDoc::default()] {
+            let html = render(&d);
+            assert!(html.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"));
+            for bad in [
+                "http://", "https://", "//", "url(", "@import", "<link", "<img", "<script",
+                "<iframe", "src=",
+            ] {
+                let n = html.matches(bad).count();
+                // "//" only as the policy allows none: no protocol-relative address anywhere.
+                assert_eq!(n, 0, "{bad} in the page");
+            }
+            for href in attr_values(&html, "href=\"") {
+                assert!(href.starts_with('#'), "a link within the page: {href}");
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The page around the sections: the style sheet, the document frame, figures with captions,
-//! the header (host, command line, version, dates), verdict badges and the axis label formats
-//! every chart uses.
+//! The page around the sections: the style sheet, the document frame (with a policy that lets
+//! the page fetch nothing), figures with captions, folds, the title line, the host section
+//! (host, targets, command line), verdict badges and the axis label formats every chart uses.
 
 use crate::svg::esc;
 use crate::table;
@@ -45,11 +45,30 @@ svg .grid{stroke:#eaeef2;stroke-width:1}svg .axis{stroke:#8c959f;stroke-width:1}
 svg .cell{font-size:11px;fill:#1b1f24}svg .cell.inv{fill:#fff}svg .empty{fill:#f6f8fa}
 .sig-yes{font-weight:600}.sig-no{color:var(--muted)}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
+.layout{display:grid;grid-template-columns:200px minmax(0,1fr);gap:28px;align-items:start}
+nav.toc{position:sticky;top:0;max-height:100vh;overflow:auto;font-size:13px;padding:12px 12px 12px 0;border-right:1px solid var(--line)}
+nav.toc ol{list-style:none;margin:4px 0 0;padding:0}nav.toc ol ol{padding-left:12px;margin:2px 0 6px;font-size:12px}
+nav.toc li{margin:3px 0}nav.toc a{color:var(--fg);text-decoration:none}nav.toc ol ol a{color:var(--muted)}nav.toc a:hover{text-decoration:underline}
+@media (max-width:1000px){.layout{display:block}nav.toc{position:static;max-height:none;border:0}}
+details.sec>summary{cursor:pointer;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line);font-size:19px}
+details.sec>summary>h2{display:inline;margin:0;padding:0;border:0}
+details.grp>summary{cursor:pointer;margin:20px 0 6px;font-size:15px}details.grp>summary>h3{display:inline;margin:0}
+summary:hover{color:#0969da}
+.multi{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start}.multi figure{padding:2px}.multi figcaption{max-width:280px;font-size:11.5px}
+svg .ttl.s{font-size:12px}svg .hv{fill:#1b1f24;fill-opacity:0}svg .hv:hover{fill-opacity:.3}
+tr:target td{background:#ddf4ff}
+.vcount{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:6px 0}
+ul.attn{margin:6px 0;padding-left:20px}ul.attn li{margin:3px 0}.ok{color:#1a7f37;font-weight:600}
 "#;
+
+/// The page may fetch nothing: no script, no connection, no image or font from anywhere; only
+/// its own inline style.
+const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'";
 
 pub(super) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n",
         esc(title)
@@ -113,7 +132,19 @@ pub(super) fn nines(v: f64) -> String {
     format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
-pub(super) fn header(doc: &RunDoc, b: &mut String) {
+/// A fold inside a section: its `<h3 id>` heading opens and closes the body (the contents
+/// list the heading under its section).
+pub(super) fn group(b: &mut String, id: &str, heading: &str, body: &str) {
+    let _ = write!(
+        b,
+        "<details class=\"grp\" open><summary><h3 id=\"{}\">{heading}</h3></summary>{body}</details>",
+        esc(id)
+    );
+}
+
+/// The page's title line: candor, the host, the version and the dates, and a banner when the
+/// run did not finish.
+pub(super) fn title(doc: &RunDoc, b: &mut String) {
     let h = &doc.host;
     let _ = write!(
         b,
@@ -137,7 +168,12 @@ pub(super) fn header(doc: &RunDoc, b: &mut String) {
             esc(doc.stop_reason.as_deref().unwrap_or("the run did not finish"))
         );
     }
-    b.push_str("<dl class=\"host\">");
+}
+
+/// The run's section: host (CPU, caches, memory, OS, kernel), targets, MPI and the command line.
+pub(super) fn host(doc: &RunDoc, b: &mut String) {
+    let h = &doc.host;
+    b.push_str("<h2 id=\"run\">Host, targets and command</h2><dl class=\"host\">");
     let mut row = |k: &str, v: String| {
         if !v.trim().is_empty() {
             let _ = write!(b, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));

@@ -1,7 +1,7 @@
 //! Scaling over threads and queue depth (throughput with its confidence interval, latency
 //! percentiles), and each MPI rank's throughput per test.
 
-use super::page::{fig, lat_us, mbps, plain};
+use super::page::{fig, group, lat_us, mbps, plain};
 use super::MAX_TIMELINES;
 use crate::svg::{self, esc, AxisKind, IntervalRow, LineChart, Series};
 use crate::table;
@@ -10,124 +10,329 @@ use crate::view::{self, Axis};
 use candor_model::{RunDoc, TestResult};
 use std::fmt::Write;
 
-pub(super) fn scaling(doc: &RunDoc, b: &mut String) {
-    let mut all = Vec::new();
-    for g in view::groups(doc) {
-        for axis in [Axis::Threads, Axis::Depth] {
-            for s in view::series(&g.results, axis) {
-                all.push((g.path.clone(), s));
-            }
-        }
-    }
-    if all.is_empty() {
-        return;
-    }
-    b.push_str("<h2 id=\"scaling\">Scaling over threads and queue depth</h2>");
-    for (i, (target, s)) in all.iter().enumerate() {
-        let xs: Vec<f64> = s
+/// A chart of a grid of small charts is this wide and this high.
+const SMALL_W: f64 = 270.0;
+const SMALL_H: f64 = 190.0;
+
+/// A grid's charts share one y scale unless their highest figures are further apart than this
+/// factor (a cached point beside device-bound ones would flatten them): then each has its own.
+const SHARED_SCALE_SPREAD: f64 = 10.0;
+
+/// The x values of a sweep (the axis, at least 1).
+fn xs(s: &view::Series) -> Vec<f64> {
+    s.points
+        .iter()
+        .map(|r| s.axis.value(r).max(1) as f64)
+        .collect()
+}
+
+/// Throughput with its 95% CI, and perfect scaling from the first point, drawn up to 1.6x the
+/// highest measured figure (ending where it crosses that line), so the figures keep the chart's
+/// height.
+fn throughput_series(s: &view::Series) -> Vec<Series> {
+    let xs = xs(s);
+    let tp = Series {
+        name: "throughput (mean, 95% CI)".into(),
+        points: xs
+            .iter()
+            .zip(&s.points)
+            .map(|(x, r)| (*x, r.throughput.mean / 1e6))
+            .collect(),
+        err: s
             .points
             .iter()
-            .map(|r| s.axis.value(r).max(1) as f64)
-            .collect();
-        let tp = Series {
-            name: "throughput (mean, 95% CI)".into(),
-            points: xs
-                .iter()
-                .zip(&s.points)
-                .map(|(x, r)| (*x, r.throughput.mean / 1e6))
-                .collect(),
-            err: s
-                .points
-                .iter()
-                .map(|r| (r.throughput.ci95[0] / 1e6, r.throughput.ci95[1] / 1e6))
-                .collect(),
-            ..Default::default()
-        };
-        let first = s.points[0].throughput.mean / 1e6;
-        let linear = Series {
-            name: "linear scaling".into(),
-            points: xs.iter().map(|x| (*x, first * x / xs[0])).collect(),
-            dashed: true,
-            colour: Some(7),
-            ..Default::default()
-        };
-        // Perfect scaling soon leaves the measured figures far below; it is drawn up to 1.6x
-        // the highest of them (ending where it crosses that line), so the figures keep the
-        // chart's height.
-        let ymax = tp.points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.6;
-        let mut clipped: Vec<(f64, f64)> = Vec::new();
-        for p in &linear.points {
-            if p.1 <= ymax {
-                clipped.push(*p);
-            } else {
-                if first > 0.0 {
-                    clipped.push((xs[0] * ymax / first, ymax));
+            .map(|r| (r.throughput.ci95[0] / 1e6, r.throughput.ci95[1] / 1e6))
+            .collect(),
+        ..Default::default()
+    };
+    let first = s.points[0].throughput.mean / 1e6;
+    let ymax = tp.points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.6;
+    let mut clipped: Vec<(f64, f64)> = Vec::new();
+    for x in &xs {
+        let y = first * x / xs[0];
+        if y <= ymax {
+            clipped.push((*x, y));
+        } else {
+            if first > 0.0 {
+                clipped.push((xs[0] * ymax / first, ymax));
+            }
+            break;
+        }
+    }
+    let linear = Series {
+        name: "linear scaling".into(),
+        points: clipped,
+        dashed: true,
+        colour: Some(7),
+        ..Default::default()
+    };
+    vec![tp, linear]
+}
+
+/// Latency p50, p99 and p99.9 over the axis, in µs.
+fn latency_series(s: &view::Series) -> Vec<Series> {
+    let xs = xs(s);
+    let lat = |name: &str, f: fn(&TestResult) -> u64, c: usize| Series {
+        name: name.into(),
+        points: xs
+            .iter()
+            .zip(&s.points)
+            .map(|(x, r)| (*x, f(r) as f64 / 1e3))
+            .collect(),
+        colour: Some(c),
+        ..Default::default()
+    };
+    vec![
+        lat("p50", |r| r.latency_ns.p50, 0),
+        lat("p99", |r| r.latency_ns.p99, 1),
+        lat("p99.9", |r| r.latency_ns.p999, 3),
+    ]
+}
+
+fn chart(id: String, title: String, s: &view::Series, lat: bool, w: f64, h: f64) -> LineChart {
+    let name = s.axis.name();
+    LineChart {
+        id,
+        title,
+        x_label: name.into(),
+        y_label: if lat {
+            "latency per operation, µs".into()
+        } else {
+            "throughput, MB/s".into()
+        },
+        x_kind: AxisKind::Log2,
+        y_kind: if lat {
+            AxisKind::Log10
+        } else {
+            AxisKind::Linear
+        },
+        x_fmt: plain,
+        y_fmt: if lat { lat_us } else { mbps },
+        series: if lat {
+            latency_series(s)
+        } else {
+            throughput_series(s)
+        },
+        width: w,
+        height: h,
+        markers: true,
+    }
+}
+
+/// Where a sweep stops scaling, in a few words for a small chart's caption.
+fn scaling_words(s: &view::Series) -> String {
+    let values: Vec<f64> = s.points.iter().map(|r| r.throughput.mean).collect();
+    let at = |i: usize| s.axis.point(s.axis.value(s.points[i]).max(1));
+    let gain = |i: usize| units::ratio(values[i] / values[0]);
+    match view::scaling_stop(&values) {
+        None => format!(
+            "still scaling at {} ({})",
+            at(values.len() - 1),
+            gain(values.len() - 1)
+        ),
+        Some(0) => format!("does not scale ({} at {})", gain(1), at(1)),
+        Some(i) => format!("scales to {} ({})", at(i), gain(i)),
+    }
+}
+
+/// Sweeps that differ only in file and record size: one test (engine, flags, the other axis)
+/// on one target, along one axis.
+fn sweep_groups(doc: &RunDoc) -> Vec<(String, String, Vec<view::Series<'_>>)> {
+    let groups = view::groups(doc);
+    let several = groups.len() > 1;
+    let mut out: Vec<(String, String, Vec<view::Series>)> = Vec::new();
+    for g in groups {
+        for axis in [Axis::Threads, Axis::Depth] {
+            for s in view::series(&g.results, axis) {
+                let r = s.points[0];
+                let mut name = r.test.clone();
+                if !r.engine.is_empty() {
+                    name.push_str(&format!(", {}", r.engine));
                 }
-                break;
+                match axis {
+                    Axis::Threads if r.iodepth > 1 => name.push_str(&format!(", QD {}", r.iodepth)),
+                    Axis::Depth if r.threads > 1 => {
+                        name.push_str(&format!(", {} threads", r.threads))
+                    }
+                    _ => {}
+                }
+                if r.direct {
+                    name.push_str(", O_DIRECT");
+                }
+                if r.osync {
+                    name.push_str(", O_SYNC");
+                }
+                name.push_str(&format!(" over {}", axis.name()));
+                if several {
+                    name.push_str(&format!(" on {}", g.path));
+                }
+                match out.iter_mut().find(|(n, _, _)| *n == name) {
+                    Some((_, _, v)) => v.push(s),
+                    None => out.push((name, g.path.clone(), vec![s])),
+                }
             }
         }
-        let linear = Series {
-            points: clipped,
-            ..linear
-        };
-        let name = s.axis.name();
-        let c1 = svg::line_chart(&LineChart {
-            id: format!("scale-tp-{i}"),
-            title: format!("{}: throughput over {}", s.title, name),
-            x_label: name.into(),
-            y_label: "throughput, MB/s".into(),
-            x_kind: AxisKind::Log2,
-            y_kind: AxisKind::Linear,
-            x_fmt: plain,
-            y_fmt: mbps,
-            series: vec![tp, linear],
-            width: 620.0,
-            height: 320.0,
-            markers: true,
-        });
-        let lat = |name: &str, f: fn(&TestResult) -> u64, c: usize| Series {
-            name: name.into(),
-            points: xs
+    }
+    out
+}
+
+pub(super) fn scaling(doc: &RunDoc, b: &mut String) {
+    let groups = sweep_groups(doc);
+    if groups.is_empty() {
+        return;
+    }
+    b.push_str("<h2 id=\"scaling\">Scaling over threads and queue depth</h2>\
+        <p class=\"sub\">One group per test. A test swept at several file and record sizes gets a grid of small charts, \
+        one per size point, on one scale: solid, throughput with error bars of its 95% confidence interval; dashed, \
+        perfect scaling from the first point. Hover over a point for its figures.</p>");
+    let mut next = 0;
+    for (gi, (name, target, sweeps)) in groups.iter().enumerate() {
+        let mut body = String::new();
+        if sweeps.len() == 1 {
+            let s = &sweeps[0];
+            let c1 = svg::line_chart(&chart(
+                format!("scale-tp-{next}"),
+                format!("{}: throughput over {}", s.title, s.axis.name()),
+                s,
+                false,
+                620.0,
+                320.0,
+            ));
+            let c2 = svg::line_chart(&chart(
+                format!("scale-lat-{next}"),
+                format!("{}: latency over {}", s.title, s.axis.name()),
+                s,
+                true,
+                620.0,
+                320.0,
+            ));
+            next += 1;
+            let _ = write!(
+                body,
+                "<p>{} <small class=\"mono\">{}</small></p><div class=\"charts\">{}{}</div>",
+                esc(&view::scaling_sentence(s)),
+                esc(target),
+                fig(c1, "Error bars: 95% confidence interval over the repetitions. Dashed: perfect scaling from the first point."),
+                fig(c2, "Latency of one operation (one record) at the 50th, 99th and 99.9th percentile; log scale.")
+            );
+        } else {
+            // One y scale for the grid, unless the charts' highest figures are too far apart.
+            let tops: Vec<f64> = sweeps
                 .iter()
-                .zip(&s.points)
-                .map(|(x, r)| (*x, f(r) as f64 / 1e3))
-                .collect(),
-            colour: Some(c),
-            ..Default::default()
-        };
-        let c2 = svg::line_chart(&LineChart {
-            id: format!("scale-lat-{i}"),
-            title: format!("{}: latency over {}", s.title, name),
-            x_label: name.into(),
-            y_label: "latency per operation, µs".into(),
-            x_kind: AxisKind::Log2,
-            y_kind: AxisKind::Log10,
-            x_fmt: plain,
-            y_fmt: lat_us,
-            series: vec![
-                lat("p50", |r| r.latency_ns.p50, 0),
-                lat("p99", |r| r.latency_ns.p99, 1),
-                lat("p99.9", |r| r.latency_ns.p999, 3),
-            ],
-            width: 620.0,
-            height: 320.0,
-            markers: true,
-        });
-        let _ = write!(
+                .map(|s| {
+                    throughput_series(s)[0]
+                        .points
+                        .iter()
+                        .zip(&s.points)
+                        .map(|(p, r)| p.1.max(r.throughput.ci95[1] / 1e6))
+                        .fold(0.0, f64::max)
+                })
+                .collect();
+            let (lo, hi) = (
+                tops.iter().cloned().fold(f64::INFINITY, f64::min),
+                tops.iter().cloned().fold(0.0, f64::max),
+            );
+            let shared = lo > 0.0 && hi / lo <= SHARED_SCALE_SPREAD;
+            let tp_range = shared.then(|| svg::axis_range(tops.iter().cloned(), AxisKind::Linear));
+            let lat_all: Vec<f64> = sweeps
+                .iter()
+                .flat_map(latency_series)
+                .flat_map(|s| s.points.into_iter().map(|p| p.1))
+                .collect();
+            let lat_range = svg::axis_range(lat_all.into_iter(), AxisKind::Log10);
+            let axis = sweeps[0].axis.name();
+            let _ = write!(
+                body,
+                "<p class=\"sub\">Throughput over {axis}, MB/s, {}. Each chart is one file size / record size.</p><div class=\"multi\">",
+                if shared {
+                    "every chart on the same scale"
+                } else {
+                    "each chart on its own scale (their highest figures are more than 10 times apart)"
+                }
+            );
+            let mut lat = String::new();
+            let mut tables = String::new();
+            for s in sweeps {
+                let r = s.points[0];
+                let point = format!(
+                    "{}/{}",
+                    units::size(r.file_size),
+                    units::size(r.record_size)
+                );
+                let c = svg::line_chart_in(
+                    &chart(
+                        format!("scale-tp-{next}"),
+                        format!("{point} MB/s"),
+                        s,
+                        false,
+                        SMALL_W,
+                        SMALL_H,
+                    ),
+                    tp_range,
+                );
+                let _ = write!(
+                    body,
+                    "<figure title=\"{}\">{c}<figcaption>{}</figcaption></figure>",
+                    esc(&view::scaling_sentence(s)),
+                    esc(&scaling_words(s))
+                );
+                let c = svg::line_chart_in(
+                    &chart(
+                        format!("scale-lat-{next}"),
+                        format!("{point} latency, µs"),
+                        s,
+                        true,
+                        SMALL_W,
+                        SMALL_H,
+                    ),
+                    Some(lat_range),
+                );
+                let _ = write!(lat, "<figure>{c}</figure>");
+                let _ = write!(
+                    tables,
+                    "<p>{}</p><pre class=\"mono\">{}</pre>",
+                    esc(&view::scaling_sentence(s)),
+                    esc(&table::scaling_grid(s).to_text())
+                );
+                next += 1;
+            }
+            body.push_str("</div>");
+            let key = |c: usize, n: &str| {
+                format!(
+                    "<span style=\"color:{}\">&#9644; {n}</span>",
+                    svg::colour(c)
+                )
+            };
+            let _ = write!(
+                body,
+                "<details><summary>Latency over {axis}, one chart per size point ({}, {}, {}; µs, log scale, one scale)</summary>\
+                 <div class=\"multi\">{lat}</div></details>\
+                 <details><summary>Tables and where each sweep stops scaling</summary>{tables}</details>",
+                key(0, "p50"),
+                key(1, "p99"),
+                key(3, "p99.9"),
+            );
+        }
+        if sweeps.len() == 1 {
+            let _ = write!(
+                body,
+                "<details><summary>Table</summary><pre class=\"mono\">{}</pre></details>",
+                esc(&table::scaling_grid(&sweeps[0]).to_text())
+            );
+        }
+        group(
             b,
-            "<h3>{} <small class=\"mono\">{}</small></h3><p>{}</p><div class=\"charts\">{}{}</div>",
-            esc(&s.title),
-            esc(target),
-            esc(&view::scaling_sentence(s)),
-            fig(c1, "Error bars: 95% confidence interval over the repetitions. Dashed: perfect scaling from the first point."),
-            fig(c2, "Latency of one operation (one record) at the 50th, 99th and 99.9th percentile; log scale.")
-        );
-        let mut t = String::new();
-        t.push_str(&table::scaling_grid(s).to_text());
-        let _ = write!(
-            b,
-            "<details><summary>Table</summary><pre class=\"mono\">{}</pre></details>",
-            esc(&t)
+            &format!("g-scaling-{gi}"),
+            &if sweeps.len() == 1 {
+                esc(name)
+            } else {
+                format!(
+                    "{} <small class=\"sub\">({} size points)</small>",
+                    esc(name),
+                    sweeps.len()
+                )
+            },
+            &body,
         );
     }
 }

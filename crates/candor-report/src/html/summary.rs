@@ -5,8 +5,19 @@ use super::page::{badge, fig, mbps};
 use crate::svg::{self, esc, IntervalRow};
 use crate::units;
 use crate::view;
-use candor_model::RunDoc;
+use candor_model::{RunDoc, TestResult};
 use std::fmt::Write;
+
+/// The id of a result's row in the summary table ("r7": the result's place in the document),
+/// which the verdicts link to.
+pub(super) fn row_id(doc: &RunDoc, r: &TestResult) -> String {
+    let i = doc
+        .results
+        .iter()
+        .position(|x| std::ptr::eq(x, r))
+        .unwrap_or(usize::MAX);
+    format!("r{i}")
+}
 
 pub(super) fn summary(doc: &RunDoc, b: &mut String) {
     if doc.results.is_empty() {
@@ -17,8 +28,12 @@ pub(super) fn summary(doc: &RunDoc, b: &mut String) {
     }
     b.push_str("<h2 id=\"summary\">Summary</h2>");
     let mut next = 1;
-    for g in view::groups(doc) {
-        let _ = write!(b, "<h3>Target <code>{}</code>", esc(&g.path));
+    for (gi, g) in view::groups(doc).into_iter().enumerate() {
+        let _ = write!(
+            b,
+            "<h3 id=\"target-{gi}\">Target <code>{}</code>",
+            esc(&g.path)
+        );
         if let Some(t) = g.info {
             let _ = write!(b, " — {}", esc(&view::target_line(t)));
         }
@@ -50,7 +65,8 @@ pub(super) fn summary(doc: &RunDoc, b: &mut String) {
             let flag = r.witness.as_ref().is_some_and(|w| w.contradicts_intent) || view::failed(r);
             let _ = write!(
                 b,
-                "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                "<tr id=\"{}\"{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                row_id(doc, r),
                 if flag { " class=\"flag\"" } else { "" },
                 esc(&r.test),
                 view::size_cell(r.file_size),

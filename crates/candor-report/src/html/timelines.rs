@@ -1,6 +1,6 @@
 //! Witness timelines: application against device throughput over each test, and dirty memory.
 
-use super::page::{badge, fig, mbps, secs};
+use super::page::{badge, fig, group, mbps, secs};
 use super::MAX_TIMELINES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::view;
@@ -153,17 +153,20 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
             height: 300.0,
             markers: false,
         });
-        let _ = write!(
-            b,
-            "<h3>{} {}</h3><p>{}</p><div class=\"charts\">{}{}</div>",
-            esc(&view::label(r)),
-            badge(r),
+        let body = format!(
+            "<p>{}</p><div class=\"charts\">{}{}</div>",
             esc(&w.explanation),
             fig(c1, &caption),
             fig(
                 c2,
                 "Dirty: written by applications, not yet on the device (/proc/meminfo Dirty)."
             )
+        );
+        group(
+            b,
+            &format!("g-tl-{i}"),
+            &format!("{} {}", esc(&view::label(r)), badge(r)),
+            &body,
         );
     }
     if total > with.len() {
