@@ -12,7 +12,7 @@ use std::fmt::Write;
 pub(super) const CSS: &str = r#"
 :root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa}
 *{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0;padding:24px 32px;max-width:1440px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0;padding:20px 24px;max-width:1680px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 h3{font-size:15px;margin:20px 0 6px}
 .sub{color:var(--muted);margin:0 0 12px}
@@ -21,13 +21,13 @@ code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size
 dl.host{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:8px 0}
 dl.host dt{color:var(--muted)}dl.host dd{margin:0}
 table.res{border-collapse:collapse;margin:8px 0;font-size:13px}
-table.res th,table.res td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
-table.res th{background:var(--soft);font-weight:600;white-space:nowrap}
+table.res th,table.res td{padding:4px 6px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
+table.res th{background:var(--soft);font-weight:600}table.res td:not(.l):not(.expl){white-space:nowrap}
 .scroll{max-height:760px;overflow:auto;border:1px solid var(--line);border-radius:6px}
 .scroll table.res{margin:0}.scroll table.res tr:first-child th{position:sticky;top:0;z-index:1}
 table.res td.l,table.res th.l{text-align:left}table.res td.nw{white-space:nowrap}
 table.res tr.flag td{background:#fff4e5}
-table.res td.expl{color:var(--muted);min-width:300px;max-width:460px;text-align:left;font-size:12px}
+table.res td.expl{color:var(--muted);min-width:200px;max-width:460px;text-align:left;font-size:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
 .b-device{background:#0072B2}.b-cache{background:#E69F00;color:#1b1f24}.b-mixed{background:#56B4E9;color:#1b1f24}
 .b-memory{background:#CC79A7}.b-unverified,.b-none{background:#8c959f}.b-failed{background:#D55E00}
@@ -45,7 +45,8 @@ svg .grid{stroke:#eaeef2;stroke-width:1}svg .axis{stroke:#8c959f;stroke-width:1}
 svg .cell{font-size:11px;fill:#1b1f24}svg .cell.inv{fill:#fff}svg .empty{fill:#f6f8fa}
 .sig-yes{font-weight:600}.sig-no{color:var(--muted)}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
-.layout{display:grid;grid-template-columns:200px minmax(0,1fr);gap:28px;align-items:start}
+.wide{overflow-x:auto}
+.layout{display:grid;grid-template-columns:170px minmax(0,1fr);gap:20px;align-items:start}
 nav.toc{position:sticky;top:0;max-height:100vh;overflow:auto;font-size:13px;padding:12px 12px 12px 0;border-right:1px solid var(--line)}
 nav.toc ol{list-style:none;margin:4px 0 0;padding:0}nav.toc ol ol{padding-left:12px;margin:2px 0 6px;font-size:12px}
 nav.toc li{margin:3px 0}nav.toc a{color:var(--fg);text-decoration:none}nav.toc ol ol a{color:var(--muted)}nav.toc a:hover{text-decoration:underline}

@@ -48,7 +48,7 @@ pub(super) fn summary(doc: &RunDoc, b: &mut String) {
         b.push_str(if g.results.len() > 30 {
             "<div class=\"scroll\">"
         } else {
-            "<div>"
+            "<div class=\"wide\">"
         });
         b.push_str("<table class=\"res\"><tr><th class=\"l\">test</th><th>file</th><th>record</th><th>threads</th><th>QD</th>");
         if io {

@@ -7,7 +7,6 @@ use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::units;
 use crate::view::Axis;
 use candor_model::{RunDoc, TestResult};
-use std::fmt::Write;
 
 /// The point of a sweep along threads and depth: "1 thread", "2 threads, QD 4".
 fn load(r: &TestResult) -> String {
@@ -167,11 +166,12 @@ pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
             lines.push_str(&fig(lines_chart, &lines_caption));
             i += 1;
         }
-        let mut body = String::new();
-        let _ = write!(
-            body,
-            "<div class=\"charts\">{heats}</div><div class=\"charts\" style=\"margin-top:12px\">{lines}</div>"
-        );
+        // One map and chart: side by side; several: the maps in a row, the charts below.
+        let body = if several {
+            format!("<div class=\"charts\">{heats}</div><div class=\"charts\" style=\"margin-top:12px\">{lines}</div>")
+        } else {
+            format!("<div class=\"charts\">{heats}{lines}</div>")
+        };
         group(b, &format!("g-sizes-{fi}"), &esc(family), &body);
     }
 }
