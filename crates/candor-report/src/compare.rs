@@ -405,6 +405,8 @@ pub enum CompareFormat {
     Markdown,
     Csv,
     Json,
+    /// A Markdown summary for a CI job's page, the gate's outcome first (`gate::github`).
+    Github,
 }
 
 impl CompareFormat {
@@ -413,7 +415,17 @@ impl CompareFormat {
         ("markdown", CompareFormat::Markdown),
         ("csv", CompareFormat::Csv),
         ("json", CompareFormat::Json),
+        ("github", CompareFormat::Github),
     ];
+
+    /// The names, for messages ("table, markdown, csv, json, github").
+    pub fn names() -> String {
+        Self::ALL
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 
     pub fn parse(s: &str) -> Option<CompareFormat> {
         Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
@@ -421,7 +433,13 @@ impl CompareFormat {
 }
 
 pub fn render(c: &Comparison, format: CompareFormat) -> String {
+    render_gated(c, format, &crate::gate::Gate::default())
+}
+
+/// `render`, with the gate's thresholds for the formats that report its outcome.
+pub fn render_gated(c: &Comparison, format: CompareFormat, gate: &crate::gate::Gate) -> String {
     match format {
+        CompareFormat::Github => crate::gate::github(c, gate),
         CompareFormat::Table => text(c, false),
         CompareFormat::Markdown => text(c, true),
         CompareFormat::Csv => csv(c),

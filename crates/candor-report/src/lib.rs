@@ -4,12 +4,13 @@
 //! Shared pieces: `units` (how figures are written for people), `grid` (aligned text and
 //! Markdown tables), `view` (the figures every reporter derives from a result the same way:
 //! device throughput, flags, grouping by target, scaling series). `compare` matches results of
-//! several runs; `html` draws the self-contained HTML report.
+//! several runs and `gate` judges them for CI; `html` draws the self-contained HTML report.
 
 pub mod audit;
 pub mod compare;
 mod csv;
 mod excel;
+pub mod gate;
 pub mod grid;
 pub mod html;
 mod iozone;

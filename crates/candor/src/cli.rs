@@ -13,7 +13,8 @@ use clap::{Parser, Subcommand};
 prints, shows what the kernel saw: bytes that reached the device, reads served by the page cache, \
 device latency, write amplification and disturbance by other processes, with a verdict in plain words.",
     after_help = "Exit codes: 0 success, 1 the run failed (I/O error, ENOSPC...), 2 bad usage or bad input, \
-128+N interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."
+128+N interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP); `candor compare` exits 1 when \
+its --fail-if-slower/--fail-if-faster gate fails."
 )]
 pub struct Cli {
     #[command(subcommand)]

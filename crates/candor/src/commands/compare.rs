@@ -1,14 +1,22 @@
 //! `candor compare`: saved results side by side. Each target of each file is a side; the same
 //! tests are matched, with the ratio to the first side and whether each difference is
 //! statistically significant; tests that cannot be matched are named. `--html FILE` writes the
-//! comparison as a self-contained HTML page.
+//! comparison as a self-contained HTML page. `--fail-if-slower PCT` / `--fail-if-faster PCT`
+//! make it a regression gate: exit 1, with one line per failing row on stderr, when a side
+//! differs from the first beyond PCT and significantly.
 
 use crate::commands::report::{to_stdout, write_file};
-use crate::exit::{refusing, CmdResult, Failure, OK};
+use crate::exit::{refusing, CmdResult, Failure, FAILED, OK};
 use candor_report::compare::{self, CompareFormat};
+use candor_report::gate::{self, Direction, Gate};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 compared (and no gate failed); 1 a gate failed (--fail-if-slower, \
+--fail-if-faster: one line per failing row on stderr) or a file could not be written; 2 bad usage \
+or a file that is not a candor result."
+)]
 pub struct Args {
     /// Result files written by `candor run -o` (a file with several targets gives one side per target).
     #[arg(value_name = "RESULT.json", required = true, num_args = 1..)]
@@ -16,14 +24,26 @@ pub struct Args {
     /// Also write the comparison as an HTML page to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// table, markdown, csv or json (default: table).
+    /// table, markdown, csv, json or github (a Markdown summary for a CI job's page; default: table).
     #[arg(long, value_name = "FORMAT", default_value = "table", value_parser = refusing(parse_format))]
     pub format: CompareFormat,
+    /// Exit 1 when a side's throughput is more than PCT% below the first side's and the
+    /// difference is significant (the test the table shows).
+    #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Direction::Slower)))]
+    pub fail_if_slower: Option<f64>,
+    /// Exit 1 when a side's throughput is more than PCT% above the first side's (its time
+    /// per operation that much shorter) and the difference is significant.
+    #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Direction::Faster)))]
+    pub fail_if_faster: Option<f64>,
 }
 
 fn parse_format(name: &str) -> Result<CompareFormat, String> {
-    CompareFormat::parse(name)
-        .ok_or_else(|| format!("unknown format {name:?}: use one of table, markdown, csv, json"))
+    CompareFormat::parse(name).ok_or_else(|| {
+        format!(
+            "unknown format {name:?}: use one of {}",
+            CompareFormat::names()
+        )
+    })
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -47,6 +67,27 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(path) = &args.html {
         write_file(path, &candor_report::html::compare_page(&c))?;
     }
-    to_stdout(&compare::render(&c, format))?;
-    Ok(OK)
+    let g = Gate {
+        slower_pct: args.fail_if_slower,
+        faster_pct: args.fail_if_faster,
+    };
+    to_stdout(&compare::render_gated(&c, format, &g))?;
+    if g.slower_pct.is_none() && g.faster_pct.is_none() {
+        return Ok(OK);
+    }
+    let outcome = gate::judge(&c, &g);
+    for f in &outcome.untestable {
+        eprintln!(
+            "not tested: {} (a side has one repetition: run with --repeat 3 or more)",
+            f.line()
+                .replace(&format!(", significant: {}", f.significance), "")
+        );
+    }
+    for f in &outcome.failed_tests {
+        eprintln!("not tested: {f}");
+    }
+    for f in &outcome.failures {
+        eprintln!("{}", f.line());
+    }
+    Ok(if outcome.passed() { OK } else { FAILED })
 }

@@ -1,0 +1,396 @@
+//! The regression gate of `candor compare`: `--fail-if-slower PCT` fails a comparison when a
+//! side's throughput is more than PCT% below the first side's, `--fail-if-faster PCT` when it
+//! is more than PCT% above it (a lower latency per operation than the baseline's: a device
+//! test now answered by a cache, an fsync that no longer happens). A row fails only when the
+//! difference is beyond PCT **and** significant by the very test the comparison's table
+//! shows (`compare::significance`): noise never fails a gate, and neither does a difference
+//! too small to matter. `--format github` renders the outcome as a Markdown summary for a CI
+//! job's page.
+
+use crate::compare::{self, Comparison, Significance};
+use crate::grid::{Align, Grid};
+use crate::units;
+
+/// The thresholds, in percent; None when that direction is not gated.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Gate {
+    pub slower_pct: Option<f64>,
+    pub faster_pct: Option<f64>,
+}
+
+/// Which way a side moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Slower,
+    Faster,
+}
+
+impl Direction {
+    fn word(self) -> &'static str {
+        match self {
+            Direction::Slower => "slower",
+            Direction::Faster => "faster",
+        }
+    }
+}
+
+/// One side of one row judged by the gate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// "read 16m/64k psync".
+    pub test: String,
+    /// "B (new.json)".
+    pub side: String,
+    /// "A (base.json)".
+    pub baseline: String,
+    pub ratio: f64,
+    pub direction: Direction,
+    /// The threshold it crossed, in percent.
+    pub pct: f64,
+    /// The significance cell as the table shows it ("yes (p<0.001)").
+    pub significance: String,
+}
+
+impl Finding {
+    /// How far it moved, in percent of the baseline (positive).
+    pub fn change_pct(&self) -> f64 {
+        (self.ratio - 1.0).abs() * 100.0
+    }
+
+    /// The failing row in one line: "slower: read 16m/64k psync: B (new.json) is 0.12x of
+    /// A (base.json), 88.0% slower, beyond 10%, significant: yes (p<0.001)".
+    pub fn line(&self) -> String {
+        format!(
+            "{}: {}: {} is {} of {}, {:.1}% {}, beyond {}%, significant: {}",
+            self.direction.word(),
+            self.test,
+            self.side,
+            units::ratio(self.ratio),
+            self.baseline,
+            self.change_pct(),
+            self.direction.word(),
+            fmt_pct(self.pct),
+            self.significance
+        )
+    }
+}
+
+/// What the gate found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Rows beyond a threshold and significant: the gate fails.
+    pub failures: Vec<Finding>,
+    /// Rows beyond a threshold that the test could not call significant because a side has
+    /// a single repetition: they do not fail the gate, and are named.
+    pub untestable: Vec<Finding>,
+    /// Matched tests that failed on a side: no figure to judge, named.
+    pub failed_tests: Vec<String>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+fn fmt_pct(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
+}
+
+/// Reads a threshold: "10", "10%" or "2.5"; above 0, and below 100 for a slowdown (a
+/// throughput cannot fall by 100% or more).
+pub fn parse_pct(s: &str, direction: Direction) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    let v: f64 = t.parse().map_err(|_| {
+        format!(
+            "--fail-if-{} takes a percentage such as 10 or 2.5, not {s:?}",
+            direction.word()
+        )
+    })?;
+    let max_ok = direction == Direction::Faster || v < 100.0;
+    if !v.is_finite() || v <= 0.0 || !max_ok {
+        return Err(format!(
+            "--fail-if-{} takes a percentage above 0{}, not {s:?}",
+            direction.word(),
+            if direction == Direction::Slower {
+                " and below 100"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(v)
+}
+
+/// Judges every side after the first against it.
+pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
+    let mut out = Outcome::default();
+    let name = |i: usize| format!("{} ({})", c.sides[i].letter, c.sides[i].source);
+    for row in &c.rows {
+        for (i, cell) in row.cells.iter().enumerate().skip(1) {
+            let Some(cell) = cell else { continue };
+            if crate::view::failed(&cell.result)
+                || row.cells[0]
+                    .as_ref()
+                    .is_some_and(|b| crate::view::failed(&b.result))
+            {
+                if gate.slower_pct.is_some() || gate.faster_pct.is_some() {
+                    out.failed_tests.push(format!(
+                        "{}: failed on {} or on {}, nothing to judge",
+                        row.key.label(),
+                        name(i),
+                        name(0)
+                    ));
+                }
+                continue;
+            }
+            let Some(ratio) = cell.ratio else { continue };
+            let crossed = match (gate.slower_pct, gate.faster_pct) {
+                (Some(p), _) if ratio < 1.0 - p / 100.0 => Some((Direction::Slower, p)),
+                (_, Some(p)) if ratio > 1.0 + p / 100.0 => Some((Direction::Faster, p)),
+                _ => None,
+            };
+            let Some((direction, pct)) = crossed else {
+                continue;
+            };
+            let finding = Finding {
+                test: row.key.label(),
+                side: name(i),
+                baseline: name(0),
+                ratio,
+                direction,
+                pct,
+                significance: cell.significance.cell(),
+            };
+            if cell.significance.is_significant() {
+                out.failures.push(finding);
+            } else if cell.significance == Significance::TooFewRuns {
+                out.untestable.push(finding);
+            }
+        }
+    }
+    out
+}
+
+/// What the gate asked, in words: "slower than `A` by more than 10% or faster than `A` by
+/// more than 50%".
+fn asked(gate: &Gate) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = gate.slower_pct {
+        parts.push(format!("slower than `A` by more than {}%", fmt_pct(p)));
+    }
+    if let Some(p) = gate.faster_pct {
+        parts.push(format!("faster than `A` by more than {}%", fmt_pct(p)));
+    }
+    parts.join(" or ")
+}
+
+/// `--format github`: a Markdown summary for a CI job's page (`$GITHUB_STEP_SUMMARY`): the
+/// gate's outcome first, the failing rows as a table, then the whole comparison folded.
+pub fn github(c: &Comparison, gate: &Gate) -> String {
+    let o = judge(c, gate);
+    let gated = gate.slower_pct.is_some() || gate.faster_pct.is_some();
+    let mut out = String::from("## candor compare\n\n");
+    let sides: Vec<String> = c
+        .sides
+        .iter()
+        .map(|s| {
+            format!(
+                "`{}` {}",
+                s.letter,
+                compare::side_name(s).replace('|', "\\|")
+            )
+        })
+        .collect();
+    out.push_str(&format!("Sides: {}.\n\n", sides.join(", ")));
+    if !gated {
+        out.push_str(&format!(
+            "No gate was set (`--fail-if-slower PCT`, `--fail-if-faster PCT`): {} tests compared.\n\n",
+            c.rows.len()
+        ));
+    } else if o.passed() {
+        out.push_str(&format!(
+            "**Passed**: no test is significantly {} ({} tests compared, Welch's t-test at {}%).\n\n",
+            asked(gate),
+            c.rows.len(),
+            (compare::ALPHA * 100.0) as u32
+        ));
+    } else {
+        out.push_str(&format!(
+            "**Failed**: {} of {} tests {} significantly {} (Welch's t-test at {}%).\n\n",
+            o.failures.len(),
+            c.rows.len(),
+            if o.failures.len() == 1 { "is" } else { "are" },
+            asked(gate),
+            (compare::ALPHA * 100.0) as u32
+        ));
+        out.push_str(&findings_grid(&o.failures).to_markdown());
+        out.push('\n');
+    }
+    if !o.untestable.is_empty() {
+        out.push_str("Beyond the threshold but not testable (a side has one repetition; run with `--repeat 3` or more):\n\n");
+        out.push_str(&findings_grid(&o.untestable).to_markdown());
+        out.push('\n');
+    }
+    for f in &o.failed_tests {
+        out.push_str(&format!("- {f}\n"));
+    }
+    if !o.failed_tests.is_empty() {
+        out.push('\n');
+    }
+    let body = compare::render(c, compare::CompareFormat::Markdown)
+        .replacen("# candor compare\n\n", "", 1)
+        .replace("## ", "### ");
+    out.push_str("<details><summary>The whole comparison</summary>\n\n");
+    out.push_str(&body);
+    out.push_str("\n</details>\n");
+    out
+}
+
+fn findings_grid(fs: &[Finding]) -> Grid {
+    let mut g = Grid::new(&[
+        ("test", Align::Left),
+        ("side", Align::Left),
+        ("ratio to A", Align::Right),
+        ("change", Align::Right),
+        ("significant", Align::Left),
+    ]);
+    for f in fs {
+        g.push(vec![
+            f.test.clone(),
+            f.side.clone(),
+            units::ratio(f.ratio),
+            format!(
+                "{}{:.1}%",
+                if f.direction == Direction::Slower {
+                    "-"
+                } else {
+                    "+"
+                },
+                f.change_pct()
+            ),
+            f.significance.clone(),
+        ]);
+    }
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{compare, Side};
+    use candor_model::TestResult;
+
+    fn result(samples: &[f64]) -> TestResult {
+        TestResult {
+            target: "/t".into(),
+            test: "read".into(),
+            engine: "psync".into(),
+            file_size: 1 << 24,
+            record_size: 65536,
+            threads: 1,
+            iodepth: 1,
+            status: candor_model::Status::Ok,
+            throughput: candor_stats::summarize(samples),
+            ..Default::default()
+        }
+    }
+
+    fn comparison(a: &[f64], b: &[f64]) -> Comparison {
+        let side = |letter: &str, name: &str, s: &[f64]| Side {
+            letter: letter.into(),
+            source: name.into(),
+            file: name.into(),
+            path: "/t".into(),
+            target: None,
+            host: String::new(),
+            mpi_ranks: None,
+            results: vec![result(s)],
+        };
+        compare(vec![side("A", "base.json", a), side("B", "new.json", b)])
+    }
+
+    const SLOWER: Gate = Gate {
+        slower_pct: Some(10.0),
+        faster_pct: None,
+    };
+
+    #[test]
+    fn a_significant_slowdown_beyond_the_threshold_fails_with_one_line() {
+        let c = comparison(&[100e6, 101e6, 99e6], &[50e6, 51e6, 49e6]);
+        let o = judge(&c, &SLOWER);
+        assert_eq!(o.failures.len(), 1);
+        assert_eq!(
+            o.failures[0].line(),
+            "slower: read 16m/64k psync: B (new.json) is 0.50x of A (base.json), 50.0% slower, beyond 10%, significant: yes (p<0.001)"
+        );
+        // The same rows going the other way fail only the other gate.
+        let c = comparison(&[50e6, 51e6, 49e6], &[100e6, 101e6, 99e6]);
+        assert!(judge(&c, &SLOWER).passed());
+        let faster = Gate {
+            slower_pct: None,
+            faster_pct: Some(50.0),
+        };
+        let o = judge(&c, &faster);
+        assert_eq!(o.failures.len(), 1);
+        assert_eq!(o.failures[0].direction, Direction::Faster);
+    }
+
+    #[test]
+    fn significant_but_small_or_large_but_noisy_passes() {
+        // 5% slower and significant: within 10%.
+        let c = comparison(&[100e6, 100.5e6, 99.5e6], &[95e6, 95.5e6, 94.5e6]);
+        let o = judge(&c, &SLOWER);
+        assert!(o.passed(), "{o:?}");
+        assert!(c.rows[0].cells[1]
+            .as_ref()
+            .unwrap()
+            .significance
+            .is_significant());
+        // 20% slower on average but noise covers it: not significant.
+        let c = comparison(&[100e6, 160e6, 40e6], &[80e6, 130e6, 30e6]);
+        let o = judge(&c, &SLOWER);
+        assert!(o.passed(), "{o:?}");
+        // One repetition: named, not failed.
+        let c = comparison(&[100e6], &[10e6]);
+        let o = judge(&c, &SLOWER);
+        assert!(o.passed());
+        assert_eq!(o.untestable.len(), 1);
+    }
+
+    #[test]
+    fn thresholds_are_read_and_refused_in_one_sentence() {
+        assert_eq!(parse_pct("10", Direction::Slower), Ok(10.0));
+        assert_eq!(parse_pct("2.5%", Direction::Slower), Ok(2.5));
+        assert_eq!(parse_pct("150", Direction::Faster), Ok(150.0));
+        assert_eq!(
+            parse_pct("100", Direction::Slower),
+            Err("--fail-if-slower takes a percentage above 0 and below 100, not \"100\"".into())
+        );
+        assert!(parse_pct("ten", Direction::Faster)
+            .unwrap_err()
+            .starts_with("--fail-if-faster takes a percentage such as 10"));
+        assert!(parse_pct("-3", Direction::Faster).is_err());
+    }
+
+    #[test]
+    fn the_github_summary_says_the_outcome_first() {
+        let c = comparison(&[100e6, 101e6, 99e6], &[50e6, 51e6, 49e6]);
+        let md = github(&c, &SLOWER);
+        assert!(
+            md.starts_with("## candor compare\n\nSides: `A` /t in base.json, `B` /t in new.json.\n\n**Failed**: 1 of 1 tests is significantly slower than `A` by more than 10%"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| read 16m/64k psync | B (new.json) | 0.50x | -50.0% | yes (p<0.001) |"),
+            "{md}"
+        );
+        assert!(md.contains("<details>") && md.trim_end().ends_with("</details>"));
+        let c = comparison(&[100e6, 101e6, 99e6], &[100e6, 99e6, 101e6]);
+        assert!(github(&c, &SLOWER).contains("**Passed**"));
+    }
+}
