@@ -446,9 +446,14 @@ pub fn line_chart_in(c: &LineChart, y: Option<(f64, f64)>) -> String {
         } else {
             ""
         };
+        let stroke = if s.wide {
+            "stroke-width=\"5\" stroke-opacity=\"0.45\""
+        } else {
+            "stroke-width=\"2.2\""
+        };
         let _ = write!(
             body,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{col}\" stroke-width=\"2.2\"{dash}><title>{}</title></polyline>",
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{col}\" {stroke}{dash}><title>{}</title></polyline>",
             d.join(" "),
             esc(&s.name)
         );

@@ -386,6 +386,43 @@ mod tests {
     }
 
     #[test]
+    fn timelines_are_a_grid_per_test_and_a_contradicted_one_is_drawn_full_size() {
+        let mut d = doc();
+        let html = render(&d);
+        let s = section(&html, "timeline");
+        assert_eq!(
+            attr_values(s, "<h3 id=\"").len(),
+            1,
+            "one group for the four writes"
+        );
+        assert!(s.contains("write <small class=\"sub\">(4 results)</small>"));
+        assert_eq!(s.matches("<svg id=\"tl-io-").count(), 4);
+        assert_eq!(
+            s.matches("width=\"300\" height=\"200\"").count(),
+            8,
+            "small charts"
+        );
+        // The legend names what is drawn: application and device writes, no reads.
+        assert!(s.contains("application write") && !s.contains("application read"));
+        if let Some(w) = d.results[2].witness.as_mut() {
+            w.contradicts_intent = true;
+            w.explanation = "the cache answered".into();
+        }
+        let html = render(&d);
+        let s = section(&html, "timeline");
+        assert_eq!(attr_values(s, "<h3 id=\"").len(), 2);
+        let first = &s[s.find("<h3 id=").unwrap()..];
+        assert!(
+            first.starts_with("<h3 id=\"g-tl-0\">write 4m/4k"),
+            "{}",
+            &first[..80]
+        );
+        assert!(first.contains("<p>the cache answered</p>"));
+        assert_eq!(s.matches("width=\"620\" height=").count(), 2, "full size");
+        assert!(s.contains("(3 results)"));
+    }
+
+    #[test]
     fn every_point_and_cell_shows_its_figures_on_hover() {
         let html = render(&sweep());
         // A marked point: the series, the axis and the figure with its interval.
