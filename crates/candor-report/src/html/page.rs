@@ -36,7 +36,7 @@ table.res td.expl{color:var(--muted);min-width:200px;max-width:460px;text-align:
 .k-Contradiction,.k-Failed{color:#a33f00}.k-Disturbed,.k-Noisy{color:#7a5a00}
 .warn{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px;margin:8px 0}
 .charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
-.charts>figure{flex:1 1 440px;max-width:max-content;min-width:0}.charts>figure>svg{display:block;width:100%;height:auto}
+.charts>figure{flex:1 1 440px;max-width:max-content;min-width:0}.charts>figure>svg{display:block;width:100%;height:auto}.charts>figure>figcaption{contain:inline-size}
 figure{margin:0;background:#fff;border:1px solid var(--line);border-radius:8px;padding:6px}
 figcaption{color:var(--muted);font-size:12px;max-width:640px;padding:2px 6px 4px}
 svg.chart text{font-family:system-ui,"DejaVu Sans",sans-serif}
