@@ -67,6 +67,8 @@ pub struct Audit {
     pub devices: Vec<String>,
     pub wall_s: f64,
     pub claims: Vec<Claim>,
+    /// Lines of the output that looked like figures but could not be read.
+    pub unread: Vec<claims::Unread>,
     pub rows: Vec<Row>,
 }
 
@@ -110,7 +112,7 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     if let Some(n) = fallback_note {
         observed.notes.insert(0, n);
     }
-    let claims = claims::parse(argv, &out.stdout, &out.stderr);
+    let claims::Parsed { claims, unread } = claims::read(argv, &out.stdout, &out.stderr);
     let disks = out.disks;
     let window = |dev: u64, from: f64, to: f64| {
         let name = device_name(dev)?;
@@ -128,6 +130,7 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
         devices: out.devices,
         wall_s: out.wall_s,
         claims,
+        unread,
         rows,
     })
 }

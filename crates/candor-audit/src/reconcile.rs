@@ -531,7 +531,7 @@ mod tests {
     fn iozone_table_claims_take_phases_on_its_file_in_order() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/iozone/table-fsync-close-e-c.txt"
+            "/tests/data/iozone/3.487/table-fsync-close-e-c.txt"
         ))
         .unwrap_or_default();
         let claims = crate::claims::iozone::parse(&text);
@@ -558,7 +558,7 @@ mod tests {
     fn iozone_throughput_claims_take_parallel_phases() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/iozone/throughput-t2.txt"
+            "/tests/data/iozone/3.487/throughput-t2.txt"
         ))
         .unwrap_or_default();
         let claims = crate::claims::iozone::parse(&text);

@@ -184,6 +184,15 @@ pub fn render_table(a: &Audit) -> String {
             ));
         }
     }
+    for u in &a.unread {
+        s.push_str(&format!(
+            "could not read line {} of {}'s output ({}): {}\n",
+            u.line,
+            u.program,
+            u.text.trim(),
+            u.why
+        ));
+    }
     for n in &a.observed.notes {
         s.push_str(&format!("note: {n}\n"));
     }
@@ -300,6 +309,7 @@ pub fn audit_value(a: &Audit) -> Value {
         "processes": a.observed.processes,
         "phases": a.observed.phases,
         "claims": a.claims,
+        "unread": a.unread,
         "reconciliation": rows,
         "witness": witness(a),
     })
@@ -338,6 +348,7 @@ mod tests {
             devices: vec!["vda".into()],
             wall_s: 1.5,
             claims: Vec::new(),
+            unread: Vec::new(),
             rows,
         }
     }
@@ -402,6 +413,30 @@ mod tests {
             t.contains("touched no regular file") && t.contains("command not found"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_line_that_could_not_be_read_is_named_and_the_phases_still_print() {
+        let p = crate::Phase {
+            pid: 7,
+            path: "/data/t.tmp".into(),
+            open_s: 0.5,
+            close_s: 1.5,
+            write_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let mut a = audit_with(Vec::new(), vec![p], Exit::Code(0));
+        a.argv = vec!["iozone".into(), "-i0".into()];
+        let text = "kB  reclen  write\n   1024    4   12x4\n";
+        a.unread = crate::claims::iozone::read(text).unread;
+        assert_eq!(a.unread.len(), 1);
+        let t = render_table(&a);
+        assert!(
+            t.contains("could not read line 2 of iozone's output (1024    4   12x4)"),
+            "{t}"
+        );
+        assert!(t.contains("/data/t.tmp"), "{t}");
+        assert_eq!(audit_value(&a)["unread"][0]["line"], 2);
     }
 
     #[test]

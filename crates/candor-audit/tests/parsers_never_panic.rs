@@ -4,19 +4,27 @@
 use candor_audit::claims::{self, dd, fio, iozone};
 use proptest::prelude::*;
 
+/// Every captured output under tests/data, at any depth (iozone's are by release).
 fn fixtures() -> Vec<String> {
-    let base = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-    let mut out = Vec::new();
-    for dir in ["iozone", "fio", "dd"] {
-        let Ok(rd) = std::fs::read_dir(format!("{base}/{dir}")) else {
-            continue;
+    fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
         };
         for e in rd.flatten() {
-            if let Ok(t) = std::fs::read_to_string(e.path()) {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if let Ok(t) = std::fs::read_to_string(&p) {
                 out.push(t);
             }
         }
     }
+    let mut out = Vec::new();
+    walk(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
+        &mut out,
+    );
+    assert!(out.len() > 40, "{} fixtures", out.len());
     out
 }
 

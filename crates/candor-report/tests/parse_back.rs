@@ -1,6 +1,6 @@
 //! Parse-back tests: the CSV and iozone outputs are read back and must give the JSON's
 //! figures. The iozone reader is first checked against real iozone 3.487 outputs (kept in
-//! crates/candor-audit/tests/data/iozone), so the layout candor writes is the layout iozone's
+//! crates/candor-audit/tests/data/iozone/3.487), so the layout candor writes is the layout iozone's
 //! readers expect.
 
 mod common;
@@ -161,7 +161,7 @@ fn iozone_table(text: &str) -> BTreeMap<(u64, u64), BTreeMap<String, u64>> {
 
 /// Real iozone 3.487 outputs, kept in the repository with the audit's tests.
 fn iozone_outputs() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../candor-audit/tests/data/iozone")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../candor-audit/tests/data/iozone/3.487")
 }
 
 #[test]

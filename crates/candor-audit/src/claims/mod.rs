@@ -51,6 +51,46 @@ pub struct Claim {
     pub filename: Option<String>,
 }
 
+/// A line of a program's output that looked like a figure but could not be read: the audit
+/// says which and why, and still shows what the program did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Unread {
+    pub program: String,
+    /// 1-based line of the output.
+    pub line: usize,
+    /// The line as printed (trimmed at the end).
+    pub text: String,
+    /// Why it could not be read, in one sentence.
+    pub why: String,
+}
+
+/// What a parser read: the claims and the lines it could not read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Parsed {
+    pub claims: Vec<Claim>,
+    pub unread: Vec<Unread>,
+}
+
+impl Parsed {
+    /// Claims from a parser that has no lines it could fail on.
+    pub fn of(claims: Vec<Claim>) -> Parsed {
+        Parsed {
+            claims,
+            unread: Vec::new(),
+        }
+    }
+
+    pub(crate) fn unread(&mut self, program: &str, line: usize, text: &str, why: String) {
+        self.unread.push(Unread {
+            program: program.into(),
+            line,
+            text: text.trim_end().into(),
+            why,
+        });
+    }
+}
+
 /// Which parser fits a program, from its name (the basename of argv[0]).
 pub fn program_of(argv0: &str) -> Option<&'static str> {
     let base = argv0.rsplit('/').next().unwrap_or(argv0);
@@ -69,10 +109,15 @@ pub fn program_of(argv0: &str) -> Option<&'static str> {
 /// the command line (dd's record size and direction are only on it). Unknown programs, and
 /// output a parser does not recognise, give no claims.
 pub fn parse(argv: &[String], stdout: &str, stderr: &str) -> Vec<Claim> {
+    read(argv, stdout, stderr).claims
+}
+
+/// As [`parse`], with the lines that looked like figures but could not be read.
+pub fn read(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
     let argv0 = argv.first().map(String::as_str).unwrap_or("");
     let program = program_of(argv0).or_else(|| sniff(stdout, stderr));
-    match program {
-        Some("iozone") => iozone::parse(stdout),
+    Parsed::of(match program {
+        Some("iozone") => return iozone::read(stdout),
         Some("fio") => {
             let mut c = fio::parse(stdout);
             if c.is_empty() {
@@ -90,7 +135,7 @@ pub fn parse(argv: &[String], stdout: &str, stderr: &str) -> Vec<Claim> {
             c
         }
         _ => Vec::new(),
-    }
+    })
 }
 
 /// Recognises a program by its output when its name does not say (a wrapper script).
