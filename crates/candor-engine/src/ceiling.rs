@@ -39,6 +39,10 @@ pub fn measure(
         repeat: fixed.repeat,
         runtime_ns: Some(fixed.runtime_ns),
         keep_cache: false,
+        // The ceiling is measured as it is, not warmed up, preconditioned or in rounds.
+        ramp_ns: None,
+        steady: None,
+        precondition: None,
         ..plan.settings.clone()
     };
     say(&format!(

@@ -18,5 +18,6 @@ pub mod runner;
 pub mod signals;
 pub mod size;
 pub mod special;
+pub mod steady;
 pub mod verify;
 pub mod workload;

@@ -96,6 +96,9 @@ fn settings(keep_cache: bool) -> RunSettings {
         verify: None,
         buffer_pattern: Default::default(),
         fadvise: candor_engine::workload::Hint::Auto,
+        ramp_ns: None,
+        steady: None,
+        precondition: None,
     }
 }
 

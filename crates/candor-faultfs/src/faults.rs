@@ -27,6 +27,11 @@ pub struct Faults {
     /// Let the kernel cache file data (no direct I/O). Faults then fire only when the
     /// kernel asks the filesystem, not on every read; needed for mmap.
     pub cached: bool,
+    /// Every read and write sleeps this many microseconds: a slow device at a fixed pace.
+    pub delay_us: u64,
+    /// Every read and write also sleeps this many microseconds for each second since the
+    /// mount: a device that slows down as it runs (a load that keeps changing).
+    pub slow_down_us: u64,
 }
 
 impl Faults {
@@ -64,6 +69,21 @@ impl Faults {
         self.cached = cached;
         self
     }
+    pub fn delay_us(mut self, us: u64) -> Self {
+        self.delay_us = us;
+        self
+    }
+    pub fn slow_down_us(mut self, us: u64) -> Self {
+        self.slow_down_us = us;
+        self
+    }
+
+    /// How long a read or write made `since_mount` after the mount sleeps.
+    pub fn delay(&self, since_mount: std::time::Duration) -> std::time::Duration {
+        let grown = self.slow_down_us as f64 * since_mount.as_secs_f64();
+        std::time::Duration::from_micros(self.delay_us)
+            + std::time::Duration::from_secs_f64(grown / 1e6)
+    }
 
     /// The flags that make `candor-faultfs` inject these faults.
     pub fn to_args(&self) -> Vec<String> {
@@ -92,6 +112,12 @@ impl Faults {
         }
         if self.cached {
             a.push("--cached".to_string());
+        }
+        if self.delay_us > 0 {
+            a.extend(["--delay".to_string(), self.delay_us.to_string()]);
+        }
+        if self.slow_down_us > 0 {
+            a.extend(["--slow-down".to_string(), self.slow_down_us.to_string()]);
         }
         a
     }
@@ -208,6 +234,14 @@ pub fn parse_range(text: &str) -> Result<Range<u64>, String> {
     Ok(r)
 }
 
+/// A count of microseconds.
+fn micros(flag: &str, v: &str) -> Result<u64, String> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|n| *n <= 10_000_000)
+        .ok_or_else(|| format!("{flag} {v:?} is not a count of microseconds up to 10000000"))
+}
+
 /// The whole command line of `candor-faultfs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -219,7 +253,7 @@ pub struct Config {
 
 pub const USAGE: &str = "usage: candor-faultfs BACKING_DIR MOUNTPOINT [--eio-read RANGE]... [--eio-write RANGE]... \
 [--eio RANGE]... [--enospc-after BYTES] [--vanish PATTERN]... [--vanish-after-closes N] [--only PATTERN]... \
-[--cached] [--allow-other]\n  RANGE is OFFSET, OFFSET+LEN or START-END (bytes; k, m, g units)";
+[--cached] [--delay US] [--slow-down US] [--allow-other]\n  RANGE is OFFSET, OFFSET+LEN or START-END (bytes; k, m, g units)";
 
 /// Parses the arguments after the program name.
 pub fn parse_args(args: &[String]) -> Result<Config, String> {
@@ -252,6 +286,8 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
             }
             "--only" => faults.only.push(value(a)?),
             "--cached" => faults.cached = true,
+            "--delay" => faults.delay_us = micros(a, &value(a)?)?,
+            "--slow-down" => faults.slow_down_us = micros(a, &value(a)?)?,
             "--allow-other" => allow_other = true,
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => positional.push(a.clone()),
@@ -271,6 +307,29 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delays_are_fixed_plus_grown_with_time() {
+        use std::time::Duration;
+        let f = Faults::new().delay_us(100).slow_down_us(2000);
+        assert_eq!(f.delay(Duration::ZERO), Duration::from_micros(100));
+        assert_eq!(
+            f.delay(Duration::from_millis(1500)),
+            Duration::from_micros(3100)
+        );
+        assert_eq!(Faults::new().delay(Duration::from_secs(9)), Duration::ZERO);
+        let args: Vec<String> = ["/b", "/m"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(f.to_args())
+            .collect();
+        assert_eq!(parse_args(&args).unwrap().faults, f);
+        let bad: Vec<String> = ["/b", "/m", "--delay", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(parse_args(&bad).unwrap_err().contains("microseconds"));
+    }
 
     #[test]
     fn ranges() {

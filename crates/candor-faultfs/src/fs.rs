@@ -37,6 +37,8 @@ pub struct PassThrough {
     written: u64,
     closes: HashMap<PathBuf, u32>,
     uid: u32,
+    /// When the filesystem was mounted (`--slow-down` grows from here).
+    mounted: std::time::Instant,
 }
 
 fn errno_of(e: &std::io::Error) -> i32 {
@@ -118,6 +120,15 @@ impl PassThrough {
             closes: HashMap::new(),
             // SAFETY: geteuid has no preconditions.
             uid: unsafe { libc::geteuid() },
+            mounted: std::time::Instant::now(),
+        }
+    }
+
+    /// `--delay` and `--slow-down`: a read or write waits as a slow device would.
+    fn pace(&self) {
+        let d = self.faults.delay(self.mounted.elapsed());
+        if !d.is_zero() {
+            std::thread::sleep(d);
         }
     }
 
@@ -485,6 +496,7 @@ impl Filesystem for PassThrough {
             self.log("read", &h.rel, offset, u64::from(size), fault);
             return reply.error(fault.errno());
         }
+        self.pace();
         let mut buf = vec![0u8; size as usize];
         let mut done = 0usize;
         while done < buf.len() {
@@ -532,6 +544,7 @@ impl Filesystem for PassThrough {
                 Fault::Enospc,
             );
         }
+        self.pace();
         match h.file.write_all_at(&data[..admit], offset) {
             Ok(()) => {
                 self.written += admit as u64;

@@ -11,6 +11,7 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+mod steady;
 mod time;
 pub mod units;
 mod vocab;
@@ -20,6 +21,7 @@ pub use facts::{
 };
 pub use load::{load_result, parse_result, LoadError};
 pub use operations::{Operations, Trap, TrapKind};
+pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
 pub use vocab::{Access, Fadvise, Intent, Status, Verdict};
 
@@ -294,6 +296,15 @@ pub struct TestResult {
     pub ranks: Option<serde_json::Value>,
     /// Extra figures of workloads that are not records on a file (metadata, copy).
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// `--ramp`: the unmeasured warm-up before the repetitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
+    /// `--precondition`: the writes to the test's files before it, and what the device took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<Precondition>,
+    /// `--steady-state`: every round and the verdict; the figures above are the window's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyState>,
 }
 
 fn is_no_hint(f: &Fadvise) -> bool {

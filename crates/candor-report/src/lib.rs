@@ -16,6 +16,7 @@ pub mod html;
 mod iozone;
 mod json;
 mod markdown;
+pub mod steady;
 pub mod study;
 mod svg;
 mod table;

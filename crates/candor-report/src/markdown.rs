@@ -30,6 +30,7 @@ pub fn render(doc: &RunDoc) -> String {
                 out.push_str(&format!("{}. **{}**: {}\n", n.number, n.about, n.text));
             }
         }
+        out.push_str(&crate::steady::markdown(&g.results));
         for axis in [Axis::Threads, Axis::Depth] {
             for s in view::series(&g.results, axis) {
                 out.push_str(&format!(

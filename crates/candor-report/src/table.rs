@@ -37,6 +37,7 @@ pub fn render(doc: &RunDoc) -> String {
         for n in &notes {
             out.push_str(&note_line(n));
         }
+        out.push_str(&crate::steady::text(&g.results));
         out.push_str(&scaling_text(&g.results));
     }
     out.push_str(&targets_compared(doc, false));
@@ -153,6 +154,7 @@ pub fn cores(cores: u32, threads: u32) -> String {
 pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<Note>) {
     let any_flushless = results.iter().any(|r| flushless(r).is_some());
     let any_eff = results.iter().any(|r| r.efficiency.is_some());
+    let any_steady = results.iter().any(|r| r.steady_state.is_some());
     let io = view::show_io(results);
     let mut cols: Vec<(&str, Align)> = vec![
         ("test", Align::Left),
@@ -176,6 +178,9 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
     ]);
     if any_eff {
         cols.push(("eff", Align::Right));
+    }
+    if any_steady {
+        cols.push(("steady", Align::Left));
     }
     cols.extend([("verdict", Align::Left), ("note", Align::Left)]);
     let mut g = Grid::new(&cols);
@@ -215,6 +220,9 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
                     .map(|e| units::pct(e.share))
                     .unwrap_or_default(),
             );
+        }
+        if any_steady {
+            row.push(crate::steady::cell(r));
         }
         row.push(view::verdict_cell(r));
         row.push(note);

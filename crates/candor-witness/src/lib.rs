@@ -550,6 +550,11 @@ pub fn describe_host() -> Host {
     host::describe_host()
 }
 
+/// Whether a filesystem of this type keeps its data in memory (tmpfs, ramfs...).
+pub fn is_memory_fs(fs_type: &str) -> bool {
+    host::is_memory_fs(fs_type)
+}
+
 /// The target's filesystem, mount options and block device.
 pub fn describe_target(path: &Path) -> TargetInfo {
     host::describe_target(path)

@@ -121,12 +121,22 @@ impl Plan {
             Some("auto") => Ceiling::Measure,
             Some(t) => Ceiling::Given(parse_spec(t).map_err(PlanError::usage)?),
         };
-        let runtime = o
-            .runtime
+        let steady = check_steady(o)?;
+        let ramp = o
+            .ramp
             .as_deref()
-            .map(parse_duration)
-            .transpose()
-            .map_err(PlanError::usage)?;
+            .map(|d| parse_duration(d).map_err(|e| PlanError::usage(format!("--ramp: {e}"))))
+            .transpose()?;
+        let runtime = match steady {
+            // Every round is a time-based repetition of the round's length.
+            Some(c) => Some(Duration::from_nanos(c.round_ns)),
+            None => o
+                .runtime
+                .as_deref()
+                .map(parse_duration)
+                .transpose()
+                .map_err(PlanError::usage)?,
+        };
         let threads = o
             .threads
             .as_deref()
@@ -213,6 +223,7 @@ impl Plan {
         }
         check_free_space(&points, infos)?;
         check_devices(&points, dirs)?;
+        check_warmups(o, &points, infos)?;
 
         let settings = RunSettings {
             direct,
@@ -221,12 +232,16 @@ impl Plan {
             close_in_timing: o.close_in_timing,
             keep_cache: o.keep_cache,
             drop_caches: o.drop_caches,
-            repeat: o.repeat.unwrap_or(repeat_default),
+            repeat: if steady.is_some() {
+                1
+            } else {
+                o.repeat.unwrap_or(repeat_default)
+            },
             stride: o.stride,
             mix_read_pct: o.mix_read_pct,
             stonewall: o.stonewall,
             runtime_ns,
-            time_based: o.time_based,
+            time_based: o.time_based || steady.is_some(),
             cpus: parse_cpus(o.cpus.as_deref(), &engines::allowed_cpus())?,
             seed: o.seed,
             meta_files: o.files,
@@ -236,6 +251,9 @@ impl Plan {
                 (Hint::Auto, Some(f)) => Hint::Given(f),
                 (h, _) => h,
             },
+            ramp_ns: ramp.map(|d| d.as_nanos() as u64),
+            steady,
+            precondition: o.precondition,
         };
         if o.verify {
             check_verifiable(&points)?;
@@ -280,6 +298,81 @@ fn witness_config(o: &RunOptions) -> Result<candor_witness::Config, PlanError> {
         interval: parse_duration(&o.witness_interval).map_err(PlanError::usage)?,
         trace_syscalls: o.trace_syscalls,
     })
+}
+
+/// `--steady-state`: its parameters, and the options it replaces.
+fn check_steady(o: &RunOptions) -> Result<Option<crate::steady::Criteria>, PlanError> {
+    let Some(text) = o.steady_state.as_deref() else {
+        return Ok(None);
+    };
+    let c =
+        crate::steady::parse(text).map_err(|e| PlanError::usage(format!("--steady-state: {e}")))?;
+    let replaced = [
+        (o.repeat.is_some(), "--repeat", "max="),
+        (o.runtime.is_some(), "--runtime", "round="),
+        (o.duration.is_some(), "--duration", "max= and round="),
+    ];
+    if let Some((_, opt, param)) = replaced.iter().find(|r| r.0) {
+        return Err(PlanError::usage(format!(
+            "--steady-state runs each test in rounds until steady, which {opt} would contradict: drop {opt} and give the rounds with --steady-state={param}..."
+        )));
+    }
+    Ok(Some(c))
+}
+
+/// `--ramp`, `--steady-state` and `--precondition` work on the record tests of one process,
+/// and preconditioning needs a device under every target.
+fn check_warmups(o: &RunOptions, points: &[Point], infos: &[TargetInfo]) -> Result<(), PlanError> {
+    let given: Vec<&str> = [
+        (o.ramp.is_some(), "--ramp"),
+        (o.steady_state.is_some(), "--steady-state"),
+        (o.precondition.is_some(), "--precondition"),
+    ]
+    .iter()
+    .filter(|g| g.0)
+    .map(|g| g.1)
+    .collect();
+    let Some(first) = given.first() else {
+        return Ok(());
+    };
+    if o.mpi {
+        return Err(PlanError::usage(format!(
+            "{first} is not available with --mpi: run it on one node without --mpi"
+        )));
+    }
+    if let Some(p) = points.iter().find(|p| !p.spec.is_records()) {
+        return Err(PlanError::usage(format!(
+            "{first} works on the record tests' files, and {} is not one: leave it out of --tests",
+            p.spec.name
+        )));
+    }
+    let Some(passes) = o.precondition else {
+        return Ok(());
+    };
+    if passes == 0 || passes > 100 {
+        return Err(PlanError::usage(format!(
+            "--precondition={passes} is out of range: give 1 to 100 sequential passes"
+        )));
+    }
+    if o.verify {
+        return Err(PlanError::usage(
+            "--precondition overwrites the files at random without the records' headers, which --verify would report as stale: drop one of them",
+        ));
+    }
+    for i in infos {
+        if candor_witness::is_memory_fs(&i.fs_type) || i.device.is_none() {
+            let what = if i.fs_type.is_empty() {
+                "a filesystem".to_string()
+            } else {
+                i.fs_type.clone()
+            };
+            return Err(PlanError::usage(format!(
+                "--precondition brings a device to its steady state, and {} is on {what} with no block device under it: drop --precondition or give a directory on a disk's filesystem",
+                i.path
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The counts and shares, whatever the plan.
@@ -589,6 +682,24 @@ fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
     if let Some(d) = &o.duration {
         put("duration", d.clone().into());
     }
+    if let Some(r) = s.ramp_ns {
+        put("ramp_s", (r as f64 / 1e9).into());
+    }
+    if let Some(c) = &s.steady {
+        put(
+            "steady_state",
+            serde_json::json!({
+                "window": c.window,
+                "range": c.range,
+                "slope": c.slope,
+                "round_s": c.round_ns as f64 / 1e9,
+                "max_rounds": c.max_rounds,
+            }),
+        );
+    }
+    if let Some(n) = s.precondition {
+        put("precondition_passes", n.into());
+    }
     m
 }
 
@@ -650,6 +761,30 @@ mod tests {
     }
 
     #[test]
+    fn steady_state_runs_time_based_rounds_and_is_recorded() {
+        let (base, d) = tmp_dir("steady");
+        let o = RunOptions {
+            tests: Some("randwrite".into()),
+            file_size: Some("1m".into()),
+            steady_state: Some("round=2s,max=7".into()),
+            ramp: Some("500ms".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        let s = &p.settings;
+        assert_eq!(s.steady.map(|c| (c.max_rounds, c.window)), Some((7, 5)));
+        assert_eq!(
+            (s.runtime_ns, s.time_based, s.repeat),
+            (Some(2_000_000_000), true, 1)
+        );
+        assert_eq!(s.ramp_ns, Some(500_000_000));
+        assert_eq!(p.record["steady_state"]["round_s"], 2.0);
+        assert_eq!(p.record["ramp_s"], 0.5);
+        assert!(!p.record.contains_key("precondition_passes"));
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
     fn bad_combinations_are_one_sentence_each() {
         let (base, d) = tmp_dir("bad");
         let dirs = [d];
@@ -700,6 +835,39 @@ mod tests {
                     ..RunOptions::default()
                 },
                 "free but the plan needs",
+            ),
+            (
+                RunOptions {
+                    steady_state: Some(String::new()),
+                    runtime: Some("1s".into()),
+                    ..RunOptions::default()
+                },
+                "drop --runtime and give the rounds with --steady-state=round=",
+            ),
+            (
+                RunOptions {
+                    precondition: Some(2),
+                    file_size: Some("64k".into()),
+                    ..RunOptions::default()
+                },
+                "/t is on a filesystem with no block device under it",
+            ),
+            (
+                RunOptions {
+                    precondition: Some(0),
+                    file_size: Some("64k".into()),
+                    ..RunOptions::default()
+                },
+                "--precondition=0 is out of range",
+            ),
+            (
+                RunOptions {
+                    ramp: Some("1s".into()),
+                    mpi: true,
+                    file_size: Some("64k".into()),
+                    ..RunOptions::default()
+                },
+                "--ramp is not available with --mpi",
             ),
         ];
         for (o, needle) in cases {

@@ -60,6 +60,13 @@ pub struct RunOptions {
     pub duration: Option<String>,
     /// `--device-spec`: the ceilings, or `auto` to measure them first.
     pub device_spec: Option<String>,
+    /// `--ramp`: an unmeasured warm-up of each test before its repetitions.
+    pub ramp: Option<String>,
+    /// `--steady-state[=PARAMS]`: rounds until steady ("" for the defaults).
+    pub steady_state: Option<String>,
+    /// `--precondition[=PASSES]`: sequential passes over each test's files, then random
+    /// overwrites, before the test.
+    pub precondition: Option<u32>,
     /// Run as one rank of an MPI job, and how the ranks share files.
     pub mpi: bool,
     pub reorder: bool,
@@ -107,6 +114,9 @@ impl Default for RunOptions {
             witness_interval: WITNESS_INTERVAL.into(),
             duration: None,
             device_spec: None,
+            ramp: None,
+            steady_state: None,
+            precondition: None,
             mpi: false,
             reorder: false,
             shared_file: false,
@@ -155,6 +165,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(Duration::from_secs_f64(v * mult))
+}
+
+/// `--precondition=PASSES`: a whole number (the plan says which are too many).
+pub fn parse_passes(text: &str) -> Result<u32, String> {
+    text.trim().parse().map_err(|_| {
+        format!(
+            "--precondition={text}: give the number of sequential passes, e.g. --precondition=2"
+        )
+    })
 }
 
 /// `--threads 1,2,4`: whole numbers from 1 to `max`, repeats dropped, order kept.

@@ -33,4 +33,12 @@ pub struct RunSettings {
     pub buffer_pattern: BufferPattern,
     /// `--fadvise`: the access hint each test's files get.
     pub fadvise: crate::workload::Hint,
+    /// `--ramp`: each test runs this long, unmeasured, before its first repetition.
+    pub ramp_ns: Option<u64>,
+    /// `--steady-state`: each test runs in rounds (time-based repetitions of
+    /// `runtime_ns`) until a window of them is steady, or the most rounds have run.
+    pub steady: Option<crate::steady::Criteria>,
+    /// `--precondition`: sequential passes over each test's files, then random overwrites
+    /// of one file set's size, before the test.
+    pub precondition: Option<u32>,
 }

@@ -9,6 +9,7 @@
 mod merge;
 mod prepare;
 mod repetition;
+mod rounds;
 mod worker;
 
 use crate::buffer::BufferPattern;
@@ -20,7 +21,7 @@ use crate::signals;
 use crate::verify::{FileVerify, Tally, VerifyConfig};
 use crate::workload::Direction;
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{Cpu, Intent, Repetition, Status, TestResult, ThreadAggregate};
+use candor_model::{Cpu, Intent, Repetition, Status, SteadyRound, TestResult, ThreadAggregate};
 use candor_stats::{summarize, Histogram};
 use candor_witness::Witness;
 use std::path::PathBuf;
@@ -133,6 +134,8 @@ pub trait Progress {
     fn start_point(&mut self, point: &Point, index: usize, total: usize);
     fn repetition_done(&mut self);
     fn note(&mut self, line: &str);
+    /// `--steady-state`: a round of `point` on `target` ended with these figures.
+    fn round(&mut self, _point: &Point, _target: &std::path::Path, _round: &SteadyRound) {}
 }
 
 pub struct NoProgress;
@@ -274,6 +277,61 @@ fn base_result(target: &Target, point: &Point, s: &RunSettings) -> TestResult {
     }
 }
 
+/// One point on one target while it runs.
+#[derive(Default)]
+struct PointRun {
+    /// The repetitions kept (with `--steady-state`, the last window's rounds).
+    reps: Vec<RepMeasure>,
+    err: Option<String>,
+    ramp: Option<candor_model::Ramp>,
+    precondition: Option<candor_model::Precondition>,
+    steady: Option<rounds::Rounds>,
+}
+
+/// Before a point's first repetition on a target: `--precondition`, then `--ramp`.
+fn warm_up(
+    target: &mut Target,
+    point: &Point,
+    s: &RunSettings,
+    rep: u32,
+    run_t0: u64,
+    run: &mut PointRun,
+) -> Result<(), EngineError> {
+    if rep > 0 {
+        return Ok(());
+    }
+    if let Some(passes) = s.precondition {
+        run.precondition = Some(prepare::precondition(target, point, s, passes)?);
+    }
+    if let Some(ns) = s.ramp_ns {
+        run.ramp = Some(repetition::ramp(target, point, s, ns, run_t0)?);
+    }
+    Ok(())
+}
+
+/// A repetition that failed: the whole run stops (a signal, no space left), or this test
+/// fails on this target with the error's words (its files are rebuilt next time).
+fn failure(target: &mut Target, point: &Point, e: EngineError) -> Result<String, StopReason> {
+    if let Some(sig) = signals::stop_requested() {
+        return Err(StopReason::Interrupted(sig));
+    }
+    if errno_is_nospace(&e) {
+        return Err(StopReason::NoSpace(format!(
+            "{} ran out of space during {} ({}): the plan needs {} per file x {} thread(s); free space or choose a smaller --file-size",
+            target.path.display(),
+            point.spec.name,
+            e,
+            format_bytes(point.file_size, ByteStyle::LABEL),
+            point.threads
+        )));
+    }
+    // Files of a failed test may be partial: rebuild them next time.
+    if let Some(f) = target.files.as_mut() {
+        f.complete.iter_mut().for_each(|c| *c = false);
+    }
+    Ok(e.to_string())
+}
+
 /// Turns the repetitions of one test into its result.
 fn summarise(mut r: TestResult, reps: Vec<RepMeasure>, is_write: bool) -> TestResult {
     let rate = |b: u64, s: f64| if s > 0.0 { b as f64 / s } else { 0.0 };
@@ -369,54 +427,69 @@ pub fn run_coordinated(
     for (idx, point) in points.iter().enumerate() {
         progress.start_point(point, idx, points.len());
         let is_write = point.spec.direction != Direction::Read;
-        let mut per_target: Vec<(Vec<RepMeasure>, Option<String>)> =
-            targets.iter().map(|_| (Vec::new(), None)).collect();
-        for rep in 0..s.repeat.max(1) {
+        let mut runs: Vec<PointRun> = targets
+            .iter()
+            .map(|_| PointRun {
+                steady: s.steady.map(rounds::Rounds::new),
+                ..PointRun::default()
+            })
+            .collect();
+        let passes = s.steady.map_or(s.repeat.max(1), |c| c.max_rounds);
+        for rep in 0..passes {
+            let mut ran = false;
             for (ti, target) in targets.iter_mut().enumerate() {
-                if per_target[ti].1.is_some() {
+                let run = &mut runs[ti];
+                if run.err.is_some() || run.steady.as_ref().is_some_and(|r| r.done()) {
                     pass_repetition(coord, point, s);
-                    continue; // this test already failed on this target
+                    continue; // this test failed on this target, or is steady there
                 }
                 if let Some(sig) = signals::stop_requested() {
                     return Some(StopReason::Interrupted(sig));
                 }
-                let measured = match point.spec.special {
-                    None => repetition::records(target, point, s, rep, run_t0, coord),
-                    Some(w) => repetition::special(w, target, point, s, run_t0, coord),
+                ran = true;
+                let measured = match warm_up(target, point, s, rep, run_t0, run) {
+                    Err(e) => Err(e),
+                    Ok(()) => match point.spec.special {
+                        None => repetition::records(target, point, s, rep, run_t0, coord),
+                        Some(w) => repetition::special(w, target, point, s, run_t0, coord),
+                    },
                 };
                 match measured {
-                    Ok(m) => per_target[ti].0.push(m),
-                    Err(e) => {
-                        if let Some(sig) = signals::stop_requested() {
-                            return Some(StopReason::Interrupted(sig));
+                    Ok(m) => match run.steady.as_mut() {
+                        Some(r) => {
+                            let round = r.add(m, point.spec.direction, &mut run.reps);
+                            progress.round(point, &target.path, &round);
                         }
-                        if errno_is_nospace(&e) {
-                            return Some(StopReason::NoSpace(format!(
-                                "{} ran out of space during {} ({}): the plan needs {} per file x {} thread(s); free space or choose a smaller --file-size",
-                                target.path.display(),
-                                point.spec.name,
-                                e,
-                                format_bytes(point.file_size, ByteStyle::LABEL),
-                                point.threads
-                            )));
-                        }
-                        // Files of a failed test may be partial: rebuild them next time.
-                        if let Some(f) = target.files.as_mut() {
-                            f.complete.iter_mut().for_each(|c| *c = false);
-                        }
-                        per_target[ti].1 = Some(e.to_string());
-                    }
+                        None => run.reps.push(m),
+                    },
+                    Err(e) => match failure(target, point, e) {
+                        Err(stop) => return Some(stop),
+                        Ok(message) => run.err = Some(message),
+                    },
                 }
                 progress.repetition_done();
             }
             if let Some(sig) = signals::stop_requested() {
                 return Some(StopReason::Interrupted(sig));
             }
+            if !ran {
+                break; // steady (or failed) on every target
+            }
         }
         let mut results = Vec::with_capacity(targets.len());
-        for (ti, (reps, mut err)) in per_target.into_iter().enumerate() {
+        for (ti, run) in runs.into_iter().enumerate() {
+            let PointRun {
+                reps,
+                mut err,
+                ramp,
+                precondition,
+                steady,
+            } = run;
             let base = base_result(&targets[ti], point, s);
             let mut r = summarise(base, reps, is_write);
+            r.ramp = ramp;
+            r.precondition = precondition;
+            r.steady_state = steady.map(|x| x.conclude());
             if s.verify.is_some() && point.spec.is_records() {
                 let tally = targets[ti].take_verify();
                 r.verify = Some(tally.to_json(point.record_size));

@@ -10,12 +10,16 @@
 use super::{intent, is_root, may_read_elsewhere, pass_repetition, Coordinator, RunSettings};
 use super::{pass_after_prep, Target};
 use crate::buffer::BufferPattern;
+use crate::clock::now_ns;
 use crate::engines::{full_pio, EngineError, Fd, OpenSpec};
+use crate::pattern::Pattern;
 use crate::plan::Point;
 use crate::signals;
 use crate::verify::FileVerify;
 use crate::workload::{Direction, FileState};
-use candor_model::Intent;
+use candor_model::units::{format_bytes, ByteStyle};
+use candor_model::{Intent, Precondition};
+use candor_witness::Outcome;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -127,6 +131,154 @@ impl Target {
 /// holds candor's data is the file set's `complete`).
 fn has_data(p: &Path, size: u64, device: bool) -> bool {
     device || std::fs::symlink_metadata(p).is_ok_and(|m| m.len() == size)
+}
+
+/// `--precondition`: brings the device under a test's files towards its steady state, as
+/// PTS's preconditioning does on a whole device: `passes` sequential passes over the file
+/// set (1 MiB writes, as `fill`), then every block of the test's record size (4 KiB at
+/// least) overwritten once in a random order, fsynced. The witness watches it all and
+/// says how much the device took. The files are complete afterwards.
+pub(super) fn precondition(
+    target: &mut Target,
+    point: &Point,
+    s: &RunSettings,
+    passes: u32,
+) -> Result<Precondition, EngineError> {
+    let size = point.file_size;
+    target.use_files(size, point.threads, None, s.buffer_pattern);
+    let paths = target.paths();
+    target.dir.syncfs();
+    let watch = target.witness.begin(&paths);
+    let t0 = now_ns();
+    let block = point.record_size.max(4096).min(size.max(1));
+    // On a raw device, thread i's "file" is its slice of the device.
+    let device = target.dir.device();
+    let base = |i: usize| device.map_or(0, |d| d.base(i, size));
+    let mut sequential = 0u64;
+    let mut random = 0u64;
+    for pass in 0..passes {
+        for (i, p) in paths.iter().enumerate() {
+            let create = !has_data(p, size, device.is_some());
+            let seed = s.seed ^ i as u64 ^ ((pass as u64 + 1) << 40);
+            fill(p, create, base(i), size, seed, s.buffer_pattern, None)?;
+            sequential += size;
+            if signals::stop_requested().is_some() {
+                return Err(stopped(p));
+            }
+        }
+    }
+    for (i, p) in paths.iter().enumerate() {
+        random += random_overwrite(p, base(i), size, block, s.seed ^ i as u64, s.buffer_pattern)?;
+    }
+    let seconds = now_ns().saturating_sub(t0) as f64 / 1e9;
+    let written = sequential + random;
+    let w = watch.finish(&Outcome {
+        test: "precondition".into(),
+        intent: Intent::Device,
+        is_write: true,
+        app_write_bytes: written,
+        timed_seconds: seconds,
+        headline_bps: if seconds > 0.0 {
+            written as f64 / seconds
+        } else {
+            0.0
+        },
+        threads: point.threads,
+        ..Default::default()
+    });
+    if let Some(fsset) = target.files.as_mut() {
+        fsset.complete.iter_mut().for_each(|c| *c = true);
+    }
+    Ok(preconditioned(
+        passes, sequential, random, block, seconds, &w,
+    ))
+}
+
+/// The record of a preconditioning, from what was written and what the witness saw.
+fn preconditioned(
+    passes: u32,
+    sequential: u64,
+    random: u64,
+    block: u64,
+    seconds: f64,
+    w: &candor_model::Witness,
+) -> Precondition {
+    let written = sequential + random;
+    let device = w.extra.facts.as_ref().and_then(|f| match f.placement {
+        candor_model::Placement::Device { .. } => Some(
+            f.exact
+                .as_ref()
+                .map_or(f.device_total.write_bytes, |e| e.own_write_total),
+        ),
+        _ => None,
+    });
+    let share = device.map(|d| d as f64 / written.max(1) as f64);
+    let reached = share.is_some_and(|x| x >= 0.9);
+    let b = |n: u64| format_bytes(n, ByteStyle::PROSE);
+    let explanation = match (device, share) {
+        (Some(d), Some(x)) if reached => format!(
+            "preconditioned with {passes} sequential pass(es) ({}) and {} of random {} overwrites in {seconds:.1} s; the device wrote {} ({:.0}% of it)",
+            b(sequential), b(random), b(block), b(d), 100.0 * x
+        ),
+        (Some(d), Some(x)) => format!(
+            "preconditioning wrote {} but the device took only {} ({:.0}%): the rest stayed in memory or was never written, so the device is not preconditioned",
+            b(written), b(d), 100.0 * x
+        ),
+        _ => format!(
+            "preconditioning wrote {} in {seconds:.1} s, but the witness saw no device to confirm it reached one ({})",
+            b(written),
+            w.unverified_reason.as_deref().unwrap_or("witness off")
+        ),
+    };
+    Precondition {
+        passes,
+        sequential_bytes: sequential,
+        random_bytes: random,
+        random_block: block,
+        seconds,
+        device_write_bytes: device,
+        device_share: share,
+        reached_device: reached,
+        explanation,
+    }
+}
+
+fn stopped(p: &Path) -> EngineError {
+    EngineError::new(
+        "precondition",
+        p,
+        None,
+        std::io::Error::from(std::io::ErrorKind::Interrupted),
+    )
+}
+
+/// Overwrites every `block` of the `size` bytes at `base` of `path` once, in a random
+/// order, then fsyncs; returns the bytes written.
+fn random_overwrite(
+    path: &Path,
+    base: u64,
+    size: u64,
+    block: u64,
+    seed: u64,
+    pattern: BufferPattern,
+) -> Result<u64, EngineError> {
+    let spec = OpenSpec {
+        pattern,
+        ..OpenSpec::plain(path, false, true)
+    };
+    let fd = Fd::open(&spec)?;
+    let mut buf = spec.buffer(block as usize, seed)?;
+    let order = Pattern::random(size / block, seed);
+    let mut written = 0;
+    for i in 0..order.len() {
+        full_pio(fd.raw(), &mut buf, base + order.at(i) * block, true, path)?;
+        written += block;
+        if i % 256 == 255 && signals::stop_requested().is_some() {
+            return Err(stopped(path));
+        }
+    }
+    fd.fsync()?;
+    Ok(written)
 }
 
 /// `--shared-file`: one file per thread shared by every process, process k working on its

@@ -340,3 +340,34 @@ pub(super) fn special(
     };
     Ok(measure(m, &frame, watch, outcome, r, run_t0))
 }
+
+/// `--ramp`: the point's workload run for `ramp_ns`, time-based, before its first
+/// repetition; nothing of it is measured (fio's `ramp_time`). What it did is kept apart.
+pub(super) fn ramp(
+    target: &mut Target,
+    point: &Point,
+    s: &RunSettings,
+    ramp_ns: u64,
+    run_t0: u64,
+) -> Result<candor_model::Ramp, EngineError> {
+    let warm = RunSettings {
+        runtime_ns: Some(ramp_ns),
+        time_based: true,
+        stonewall: false,
+        ..s.clone()
+    };
+    let m = records(
+        target,
+        point,
+        &warm,
+        u32::MAX,
+        run_t0,
+        &mut super::NoCoordinator,
+    )?;
+    Ok(candor_model::Ramp {
+        asked_seconds: ramp_ns as f64 / 1e9,
+        seconds: m.rep.seconds,
+        ops: m.rep.ops,
+        bytes: m.rep.bytes,
+    })
+}

@@ -237,6 +237,9 @@ pub fn result(
         verify: None,
         ranks: None,
         extra: Default::default(),
+        ramp: None,
+        precondition: None,
+        steady_state: None,
     }
 }
 

@@ -18,7 +18,7 @@ use candor_engine::signals;
 use candor_engine::verify::BufferPattern;
 use candor_engine::workload::Hint;
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{rfc3339_now, RunDoc, TargetInfo, TestResult};
+use candor_model::{rfc3339_now, RunDoc, SteadyRound, TargetInfo, TestResult};
 use candor_report::Format;
 use candor_witness::Mode;
 use std::io::IsTerminal;
@@ -237,6 +237,25 @@ pub struct Args {
     /// hold each test's last round and every round's throughput).
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
+
+    /// Warm each test up for this long before its repetitions, e.g. 10s: the same workload,
+    /// not measured (fio's ramp_time); what it did is kept in the result's `ramp`.
+    #[arg(long, value_name = "DURATION")]
+    pub ramp: Option<String>,
+
+    /// Run each test in rounds until a window of them is steady on the application's
+    /// throughput and the device's (SNIA PTS: range within 20% and least-squares slope
+    /// excursion within 10% of the window's average), or the most rounds have run. Optional
+    /// parameters after '=': window=5,range=20%,slope=10%,round=5s,max=25 (see
+    /// docs/methodology.md).
+    #[arg(long, value_name = "PARAMS", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub steady_state: Option<String>,
+
+    /// Before each test, write its files sequentially PASSES times (default 2, as PTS writes
+    /// twice the capacity), then overwrite every block once in a random order; the witness
+    /// reports how much reached the device. Needs a filesystem on a block device.
+    #[arg(long, value_name = "PASSES", num_args = 0..=1, require_equals = true, default_missing_value = "2", value_parser = refusing(options::parse_passes))]
+    pub precondition: Option<u32>,
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
@@ -283,6 +302,9 @@ impl Args {
             witness_interval: self.witness_interval.clone(),
             duration: self.duration.clone(),
             device_spec: self.device_spec.clone(),
+            ramp: self.ramp.clone(),
+            steady_state: self.steady_state.clone(),
+            precondition: self.precondition,
             mpi: self.mpi,
             reorder: self.reorder,
             shared_file: self.shared_file,
@@ -701,6 +723,7 @@ struct Bar {
     notes: Vec<String>,
     /// `--duration`: which pass over the plan is running (the bar counts one pass).
     round: Option<u64>,
+    quiet: bool,
 }
 
 impl Progress for Bar {
@@ -728,6 +751,25 @@ impl Progress for Bar {
         }
     }
 
+    fn round(&mut self, p: &Point, target: &Path, r: &SteadyRound) {
+        if self.quiet {
+            return;
+        }
+        let line = format!(
+            "{} on {}: round {}: application {:.1} MB/s, device {}",
+            p.spec.name,
+            target.display(),
+            r.round,
+            r.app_bps / 1e6,
+            r.device_bps
+                .map_or("not seen".to_string(), |d| format!("{:.1} MB/s", d / 1e6))
+        );
+        match &self.bar {
+            Some(b) => b.println(format!("candor: {line}")),
+            None => eprintln!("candor: {line}"),
+        }
+    }
+
     fn note(&mut self, line: &str) {
         match &self.bar {
             Some(b) => b.println(format!("candor: {line}")),
@@ -739,7 +781,11 @@ impl Progress for Bar {
 
 impl Bar {
     fn new(plan: &Plan, targets: usize, quiet: bool) -> Bar {
-        let total = plan.points.len() as u64 * plan.settings.repeat as u64 * targets as u64;
+        let passes = plan
+            .settings
+            .steady
+            .map_or(plan.settings.repeat, |c| c.max_rounds);
+        let total = plan.points.len() as u64 * passes as u64 * targets as u64;
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let b = indicatif::ProgressBar::new(total);
             b.set_style(
@@ -754,6 +800,7 @@ impl Bar {
             bar,
             notes: Vec::new(),
             round: plan.soak.map(|_| 1),
+            quiet,
         }
     }
 
