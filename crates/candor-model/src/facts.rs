@@ -91,6 +91,16 @@ pub struct Facts {
     pub fadvise: Fadvise,
     /// The operations the test made in the timed region.
     pub ops: Option<OpFacts>,
+    /// A test that both reads and writes (randmix): its reads and its writes apart (None
+    /// for single-direction tests, whose operations are `ops`).
+    pub read_ops: Option<OpFacts>,
+    pub write_ops: Option<OpFacts>,
+    /// Writes opened with O_SYNC: each returns once its data is on the device.
+    pub osync: bool,
+    /// Seconds of the runner's flush (fsync) after the writes (the longest thread's, summed
+    /// over repetitions), and whether the headline's timed region includes it.
+    pub flush_seconds: f64,
+    pub flush_in_timing: bool,
     /// eBPF: the test's own device requests completed in the timed region.
     pub requests: Option<RequestFacts>,
     /// eBPF: pages of the test's files the page cache took in during the timed region.
@@ -261,6 +271,16 @@ impl Facts {
             (Some(a), Some(b)) => a.add(b),
             _ => self.ops = None,
         }
+        for (a, b) in [
+            (&mut self.read_ops, &o.read_ops),
+            (&mut self.write_ops, &o.write_ops),
+        ] {
+            match (a.as_mut(), b) {
+                (Some(x), Some(y)) => x.add(y),
+                _ => *a = None,
+            }
+        }
+        self.flush_seconds += o.flush_seconds;
         match (self.requests.as_mut(), &o.requests) {
             (Some(a), Some(b)) => {
                 a.read.add(&b.read);

@@ -45,6 +45,26 @@ pub struct Operations {
     /// kernel's readahead kept the device busy ahead of them: the throughput is still the
     /// device's.
     pub pipelined: bool,
+    /// Writes: how they reached the device ("direct": O_DIRECT, "sync": O_SYNC, each
+    /// operation waits for its own request; "buffered": through the page cache).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_mode: Option<String>,
+    /// Buffered writes: share of the timed region spent waiting for the device, the
+    /// runner's flush (when the timing includes it) plus the writes the kernel held back
+    /// until writeback caught up (`waited_share` of them); the rest was copying into the
+    /// page cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited_time_share: Option<f64>,
+    /// Buffered writes whose timing includes the flush: its share of the timed region.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flush_share: Option<f64>,
+    /// A test that both reads and writes (`direction` "both"): its reads and its writes
+    /// reconciled apart, each against the device's requests of its direction. The fields
+    /// above are then both directions together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<Box<Operations>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes: Option<Box<Operations>>,
 }
 
 /// What trap of the host a result fell into.

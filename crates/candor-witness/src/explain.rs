@@ -3,8 +3,9 @@
 //! when the device was disturbed (docs/witness.md, "Explanations").
 
 use crate::rules::{Attribution, Judgement};
+use crate::traps::MEMORY_SPEED_US;
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{Facts, Fadvise, Intent, Verdict};
+use candor_model::{Facts, Fadvise, Intent, Operations, Verdict};
 
 /// A share as a whole percentage that never rounds a part to 0% or 100%.
 pub(crate) fn pct(x: f64) -> String {
@@ -40,7 +41,15 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         "To measure the page cache, use a file well under the free memory and read it once before.";
     let ops = j.operations.as_ref();
     let waited = ops.and_then(|o| o.waited_share);
+    let by_ops = if writes {
+        ops.and_then(|o| write_sentence(f, j, o, dev))
+    } else if !reads {
+        ops.and_then(|o| mixed_sentence(j, o, dev))
+    } else {
+        None
+    };
     let mut s = match (j.verdict, reads, writes) {
+        _ if by_ops.is_some() => by_ops.unwrap_or_default(),
         (Verdict::Device, true, _) if ops.is_some_and(|o| o.pipelined) => format!(
             "{} of the bytes read came from the device ({dev}), in requests of {} on average, and {} of the reads found their data already in memory: readahead kept the device busy ahead of them, so this is the device's sequential throughput, not the time of single reads.",
             pct(1.0 - hit),
@@ -121,8 +130,17 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
     }
     if j.contradicts_intent {
         s.push(' ');
+        let both = f.app_read > 0 && f.app_write > 0;
         match (f.intent, f.is_write || writes) {
             (Intent::Cache, _) => s.push_str(cache_fix),
+            // A mix whose writes stayed in the page cache: the flush; one whose reads did not
+            // wait: a file the cache cannot hold, or O_DIRECT.
+            (_, true) if both && flushed < crate::rules::DEVICE_SHARE_MIN && !f.direct => {
+                s.push_str(flush_fix)
+            }
+            (_, true) if both => s.push_str(&device_fix),
+            // O_DIRECT and O_SYNC writes that did not wait: the cause is named above.
+            (_, true) if !reads && (f.direct || f.osync) => {}
             (_, true) if !reads => s.push_str(flush_fix),
             _ if j.mixed_by_operations && f.fadvise != Fadvise::Random => s.push_str(
                 "Tell the kernel the access is random (--fadvise random, what fio does by default) or use --direct.",
@@ -147,6 +165,136 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         ));
     }
     s
+}
+
+fn us(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0} us")
+    } else {
+        format!("{x:.1} us")
+    }
+}
+
+/// The sentence of a write test whose operations were reconciled (docs/witness.md,
+/// "Operations": what waiting on the device means for each kind of write).
+fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
+    let flushed = pct(j.flushed_in_window.unwrap_or(0.0));
+    let reached = format!(
+        "{flushed} of the written bytes reached the device ({dev}) inside the timed region"
+    );
+    let waited = o.waited_share.unwrap_or(0.0);
+    let held = |t: f64| {
+        format!(
+            "{} of the writes were held back until writeback caught up, {} of the timed region",
+            pct(waited),
+            pct(t)
+        )
+    };
+    let s = match (o.write_mode.as_deref()?, j.verdict) {
+        (mode @ ("direct" | "sync"), Verdict::Device) => {
+            let flag = if mode == "direct" { "O_DIRECT" } else { "O_SYNC" };
+            let mut s = format!(
+                "{reached} and {} of the {} writes ({flag}) waited for it",
+                pct(waited),
+                o.ops
+            );
+            if let Some(svc) = o
+                .service_us
+                .filter(|u| o.service_basis == "ebpf" && *u < MEMORY_SPEED_US)
+            {
+                s.push_str(&format!(
+                    "; its write requests completed in {} at the median, as fast as memory: a volatile write cache took them (the device's own, or the host's under a virtual disk or a loop device over a cached file), so this is that cache's figure, not the medium's",
+                    us(svc)
+                ));
+            } else {
+                s.push_str(": this is the device's figure");
+            }
+            if let Some(wa) = j.write_amplification.filter(|w| *w >= 1.1 && !j.disturbed) {
+                s.push_str(&format!(", and the device wrote {wa:.2}x the application's bytes"));
+            }
+            s.push('.');
+            s
+        }
+        (mode @ ("direct" | "sync"), Verdict::Mixed) if j.mixed_by_operations => {
+            let flag = if mode == "direct" { "O_DIRECT" } else { "O_SYNC" };
+            let cause = if f.loop_device.as_ref().is_some_and(|l| !l.direct_io) {
+                "a loop device whose file is in the host's page cache completed them"
+            } else {
+                "something above the device completed them (a filesystem that takes these writes through its page cache, or a volatile write cache in front of the device)"
+            };
+            let quick = o
+                .waited_above_us
+                .map(|b| format!(" in less than {}", us(b)))
+                .unwrap_or_default();
+            format!(
+                "{reached}, but only {} of the {} writes ({flag}) waited for it ({} requests of {} on average): the other {} returned{quick}, faster than its requests: {cause}, so the figure is not the device's rate for single writes.",
+                pct(waited),
+                o.ops,
+                o.requests,
+                format_bytes(o.request_bytes as u64, ByteStyle::WITNESS),
+                pct(1.0 - waited)
+            )
+        }
+        ("buffered", v) if f.flush_in_timing => {
+            let t = o.waited_time_share?;
+            let flush = o.flush_share.unwrap_or(0.0);
+            let mut parts = vec![format!("{} in the flush", pct(flush))];
+            if waited > 0.0 {
+                parts.push(format!(
+                    "{} in the {} of the writes that writeback held back",
+                    pct((t - flush).max(0.0)),
+                    pct(waited)
+                ));
+            }
+            let tail = match v {
+                Verdict::Device => "this is the device's figure, with the copying in it",
+                Verdict::Cache => "this is memory speed",
+                _ => "the figure mixes memory and device speed",
+            };
+            format!(
+                "{reached}, and the timed region spent {} of its time waiting for the device ({}) and the rest copying into the page cache: {tail}.",
+                pct(t),
+                parts.join(", ")
+            )
+        }
+        ("buffered", Verdict::Cache) if j.mixed_by_operations => format!(
+            "No write waited for the device ({dev}): the page cache took them all at memory speed, so this is memory speed, although the kernel's flushers wrote {flushed} of the bytes to the device meanwhile."
+        ),
+        ("buffered", Verdict::Mixed) => format!(
+            "{reached} and {}: the figure mixes memory and device speed.",
+            held(o.waited_time_share.unwrap_or(0.0))
+        ),
+        ("buffered", Verdict::Device) => format!(
+            "{reached} and {}: this is the device's figure.",
+            held(o.waited_time_share.unwrap_or(0.0))
+        ),
+        _ => return None,
+    };
+    Some(s)
+}
+
+/// The sentence of a test that reads and writes, each direction reconciled apart.
+fn mixed_sentence(j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
+    let (r, w) = (o.reads.as_deref()?, o.writes.as_deref()?);
+    let rw = r.waited_share?;
+    let ww = crate::rules::writes_reached(j, w)?;
+    let wverb = match w.write_mode.as_deref() {
+        Some("direct") | Some("sync") => "waited for it".to_string(),
+        _ => "of their bytes reached it inside the timed region".to_string(),
+    };
+    let tail = match j.verdict {
+        Verdict::Device => "this is the device's figure",
+        Verdict::Cache => "this is memory speed",
+        _ => "the figure mixes memory and device speed",
+    };
+    Some(format!(
+        "Of the {} reads, {} waited for the device ({dev}) and {} were served from memory; of the {} writes, {} {wverb}: {tail}.",
+        r.ops,
+        pct(rw),
+        pct(1.0 - rw),
+        w.ops,
+        pct(ww)
+    ))
 }
 
 /// The loop device's traffic was partly the host's page cache (its trap says so).

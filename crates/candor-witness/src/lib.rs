@@ -101,6 +101,15 @@ pub struct Outcome {
     /// (empty when it kept none).
     pub ops: u64,
     pub op_latency: HistogramDump,
+    /// The same operations by direction (record tests; empty for copy and metadata).
+    pub read_op_latency: HistogramDump,
+    pub write_op_latency: HistogramDump,
+    /// Writes opened with O_SYNC.
+    pub osync: bool,
+    /// The runner's flush (fsync) of the written files, and whether the headline's timed
+    /// region includes it.
+    pub flush_seconds: f64,
+    pub flush_in_timing: bool,
     /// CPU seconds (user + system) of the process over the timed region.
     pub cpu_seconds: Option<f64>,
     /// Threads that did the I/O.
@@ -501,6 +510,12 @@ fn facts_from(
             count: o.ops,
             latency: operations::coarse(&o.op_latency),
         }),
+        // A test that both reads and writes keeps each direction's operations apart.
+        read_ops: operations::direction_ops(o, false),
+        write_ops: operations::direction_ops(o, true),
+        osync: o.osync,
+        flush_seconds: o.flush_seconds,
+        flush_in_timing: o.flush_in_timing,
         cpu_seconds: o.cpu_seconds,
         threads: o.threads.max(1),
         dirty_at_begin: begin.mem.map(|m| m.dirty),

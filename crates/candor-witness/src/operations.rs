@@ -3,7 +3,7 @@
 //! counts and averages), how many of the test's operations waited on the device and how
 //! many were served from memory. Pure; docs/witness.md, "Operations", gives the reasons.
 
-use candor_model::{Facts, HistogramDump, Operations, Placement};
+use candor_model::{Facts, HistogramDump, OpFacts, Operations, Placement};
 
 /// An operation waited on the device when it took at least this share of the time the
 /// fastest tenth of the device's requests took. A page-cache hit costs a few microseconds;
@@ -37,6 +37,24 @@ pub fn coarse(d: &HistogramDump) -> HistogramDump {
     }
 }
 
+/// One direction's operations of a test that both reads and writes; None for a test that
+/// moves one way only (its operations are `Facts::ops`).
+pub fn direction_ops(o: &crate::Outcome, write: bool) -> Option<OpFacts> {
+    let (r, w) = (o.read_op_latency.count(), o.write_op_latency.count());
+    if r == 0 || w == 0 {
+        return None;
+    }
+    let d = if write {
+        &o.write_op_latency
+    } else {
+        &o.read_op_latency
+    };
+    Some(OpFacts {
+        count: d.count(),
+        latency: coarse(d),
+    })
+}
+
 /// Middle of a saved bucket, ns.
 fn mid(d: &HistogramDump, lo: u64) -> f64 {
     lo as f64 * (1.0 + d.relative_error / 2.0)
@@ -56,28 +74,81 @@ pub fn quantile_ns(d: &HistogramDump, q: f64) -> Option<f64> {
     d.quantile_lower(q).map(|lo| mid(d, lo))
 }
 
+/// A buffered write was held back by the kernel (balance_dirty_pages pausing the writer
+/// until writeback catches up) when it took at least this long beyond copying its bytes:
+/// the kernel pauses a writer for whole clock ticks (1 to 10 ms), while a write into the
+/// page cache costs microseconds.
+pub const THROTTLED_MIN_NS: f64 = 1_000_000.0;
+/// The copying allowed for: a slow memory copy of 1 byte per nanosecond (1 GB/s).
+pub const SLOW_COPY_NS_PER_BYTE: f64 = 1.0;
+
+/// Which way operations go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    Read,
+    Write,
+    Both,
+}
+
+impl Dir {
+    fn name(self) -> &'static str {
+        match self {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Both => "both",
+        }
+    }
+}
+
 /// Which way the figure goes: reads, writes or both.
-fn direction(f: &Facts) -> &'static str {
+fn direction(f: &Facts) -> Dir {
     match (f.app_read > 0, f.app_write > 0) {
-        (true, false) => "read",
-        (false, true) => "write",
-        _ => "both",
+        (true, false) => Dir::Read,
+        (false, true) => Dir::Write,
+        _ => Dir::Both,
+    }
+}
+
+/// How a test's writes reach the device: "direct" (O_DIRECT) and "sync" (O_SYNC) writes
+/// each wait for their own request; "buffered" ones are copied into the page cache.
+pub fn write_mode(f: &Facts) -> &'static str {
+    if f.direct {
+        "direct"
+    } else if f.osync {
+        "sync"
+    } else {
+        "buffered"
     }
 }
 
 /// The operations of a test against the device's requests; None when the test counted no
-/// operations or there is no device to compare with.
+/// operations or there is no device to compare with. A test that both reads and writes is
+/// reconciled as a whole and, when the runner kept its directions apart, per direction.
 pub fn reconcile(f: &Facts) -> Option<Operations> {
     let ops = f.ops.as_ref().filter(|o| o.count > 0)?;
     if !matches!(f.placement, Placement::Device { .. }) {
         return None;
     }
     let dir = direction(f);
-    let (reads, writes) = (dir != "write", dir != "read");
+    let mut o = one(f, dir, ops, f.app_read + f.app_write);
+    if dir == Dir::Both {
+        let r = f.read_ops.as_ref().filter(|o| o.count > 0);
+        let w = f.write_ops.as_ref().filter(|o| o.count > 0);
+        if let (Some(r), Some(w)) = (r, w) {
+            o.reads = Some(Box::new(one(f, Dir::Read, r, f.app_read)));
+            o.writes = Some(Box::new(one(f, Dir::Write, w, f.app_write)));
+        }
+    }
+    Some(o)
+}
+
+/// The operations `ops` of one direction (or both), which moved `bytes`.
+fn one(f: &Facts, dir: Dir, ops: &OpFacts, bytes: u64) -> Operations {
+    let (reads, writes) = (dir != Dir::Write, dir != Dir::Read);
     let mut o = Operations {
-        direction: dir.to_string(),
+        direction: dir.name().to_string(),
         ops: ops.count,
-        op_bytes: (f.app_read + f.app_write) as f64 / ops.count as f64,
+        op_bytes: bytes as f64 / ops.count as f64,
         op_p50_us: quantile_ns(&ops.latency, 0.5).unwrap_or(0.0) / 1000.0,
         cache_inserts: f.cache_inserts,
         ..Default::default()
@@ -111,9 +182,9 @@ pub fn reconcile(f: &Facts) -> Option<Operations> {
         // operation that waited needed at least one request, so requests / operations
         // bounds the share from above.
         let (n, bytes, ms) = match dir {
-            "read" => (d.read_ios, d.read_bytes, d.read_ms),
-            "write" => (d.write_ios, d.write_bytes, d.write_ms),
-            _ => (
+            Dir::Read => (d.read_ios, d.read_bytes, d.read_ms),
+            Dir::Write => (d.write_ios, d.write_bytes, d.write_ms),
+            Dir::Both => (
                 d.read_ios + d.write_ios,
                 d.read_bytes + d.write_bytes,
                 d.read_ms + d.write_ms,
@@ -127,8 +198,47 @@ pub fn reconcile(f: &Facts) -> Option<Operations> {
         o.waited_share = Some((n as f64 / ops.count as f64).min(1.0));
     }
     o.requests_per_op = o.requests as f64 / ops.count as f64;
+    if dir == Dir::Write {
+        let mode = write_mode(f);
+        o.write_mode = Some(mode.to_string());
+        if mode == "buffered" {
+            buffered_writes(f, ops, &mut o);
+        }
+    }
     o.memory_share = o.waited_share.map(|w| 1.0 - w);
-    Some(o)
+    o
+}
+
+/// Buffered writes are copied into the page cache and none waits for a request of its
+/// own: the device's requests are the flushers'. A write waited on the device when the
+/// kernel held it back until writeback caught up (an operation far slower than a copy);
+/// the timed region's share spent waiting is those writes' time (per thread) plus the
+/// runner's flush when the timing includes it.
+fn buffered_writes(f: &Facts, ops: &OpFacts, o: &mut Operations) {
+    let boundary = THROTTLED_MIN_NS + o.op_bytes * SLOW_COPY_NS_PER_BYTE;
+    let held = at_least(&ops.latency, boundary);
+    let held_ns: f64 = ops
+        .latency
+        .buckets
+        .iter()
+        .filter(|x| mid(&ops.latency, x[0]) >= boundary)
+        .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
+        .sum();
+    o.basis = "throttle".into();
+    o.waited_above_us = Some(boundary / 1000.0);
+    o.waited_share = Some(held as f64 / ops.count as f64);
+    if f.timed_seconds > 0.0 {
+        let flush = if f.flush_in_timing {
+            f.flush_seconds
+        } else {
+            0.0
+        };
+        let held_s = held_ns / 1e9 / f.threads.max(1) as f64;
+        o.waited_time_share = Some(((held_s + flush) / f.timed_seconds).clamp(0.0, 1.0));
+        o.flush_share = f
+            .flush_in_timing
+            .then(|| (flush / f.timed_seconds).clamp(0.0, 1.0));
+    }
 }
 
 #[cfg(test)]

@@ -252,14 +252,26 @@ pub fn judge(f: &Facts) -> Judgement {
     j
 }
 
+/// The verdict from the operations as well as the bytes (docs/witness.md, "Operations").
+fn judge_operations(f: &Facts, j: &mut Judgement) {
+    if f.intent != Intent::Device {
+        return;
+    }
+    match (f.app_read > 0, f.app_write > 0) {
+        (true, false) => judge_reads(f, j),
+        (false, true) => judge_writes(f, j),
+        (true, true) => judge_mixed(f, j),
+        (false, false) => {}
+    }
+}
+
 /// Reads meant for the device whose every byte came from it are the device's only when
 /// their operations waited on it. A sequential read's operations find their data in memory
 /// because readahead kept the device busy ahead of them: that is still the device's
 /// throughput (`pipelined`). Any other pattern whose operations were mostly served from
 /// memory (pages read around an earlier request) is `mixed`, by the share that waited.
-fn judge_operations(f: &Facts, j: &mut Judgement) {
-    let reads_only = f.app_read > 0 && f.app_write == 0;
-    if j.verdict != Verdict::Device || !reads_only || f.intent != Intent::Device {
+fn judge_reads(f: &Facts, j: &mut Judgement) {
+    if j.verdict != Verdict::Device {
         return;
     }
     let (Some(o), Some(access)) = (j.operations.as_mut(), f.access) else {
@@ -273,6 +285,81 @@ fn judge_operations(f: &Facts, j: &mut Judgement) {
     } else {
         j.verdict = Verdict::Mixed;
         j.device_share = Some(waited);
+        j.mixed_by_operations = true;
+    }
+}
+
+/// Writes. O_DIRECT and O_SYNC writes each wait for their own request: the figure is the
+/// device's only when they did (a write that returned faster than the device's requests
+/// was completed by something above it). Buffered writes whose timing includes the flush
+/// keep the verdict of their bytes (the device's work is inside the figure; the sentence
+/// names the share of the time spent waiting for it). Buffered writes without the flush
+/// are memory's unless writeback held them back: no write held back is `cache`, whatever
+/// the flushers wrote meanwhile; writes held back make a `cache` verdict `mixed`.
+fn judge_writes(f: &Facts, j: &mut Judgement) {
+    let Some(o) = j.operations.as_ref() else {
+        return;
+    };
+    match o.write_mode.as_deref() {
+        Some("direct") | Some("sync") => {
+            if j.verdict != Verdict::Device {
+                return;
+            }
+            if let Some(w) = o.waited_share.filter(|w| *w < DEVICE_SHARE_MIN) {
+                j.verdict = Verdict::Mixed;
+                j.device_share = Some(w);
+                j.mixed_by_operations = true;
+            }
+        }
+        Some("buffered") if !f.flush_in_timing => {
+            let Some(t) = o.waited_time_share else {
+                return;
+            };
+            if t <= CACHE_SHARE_MAX && j.verdict != Verdict::Cache {
+                j.verdict = Verdict::Cache;
+                j.device_share = None;
+                j.mixed_by_operations = true;
+            } else if t > CACHE_SHARE_MAX && j.verdict == Verdict::Cache {
+                j.verdict = Verdict::Mixed;
+                j.device_share = Some(t);
+                j.mixed_by_operations = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The share of a mixed test's writes that reached the device: O_DIRECT and O_SYNC writes
+/// by their operations that waited, buffered ones by their bytes written inside the timed
+/// region.
+pub(crate) fn writes_reached(j: &Judgement, w: &Operations) -> Option<f64> {
+    match w.write_mode.as_deref() {
+        Some("direct") | Some("sync") => w.waited_share,
+        _ => j.flushed_in_window,
+    }
+}
+
+/// A test that reads and writes (randmix) is the device's only when each direction's
+/// operations did the device's work: its reads waited on the device and its writes
+/// reached it. Otherwise it is `mixed`, `device_share` being the share of all its
+/// operations that did.
+fn judge_mixed(_f: &Facts, j: &mut Judgement) {
+    if j.verdict != Verdict::Device {
+        return;
+    }
+    let Some(o) = j.operations.as_ref() else {
+        return;
+    };
+    let (Some(r), Some(w)) = (o.reads.as_deref(), o.writes.as_deref()) else {
+        return;
+    };
+    let (Some(rw), Some(ww)) = (r.waited_share, writes_reached(j, w)) else {
+        return;
+    };
+    if rw < DEVICE_SHARE_MIN || ww < DEVICE_SHARE_MIN {
+        let n = (r.ops + w.ops).max(1) as f64;
+        j.verdict = Verdict::Mixed;
+        j.device_share = Some((r.ops as f64 * rw + w.ops as f64 * ww) / n);
         j.mixed_by_operations = true;
     }
 }
@@ -728,5 +815,271 @@ mod tests {
         assert!(judge(&write_facts(32 * MIB, 33 * MIB, 33 * MIB, 32 * MIB))
             .traps
             .is_empty());
+    }
+}
+
+#[cfg(test)]
+mod write_and_mix_tests {
+    use super::*;
+    use crate::testkit::*;
+    use candor_model::{OpFacts, RequestStat};
+
+    #[test]
+    fn direct_writes_that_each_waited_are_the_device() {
+        let j = judge(&direct_write());
+        assert_eq!(j.verdict, Verdict::Device);
+        let o = j.operations.clone().expect("operations");
+        assert_eq!(o.direction, "write");
+        assert_eq!(o.write_mode.as_deref(), Some("direct"));
+        assert_eq!(o.waited_share, Some(1.0));
+        assert_eq!(o.waited_time_share, None);
+        assert!(
+            j.explanation.starts_with(
+                "100% of the written bytes reached the device (loop0) inside the timed region \
+                 and 100% of the 16384 writes (O_DIRECT) waited for it: this is the device's \
+                 figure."
+            ),
+            "{}",
+            j.explanation
+        );
+    }
+
+    #[test]
+    fn direct_writes_faster_than_the_requests_did_not_wait() {
+        // 12384 of the writes returned in about 2 us: they did not wait for the requests.
+        let mut f = direct_write();
+        f.ops = Some(OpFacts {
+            count: 16384,
+            latency: dump(&[(2048, 12384), (40960, 4000)]),
+        });
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert_eq!(j.device_share, Some(4000.0 / 16384.0));
+        assert!(j.contradicts_intent);
+        assert!(
+            j.explanation.starts_with(
+                "100% of the written bytes reached the device (loop0) inside the timed region, \
+                 but only 24% of the 16384 writes (O_DIRECT) waited for it (16384 requests of \
+                 4.0 KiB on average): the other 76% returned in less than 11.5 us, faster than \
+                 its requests: something above the device completed them"
+            ),
+            "{}",
+            j.explanation
+        );
+        assert!(!j.explanation.contains("--no-fsync"), "{}", j.explanation);
+        // A loop device over a cached file is named as the cause.
+        f.loop_device = Some(candor_model::LoopFacts {
+            device: "loop0".into(),
+            direct_io: false,
+            ..Default::default()
+        });
+        let j = judge(&f);
+        assert!(
+            j.explanation
+                .contains("a loop device whose file is in the host's page cache completed them"),
+            "{}",
+            j.explanation
+        );
+        // O_SYNC writes are judged the same way.
+        let mut f = direct_write();
+        f.direct = false;
+        f.osync = true;
+        let j = judge(&f);
+        assert_eq!(j.operations.and_then(|o| o.write_mode), Some("sync".into()));
+        assert!(j.explanation.contains("(O_SYNC) waited for it"));
+    }
+
+    #[test]
+    fn direct_writes_acknowledged_at_memory_speed_name_a_write_cache() {
+        let mut f = direct_write();
+        if let Some(r) = f.requests.as_mut() {
+            r.write.latency = dump(&[(3072, 16384)]);
+        }
+        f.ops = Some(OpFacts {
+            count: 16384,
+            latency: dump(&[(4096, 16384)]),
+        });
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Device);
+        assert!(
+            j.explanation.contains(
+                "its write requests completed in 3.5 us at the median, as fast as memory: a \
+                 volatile write cache took them"
+            ),
+            "{}",
+            j.explanation
+        );
+    }
+
+    #[test]
+    fn buffered_writes_with_the_flush_in_the_timing_name_the_time_waiting() {
+        // 64 MiB copied in 75.5 ms, then flushed in 0.3 s: all of it on the device.
+        let f = buffered_write(0, 0.3, true, 64 * MIB);
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Device);
+        let o = j.operations.clone().expect("operations");
+        assert_eq!(o.write_mode.as_deref(), Some("buffered"));
+        assert_eq!(o.basis, "throttle");
+        assert_eq!(o.waited_share, Some(0.0));
+        let t = 0.3 / f.timed_seconds;
+        assert_eq!(o.flush_share, Some(t));
+        assert_eq!(o.waited_time_share, Some(t));
+        assert!((o.waited_above_us.unwrap_or(0.0) - 1004.096).abs() < 1e-9);
+        assert_eq!(
+            j.explanation,
+            "100% of the written bytes reached the device (loop0) inside the timed region, and \
+             the timed region spent 80% of its time waiting for the device (80% in the flush) and \
+             the rest copying into the page cache: this is the device's figure, with the \
+             copying in it."
+        );
+        // Writes held back by writeback count as waiting too.
+        let f = buffered_write(100, 0.3, true, 64 * MIB);
+        let j = judge(&f);
+        let o = j.operations.clone().expect("operations");
+        assert_eq!(o.waited_share, Some(100.0 / 16484.0));
+        let held = 100.0 * 4718592e-9;
+        let t = (0.3 + held) / f.timed_seconds;
+        assert!((o.waited_time_share.unwrap_or(0.0) - t).abs() < 1e-12);
+        assert!(
+            j.explanation.contains(
+                "(35% in the flush, 56% in the 1% of the writes that writeback held back)"
+            ),
+            "{}",
+            j.explanation
+        );
+    }
+
+    #[test]
+    fn buffered_writes_without_the_flush_are_memory_unless_held_back() {
+        // Nothing held back: memory, even when the flushers wrote half of it meanwhile.
+        let j = judge(&buffered_write(0, 0.3, false, 32 * MIB));
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert_eq!(j.device_share, None);
+        assert!(j.contradicts_intent);
+        assert!(
+            j.explanation.starts_with(
+                "No write waited for the device (loop0): the page cache took them all at \
+                 memory speed, so this is memory speed, although the kernel's flushers wrote \
+                 50% of the bytes to the device meanwhile."
+            ),
+            "{}",
+            j.explanation
+        );
+        assert!(j.explanation.ends_with("or use --direct."));
+        // Nothing on the device and nothing held back: the bytes' sentence stands.
+        let j = judge(&buffered_write(0, 0.3, false, 0));
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert!(j.explanation.starts_with("None of the written bytes"));
+        // 100 writes held back 4.7 ms each, 86% of the timed region, with nothing on the
+        // device in it (the writeback was of another file): mixed by the time held back.
+        let f = buffered_write(100, 0.3, false, 0);
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Mixed);
+        let t = 100.0 * 4718592e-9 / f.timed_seconds;
+        assert!((j.device_share.unwrap_or(0.0) - t).abs() < 1e-12);
+        assert!(
+            j.explanation.contains(
+                "1% of the writes were held back until writeback caught up, 86% of the timed \
+                 region: the figure mixes memory and device speed."
+            ),
+            "{}",
+            j.explanation
+        );
+    }
+
+    /// randmix: 8192 reads and 8192 writes of 4 KiB, each direction's operations apart.
+    fn mix(read_lat: &[(u64, u64)], direct: bool) -> Facts {
+        let mut f = direct_write();
+        f.test = "randmix".into();
+        f.direct = direct;
+        f.app_read = 32 * MIB;
+        f.app_write = 32 * MIB;
+        f.device_window.read_bytes = 32 * MIB;
+        f.device_window.write_bytes = 32 * MIB;
+        f.device_total.read_bytes = 32 * MIB;
+        f.device_total.write_bytes = 32 * MIB;
+        for io in [f.own_window.as_mut(), f.own_total.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            io.read_bytes = 32 * MIB;
+            io.write_bytes = 32 * MIB;
+            io.rchar = 32 * MIB;
+        }
+        let reads = OpFacts {
+            count: 8192,
+            latency: dump(read_lat),
+        };
+        let writes = OpFacts {
+            count: 8192,
+            latency: dump(&[(40960, 8192)]),
+        };
+        let mut all = reads.clone();
+        all.add(&writes);
+        f.ops = Some(all);
+        f.read_ops = Some(reads);
+        f.write_ops = Some(writes);
+        f.requests = Some(candor_model::RequestFacts {
+            read: RequestStat {
+                count: 8192,
+                bytes: 32 * MIB,
+                latency: dump(&[(32768, 8192)]),
+            },
+            write: RequestStat {
+                count: 8192,
+                bytes: 32 * MIB,
+                latency: dump(&[(32768, 8192)]),
+            },
+        });
+        f
+    }
+
+    #[test]
+    fn a_mix_is_judged_per_direction() {
+        let j = judge(&mix(&[(40960, 8192)], true));
+        assert_eq!(j.verdict, Verdict::Device);
+        let o = j.operations.clone().expect("operations");
+        assert_eq!(o.direction, "both");
+        assert_eq!(o.ops, 16384);
+        let (r, w) = (o.reads.expect("reads"), o.writes.expect("writes"));
+        assert_eq!((r.direction.as_str(), r.ops), ("read", 8192));
+        assert_eq!((w.direction.as_str(), w.ops), ("write", 8192));
+        assert_eq!(r.waited_share, Some(1.0));
+        assert_eq!(w.waited_share, Some(1.0));
+        assert_eq!(w.write_mode.as_deref(), Some("direct"));
+        assert_eq!(r.write_mode, None);
+        assert_eq!(
+            j.explanation,
+            "Of the 8192 reads, 100% waited for the device (loop0) and 0% were served from \
+             memory; of the 8192 writes, 100% waited for it: this is the device's figure."
+        );
+        // Three quarters of the reads found their data in memory: mixed, by the share of
+        // all operations that did the device's work.
+        let j = judge(&mix(&[(2048, 6144), (40960, 2048)], true));
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert_eq!(j.device_share, Some((2048.0 + 8192.0) / 16384.0));
+        assert!(j.contradicts_intent);
+        assert!(
+            j.explanation.starts_with(
+                "Of the 8192 reads, 25% waited for the device (loop0) and 75% were served \
+                 from memory; of the 8192 writes, 100% waited for it: the figure mixes memory \
+                 and device speed. Use --direct, or a file larger than 3x RAM"
+            ),
+            "{}",
+            j.explanation
+        );
+        // Buffered writes: their bytes inside the timed region.
+        let mut f = mix(&[(40960, 8192)], false);
+        f.device_window.write_bytes = 8 * MIB;
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Mixed);
+        assert!(
+            j.explanation.contains(
+                "of the 8192 writes, 25% of their bytes reached it inside the timed region"
+            ),
+            "{}",
+            j.explanation
+        );
+        assert!(j.explanation.ends_with("or use --direct."));
     }
 }

@@ -214,6 +214,143 @@ fn a_write_left_in_the_page_cache_is_memory_speed() {
     // Once flushed, the device holds it all, with a little journal.
     let wa = f(&w["write_amplification"]);
     assert!((0.99..1.2).contains(&wa), "{w:#}");
+    // Every write was a copy into the page cache: none held back by writeback, no time
+    // spent waiting for the device.
+    let o = &w["operations"];
+    assert_eq!(o["write_mode"], "buffered", "{o:#}");
+    assert_eq!(o["basis"], "throttle", "{o:#}");
+    assert_eq!(o["ops"], 512, "{o:#}");
+    assert!(f(&o["waited_share"]) <= 0.05, "{o:#}");
+    assert!(f(&o["waited_time_share"]) <= 0.05, "{o:#}");
+    assert!(o.get("flush_share").is_none(), "{o:#}");
+    assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+}
+
+#[test]
+fn direct_random_writes_each_wait_on_the_device() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "randwrite",
+            "--engine",
+            "psync",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "4k",
+            "--direct",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "randwrite");
+    // Each O_DIRECT write returns when its own request has completed.
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    assert!(f(&w["flushed_in_window"]) >= 0.95, "{w:#}");
+    let o = &w["operations"];
+    assert_eq!(o["direction"], "write", "{o:#}");
+    assert_eq!(o["write_mode"], "direct", "{o:#}");
+    assert_eq!(o["basis"], "latency", "{o:#}");
+    assert_eq!(o["ops"], 8192, "{o:#}");
+    assert!(f(&o["waited_share"]) >= 0.95, "{o:#}");
+    assert!(f(&o["memory_share"]) <= 0.05, "{o:#}");
+    assert!(f(&o["requests_per_op"]) >= 0.95, "{o:#}");
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.contains("writes (O_DIRECT) waited for it"), "{e}");
+}
+
+/// The reads and the writes of a randmix result, as the witness reconciled them apart.
+fn directions(w: &Value) -> (&Value, &Value) {
+    let o = &w["operations"];
+    assert_eq!(o["direction"], "both", "{o:#}");
+    let (r, wr) = (&o["reads"], &o["writes"]);
+    assert_eq!(r["direction"], "read", "{o:#}");
+    assert_eq!(wr["direction"], "write", "{o:#}");
+    // Every operation is in one direction or the other, about half in each.
+    let (nr, nw) = (
+        r["ops"].as_u64().unwrap_or(0),
+        wr["ops"].as_u64().unwrap_or(0),
+    );
+    assert_eq!(Some(nr + nw), o["ops"].as_u64(), "{o:#}");
+    assert!(nr > nw / 2 && nw > nr / 2, "{o:#}");
+    (r, wr)
+}
+
+#[test]
+fn a_direct_mix_waits_in_both_directions() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "randmix",
+            "--engine",
+            "psync",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "4k",
+            "--direct",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "randmix");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    let (r, wr) = directions(w);
+    assert!(f(&r["waited_share"]) >= 0.95, "{r:#}");
+    assert!(f(&r["requests_per_op"]) >= 0.95, "{r:#}");
+    assert_eq!(wr["write_mode"], "direct", "{wr:#}");
+    assert!(f(&wr["waited_share"]) >= 0.95, "{wr:#}");
+    assert!(f(&wr["requests_per_op"]) >= 0.95, "{wr:#}");
+    assert!(r.get("write_mode").is_none(), "{r:#}");
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.starts_with("Of the "), "{e}");
+    assert!(e.contains("this is the device's figure"), "{e}");
+}
+
+#[test]
+fn a_cached_buffered_mix_is_memory_speed() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    // The file stays in the page cache (--keep-cache) and the writes stay dirty in it.
+    let args = [
+        "--tests",
+        "randmix",
+        "--engine",
+        "psync",
+        "--file-size",
+        "32m",
+        "--record-size",
+        "4k",
+        "--keep-cache",
+        "--no-fsync-in-timing",
+    ];
+    let Some(rs) = run(fs.path(), &args) else {
+        return;
+    };
+    let w = witness(&rs, "randmix");
+    assert_eq!(w["verdict"], "cache", "{w:#}");
+    assert!(f(&w["cache_hit_ratio"]) >= 0.95, "{w:#}");
+    assert!(f(&w["flushed_in_window"]) <= 0.05, "{w:#}");
+    let (r, wr) = directions(w);
+    assert!(f(&r["memory_share"]) >= 0.95, "{r:#}");
+    assert_eq!(wr["write_mode"], "buffered", "{wr:#}");
+    assert!(f(&wr["waited_share"]) <= 0.05, "{wr:#}");
+    assert!(f(&wr["waited_time_share"]) <= 0.05, "{wr:#}");
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.contains("this is memory speed"), "{e}");
+    // The same mix on tmpfs: no device at all.
+    let dir = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm");
+    let Some(rs) = run(dir.path(), &args) else {
+        return;
+    };
+    let w = witness(&rs, "randmix");
+    assert_eq!(w["verdict"], "memory", "{w:#}");
 }
 
 #[test]

@@ -138,17 +138,44 @@ fn mix_hash(mut z: u64) -> u64 {
 }
 
 /// What one thread measured in one pass. Merged with `+=` across threads.
+///
+/// A record test's operations are timed into the histogram of their direction (one
+/// chosen per operation, so a mixed test keeps its reads' and its writes' latencies
+/// apart); `latency` holds the operations that have no direction (copy and metadata).
 #[derive(Debug, Default)]
 pub struct ThreadStats {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub ops: u64,
     pub latency: Histogram,
+    pub read_latency: Histogram,
+    pub write_latency: Histogram,
 }
 
 impl ThreadStats {
     pub fn bytes(&self) -> u64 {
         self.read_bytes + self.write_bytes
+    }
+
+    /// Times one record operation of `len` bytes in its direction's histogram.
+    #[inline(always)]
+    pub fn record_op(&mut self, write: bool, ns: u64, len: u64) {
+        if write {
+            self.write_latency.record(ns);
+            self.write_bytes += len;
+        } else {
+            self.read_latency.record(ns);
+            self.read_bytes += len;
+        }
+        self.ops += 1;
+    }
+
+    /// Every operation's latency, whatever its direction.
+    pub fn all_latency(&self) -> Histogram {
+        let mut h = self.latency.clone();
+        h.merge(&self.read_latency);
+        h.merge(&self.write_latency);
+        h
     }
 }
 
@@ -158,6 +185,8 @@ impl std::ops::AddAssign<&ThreadStats> for ThreadStats {
         self.write_bytes += o.write_bytes;
         self.ops += o.ops;
         self.latency.merge(&o.latency);
+        self.read_latency.merge(&o.read_latency);
+        self.write_latency.merge(&o.write_latency);
     }
 }
 
@@ -345,13 +374,7 @@ where
         let w = job.is_write(i);
         op(job.offset(i), w)?;
         let t1 = now_ns();
-        stats.latency.record(t1 - t0);
-        if w {
-            stats.write_bytes += rs;
-        } else {
-            stats.read_bytes += rs;
-        }
-        stats.ops += 1;
+        stats.record_op(w, t1 - t0, rs);
         t0 = t1;
     }
     Ok(())

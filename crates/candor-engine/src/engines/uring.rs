@@ -234,13 +234,7 @@ impl Engine for UringEngine {
                         ),
                     ));
                 }
-                stats.latency.record(now.saturating_sub(slot_t[slot]));
-                if w {
-                    stats.write_bytes += len as u64;
-                } else {
-                    stats.read_bytes += len as u64;
-                }
-                stats.ops += 1;
+                stats.record_op(w, now.saturating_sub(slot_t[slot]), len as u64);
                 inflight -= 1;
                 free.push(slot);
             }

@@ -362,7 +362,7 @@ fn summarise(mut r: TestResult, reps: Vec<RepMeasure>, is_write: bool) -> TestRe
     let mut cpu = Cpu::default();
     let k = reps.len().max(1) as f64;
     for m in &reps {
-        hist.merge(&m.stats.latency);
+        hist.merge(&m.stats.all_latency());
         cpu.user_s += m.cpu.0 / k;
         cpu.sys_s += m.cpu.1 / k;
         cpu.wall_s += m.cpu.2 / k;

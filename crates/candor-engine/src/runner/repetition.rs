@@ -77,7 +77,10 @@ fn measure(
                 0.0
             },
             ops: m.stats.ops,
-            op_latency: m.stats.latency.dump(),
+            op_latency: m.stats.all_latency().dump(),
+            read_op_latency: m.stats.read_latency.dump(),
+            write_op_latency: m.stats.write_latency.dump(),
+            flush_seconds: m.flush_seconds,
             cpu_seconds: Some((frame.cpu1.0 - frame.cpu0.0) + (frame.cpu1.1 - frame.cpu0.1)),
             ..outcome
         })
@@ -233,6 +236,8 @@ pub(super) fn records(
         access: Some(spec.pattern.access()),
         fadvise: s.fadvise.for_pattern(spec.pattern),
         threads: point.threads,
+        osync: s.osync && is_write,
+        flush_in_timing: is_write && s.fsync_in_timing,
         ..Default::default()
     };
     let r = Reported {
