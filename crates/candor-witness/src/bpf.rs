@@ -321,6 +321,7 @@ mod tests {
     /// once made every other process's traffic on the host disk count as foreign.
     #[test]
     fn btrfs_targets_count_their_own_device() {
+        let _one = crate::testkit::scratch_lock();
         let fs = match candor_lab::scratch("btrfs", 128 << 20) {
             Ok(s) => s,
             Err(candor_lab::LabError::Unsupported(why)) => {
@@ -346,6 +347,7 @@ mod tests {
     /// the BPF witness, exactly.
     #[test]
     fn bpf_witness_sees_a_direct_write_exactly() {
+        let _one = crate::testkit::scratch_lock();
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipped: needs root");

@@ -471,6 +471,7 @@ mod tests {
 
     #[test]
     fn targets_on_loop_filesystems() {
+        let _one = crate::testkit::scratch_lock();
         // 320 MiB: mkfs.xfs refuses less than 300 MB. ext4 and xfs have the loop device as st_dev; btrfs gives files an anonymous st_dev, so the
         // mount source has to name the device.
         for fs in ["ext4", "xfs", "btrfs"] {

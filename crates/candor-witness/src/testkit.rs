@@ -7,6 +7,15 @@ use candor_model::{
 };
 
 pub const MIB: u64 = 1 << 20;
+
+/// Tests that make a scratch filesystem take this: the eBPF witness follows this test
+/// process and its children, so another test's mkfs running meanwhile would be counted
+/// in a test that checks the witness's counts exactly.
+pub static SCRATCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn scratch_lock() -> std::sync::MutexGuard<'static, ()> {
+    SCRATCH.lock().unwrap_or_else(|e| e.into_inner())
+}
 /// This machine's RAM (24 GiB less the kernel's share), as /proc/meminfo gives it.
 pub const RAM: u64 = 24730032 * 1024;
 

@@ -28,9 +28,11 @@ fn assert_plausible(r: &candor_model::TestResult) {
         r.test,
         r.throughput.mean
     );
-    // Nothing real moves faster than 200 GB/s here, or slower than 100 kB/s.
+    // Nothing real moves faster than 200 GB/s here, or slower than 100 kB/s; the null
+    // engine moves nothing, so only its loop bounds it (debug builds reach 290 GB/s).
+    let ceiling = if r.engine == "null" { 1e13 } else { 200e9 };
     assert!(
-        r.throughput.mean < 200e9 && r.throughput.mean > 1e5,
+        r.throughput.mean < ceiling && r.throughput.mean > 1e5,
         "{}: {} B/s",
         r.test,
         r.throughput.mean
