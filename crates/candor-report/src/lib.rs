@@ -17,6 +17,7 @@ mod iozone;
 mod json;
 mod markdown;
 pub mod steady;
+mod openmetrics;
 pub mod study;
 mod svg;
 mod table;
@@ -25,7 +26,7 @@ pub mod view;
 
 use candor_model::RunDoc;
 
-/// `--format table|json|csv|markdown|iozone|excel`.
+/// `--format table|json|csv|markdown|iozone|excel|openmetrics`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Table,
@@ -34,6 +35,7 @@ pub enum Format {
     Markdown,
     Iozone,
     Excel,
+    OpenMetrics,
 }
 
 /// A text format: its name, and the function that renders a result in it.
@@ -74,6 +76,11 @@ pub const FORMATS: &[FormatEntry] = &[
         name: "excel",
         format: Format::Excel,
         render: excel::render,
+    },
+    FormatEntry {
+        name: "openmetrics",
+        format: Format::OpenMetrics,
+        render: openmetrics::render,
     },
 ];
 

@@ -1,6 +1,6 @@
 //! `candor report`: re-renders a saved result — the HTML report with `-o FILE` (or the text
 //! format the file's name asks for), or any text format
-//! (`--format table|json|csv|markdown|iozone|excel`) to stdout or to `-o FILE`.
+//! (`--format table|json|csv|markdown|iozone|excel|openmetrics`) to stdout or to `-o FILE`.
 //! Everything comes from the JSON; nothing is measured again.
 
 use crate::exit::{refusing, CmdResult, Failure, OK};
@@ -15,10 +15,11 @@ pub struct Args {
     #[arg(value_name = "RESULT.json")]
     pub result: PathBuf,
     /// Write the report to FILE: the --format given, else the format its name asks for
-    /// (.csv, .md, .json, .txt), else the HTML report.
+    /// (.csv, .md, .json, .txt, .prom), else the HTML report.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// table, json, csv, markdown, iozone or excel (default: table on stdout, HTML with -o).
+    /// table, json, csv, markdown, iozone, excel or openmetrics (default: table on stdout,
+    /// HTML with -o).
     #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
     pub format: Option<Format>,
 }
@@ -42,8 +43,8 @@ pub fn run(args: Args) -> CmdResult {
     Ok(OK)
 }
 
-/// The text format a file name asks for (`r.csv`, `r.md`, `r.json`, `r.txt`); None for HTML
-/// (`.html` and anything else).
+/// The text format a file name asks for (`r.csv`, `r.md`, `r.json`, `r.txt`, `r.prom`); None
+/// for HTML (`.html` and anything else).
 fn format_of(path: &Path) -> Option<Format> {
     let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
     match ext.as_str() {
@@ -51,6 +52,7 @@ fn format_of(path: &Path) -> Option<Format> {
         "md" | "markdown" => Some(Format::Markdown),
         "json" => Some(Format::Json),
         "txt" => Some(Format::Table),
+        "prom" => Some(Format::OpenMetrics),
         _ => None,
     }
 }
