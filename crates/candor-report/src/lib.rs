@@ -10,14 +10,15 @@ pub mod audit;
 pub mod compare;
 mod csv;
 mod excel;
+pub mod fio;
 pub mod gate;
 pub mod grid;
 pub mod html;
 mod iozone;
 mod json;
 mod markdown;
-pub mod steady;
 mod openmetrics;
+pub mod steady;
 pub mod study;
 mod svg;
 mod table;
@@ -26,7 +27,7 @@ pub mod view;
 
 use candor_model::RunDoc;
 
-/// `--format table|json|csv|markdown|iozone|excel|openmetrics`.
+/// `--format table|json|csv|markdown|iozone|excel|openmetrics|fio-json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Table,
@@ -36,6 +37,7 @@ pub enum Format {
     Iozone,
     Excel,
     OpenMetrics,
+    FioJson,
 }
 
 /// A text format: its name, and the function that renders a result in it.
@@ -81,6 +83,11 @@ pub const FORMATS: &[FormatEntry] = &[
         name: "openmetrics",
         format: Format::OpenMetrics,
         render: openmetrics::render,
+    },
+    FormatEntry {
+        name: "fio-json",
+        format: Format::FioJson,
+        render: fio::render,
     },
 ];
 

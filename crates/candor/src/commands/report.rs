@@ -1,6 +1,6 @@
 //! `candor report`: re-renders a saved result — the HTML report with `-o FILE` (or the text
 //! format the file's name asks for), or any text format
-//! (`--format table|json|csv|markdown|iozone|excel|openmetrics`) to stdout or to `-o FILE`.
+//! (`--format table|json|csv|markdown|iozone|excel|openmetrics|fio-json`) to stdout or to `-o FILE`.
 //! Everything comes from the JSON; nothing is measured again.
 
 use crate::exit::{refusing, CmdResult, Failure, OK};
@@ -18,8 +18,8 @@ pub struct Args {
     /// (.csv, .md, .json, .txt, .prom), else the HTML report.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// table, json, csv, markdown, iozone, excel or openmetrics (default: table on stdout,
-    /// HTML with -o).
+    /// table, json, csv, markdown, iozone, excel, openmetrics or fio-json (default: table on
+    /// stdout, HTML with -o).
     #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
     pub format: Option<Format>,
 }

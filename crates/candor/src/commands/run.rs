@@ -153,8 +153,8 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// What to print on stdout: table, json, csv, markdown, iozone, excel, openmetrics
-    /// (default: table; iozone with --preset iozone).
+    /// What to print on stdout: table, json, csv, markdown, iozone, excel, openmetrics,
+    /// fio-json (default: table; iozone with --preset iozone).
     #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
     pub format: Option<Format>,
 
