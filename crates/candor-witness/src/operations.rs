@@ -216,12 +216,17 @@ fn one(f: &Facts, dir: Dir, ops: &OpFacts, bytes: u64) -> Operations {
 /// runner's flush when the timing includes it.
 fn buffered_writes(f: &Facts, ops: &OpFacts, o: &mut Operations) {
     let boundary = THROTTLED_MIN_NS + o.op_bytes * SLOW_COPY_NS_PER_BYTE;
-    let held = at_least(&ops.latency, boundary);
+    // The kernel holds writers back only while writeback runs: with no write reaching the
+    // device in the timed region, slow writes were slowed by something else (the CPU
+    // taken by another process, a page fault).
+    let writeback = f.device_window.write_bytes > 0;
+    let slow = |x: &&[u64; 2]| writeback && mid(&ops.latency, x[0]) >= boundary;
+    let held: u64 = ops.latency.buckets.iter().filter(slow).map(|x| x[1]).sum();
     let held_ns: f64 = ops
         .latency
         .buckets
         .iter()
-        .filter(|x| mid(&ops.latency, x[0]) >= boundary)
+        .filter(slow)
         .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
         .sum();
     o.basis = "throttle".into();

@@ -970,9 +970,15 @@ mod write_and_mix_tests {
         let j = judge(&buffered_write(0, 0.3, false, 0));
         assert_eq!(j.verdict, Verdict::Cache);
         assert!(j.explanation.starts_with("None of the written bytes"));
-        // 100 writes held back 4.7 ms each, 86% of the timed region, with nothing on the
-        // device in it (the writeback was of another file): mixed by the time held back.
-        let f = buffered_write(100, 0.3, false, 0);
+        // 100 writes held back 4.7 ms each, 86% of the timed region, while the device
+        // wrote another process's pages: mixed by the time held back.
+        let mut f = buffered_write(100, 0.3, false, 0);
+        f.device_window.write_bytes = 64 * MIB;
+        f.exact = Some(candor_model::Exact {
+            own_write_total: 64 * MIB,
+            foreign_bytes: 64 * MIB,
+            ..Default::default()
+        });
         let j = judge(&f);
         assert_eq!(j.verdict, Verdict::Mixed);
         let t = 100.0 * 4718592e-9 / f.timed_seconds;
@@ -985,6 +991,17 @@ mod write_and_mix_tests {
             "{}",
             j.explanation
         );
+    }
+
+    #[test]
+    fn slow_buffered_writes_without_writeback_were_not_held_back() {
+        // The same 100 slow writes with nothing written to the device meanwhile: the CPU
+        // or a page fault slowed them, not writeback. Memory.
+        let j = judge(&buffered_write(100, 0.3, false, 0));
+        assert_eq!(j.verdict, Verdict::Cache);
+        let o = j.operations.expect("operations");
+        assert_eq!(o.waited_share, Some(0.0));
+        assert_eq!(o.waited_time_share, Some(0.0));
     }
 
     /// randmix: 8192 reads and 8192 writes of 4 KiB, each direction's operations apart.
