@@ -137,9 +137,12 @@ fn a_device_that_keeps_slowing_is_not_steady_within_three_rounds() {
         return;
     };
     let json = fs.path().parent().unwrap().join("r.json");
+    let html = fs.path().parent().unwrap().join("r.html");
     let mut args = RANDREAD[..RANDREAD.len() - 2].to_vec();
     args.extend(["--steady-state=window=3,max=3,round=300ms", "-o"]);
     args.push(json.to_str().unwrap());
+    args.push("--html");
+    args.push(html.to_str().unwrap());
     args.extend(["--format", "table"]);
     let out = run_in(fs.path(), &args);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -174,6 +177,19 @@ fn a_device_that_keeps_slowing_is_not_steady_within_three_rounds() {
             .count(),
         3,
         "the three rounds of the window are listed: {table}"
+    );
+    // The HTML draws the rounds: three markers, the window, its band and line.
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("<svg id=\"steady-0\"")
+        .expect("the steady-state chart");
+    let chart = &page[at..at + page[at..].find("</svg>").unwrap()];
+    assert_eq!(chart.matches("<circle").count(), 3, "{chart}");
+    assert!(chart.contains("measurement window: rounds 1-3"));
+    assert!(chart.contains("average ± 20%") && chart.contains("least-squares line, "));
+    assert!(
+        page.contains("href=\"#steady\""),
+        "the contents list the section"
     );
 }
 

@@ -6,7 +6,8 @@
 //! x record size (heatmaps and lines, one group per test), scaling over threads and queue depth
 //! (one grid of small charts per test, one chart per size point), latency distributions
 //! (histogram and percentile curve), witness timelines (application vs device throughput, dirty
-//! memory) and repetitions (mean with 95% CI and every run). Every point, cell and bar shows
+//! memory), steady-state rounds (window, average, band and slope line) and repetitions (mean
+//! with 95% CI and every run). Every point, cell and bar shows
 //! its figures on hover (an SVG `<title>`). `compare_page` renders `candor compare` the same way.
 //!
 //! One file per section; `SECTIONS` puts them in order. A section writes nothing, or its
@@ -18,6 +19,7 @@ mod latency;
 mod page;
 mod repetitions;
 mod scaling;
+mod steady;
 mod summary;
 mod surfaces;
 mod timelines;
@@ -46,6 +48,7 @@ const SECTIONS: &[fn(&RunDoc, &mut String)] = &[
     scaling::ranks,
     latency::latency,
     timelines::timelines,
+    steady::steady,
     repetitions::repetitions,
 ];
 
