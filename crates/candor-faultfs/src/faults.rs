@@ -29,9 +29,10 @@ pub struct Faults {
     pub cached: bool,
     /// Every read and write sleeps this many microseconds: a slow device at a fixed pace.
     pub delay_us: u64,
-    /// Every read and write also sleeps this many microseconds for each second since the
-    /// mount: a device that slows down as it runs (a load that keeps changing).
-    pub slow_down_us: u64,
+    /// The delay grows by this many percent every second since the mount, compounding: a
+    /// device that keeps slowing down (a load that keeps changing), by the same ratio from one
+    /// second to the next however late a test starts.
+    pub slow_down_pct: u64,
 }
 
 impl Faults {
@@ -73,16 +74,15 @@ impl Faults {
         self.delay_us = us;
         self
     }
-    pub fn slow_down_us(mut self, us: u64) -> Self {
-        self.slow_down_us = us;
+    pub fn slow_down_pct(mut self, pct: u64) -> Self {
+        self.slow_down_pct = pct;
         self
     }
 
-    /// How long a read or write made `since_mount` after the mount sleeps.
+    /// How long a read or write made `since_mount` after the mount sleeps (at most a minute).
     pub fn delay(&self, since_mount: std::time::Duration) -> std::time::Duration {
-        let grown = self.slow_down_us as f64 * since_mount.as_secs_f64();
-        std::time::Duration::from_micros(self.delay_us)
-            + std::time::Duration::from_secs_f64(grown / 1e6)
+        let growth = (1.0 + self.slow_down_pct as f64 / 100.0).powf(since_mount.as_secs_f64());
+        std::time::Duration::from_secs_f64((self.delay_us as f64 * growth / 1e6).min(60.0))
     }
 
     /// The flags that make `candor-faultfs` inject these faults.
@@ -116,8 +116,8 @@ impl Faults {
         if self.delay_us > 0 {
             a.extend(["--delay".to_string(), self.delay_us.to_string()]);
         }
-        if self.slow_down_us > 0 {
-            a.extend(["--slow-down".to_string(), self.slow_down_us.to_string()]);
+        if self.slow_down_pct > 0 {
+            a.extend(["--slow-down".to_string(), self.slow_down_pct.to_string()]);
         }
         a
     }
@@ -253,7 +253,7 @@ pub struct Config {
 
 pub const USAGE: &str = "usage: candor-faultfs BACKING_DIR MOUNTPOINT [--eio-read RANGE]... [--eio-write RANGE]... \
 [--eio RANGE]... [--enospc-after BYTES] [--vanish PATTERN]... [--vanish-after-closes N] [--only PATTERN]... \
-[--cached] [--delay US] [--slow-down US] [--allow-other]\n  RANGE is OFFSET, OFFSET+LEN or START-END (bytes; k, m, g units)";
+[--cached] [--delay US] [--slow-down PCT] [--allow-other]\n  RANGE is OFFSET, OFFSET+LEN or START-END (bytes; k, m, g units)";
 
 /// Parses the arguments after the program name.
 pub fn parse_args(args: &[String]) -> Result<Config, String> {
@@ -287,7 +287,16 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
             "--only" => faults.only.push(value(a)?),
             "--cached" => faults.cached = true,
             "--delay" => faults.delay_us = micros(a, &value(a)?)?,
-            "--slow-down" => faults.slow_down_us = micros(a, &value(a)?)?,
+            "--slow-down" => {
+                let v = value(a)?;
+                faults.slow_down_pct =
+                    v.parse::<u64>()
+                        .ok()
+                        .filter(|n| *n <= 10_000)
+                        .ok_or_else(|| {
+                            format!("--slow-down {v:?} is not a percentage from 0 to 10000")
+                        })?;
+            }
             "--allow-other" => allow_other = true,
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => positional.push(a.clone()),
@@ -309,14 +318,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn delays_are_fixed_plus_grown_with_time() {
+    fn delays_are_fixed_or_grow_by_a_share_each_second() {
         use std::time::Duration;
-        let f = Faults::new().delay_us(100).slow_down_us(2000);
-        assert_eq!(f.delay(Duration::ZERO), Duration::from_micros(100));
-        assert_eq!(
-            f.delay(Duration::from_millis(1500)),
-            Duration::from_micros(3100)
-        );
+        // 100 us, tripled every second: 300 us after one, 900 after two.
+        let f = Faults::new().delay_us(100).slow_down_pct(200);
+        let us = |t: f64| f.delay(Duration::from_secs_f64(t)).as_secs_f64() * 1e6;
+        assert!((us(0.0) - 100.0).abs() < 0.01);
+        assert!((us(1.0) - 300.0).abs() < 0.01);
+        assert!((us(2.0) - 900.0).abs() < 0.01);
+        assert!((us(2.5) / us(2.0) - 3f64.sqrt()).abs() < 1e-6);
         assert_eq!(Faults::new().delay(Duration::from_secs(9)), Duration::ZERO);
         let args: Vec<String> = ["/b", "/m"]
             .iter()

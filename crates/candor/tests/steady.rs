@@ -11,6 +11,10 @@ use common::{entries, is_root, run_in, text};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
+use std::sync::Mutex;
+
+/// The cases judged on time run one at a time, each alone among them.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn doc(out: &Output) -> Value {
     assert!(
@@ -77,12 +81,14 @@ const RANDREAD: &[&str] = &[
 
 #[test]
 fn a_device_at_a_fixed_pace_is_found_steady_from_its_rounds() {
-    // Every read sleeps 4 ms: 64 KiB / 4 ms, about 16 MB/s, round after round.
-    let Some((_dir, fs)) = faultfs(&Faults::new().delay_us(4000)) else {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Every read sleeps 10 ms: 64 KiB / 10 ms, about 6.5 MB/s, round after round (a late
+    // wake-up on a busy machine is small beside 10 ms).
+    let Some((_dir, fs)) = faultfs(&Faults::new().delay_us(10_000)) else {
         return;
     };
     let mut args = RANDREAD.to_vec();
-    args.push("--steady-state=round=300ms,max=15");
+    args.push("--steady-state=round=400ms,max=25");
     let d = doc(&run_in(fs.path(), &args));
     let r = &d["results"][0];
     assert_eq!(r["status"], "ok");
@@ -98,7 +104,7 @@ fn a_device_at_a_fixed_pace_is_found_steady_from_its_rounds() {
     for (i, x) in rounds.iter().enumerate() {
         assert_eq!(x["round"].as_u64().unwrap() as usize, i + 1);
         let secs = f(&x["seconds"]);
-        assert!((0.25..2.0).contains(&secs), "round {}: {secs} s", i + 1);
+        assert!((0.35..2.0).contains(&secs), "round {}: {secs} s", i + 1);
         // A FUSE filesystem has no device: the verdict rests on the application's figure.
         assert!(x["device_bps"].is_null());
     }
@@ -114,8 +120,8 @@ fn a_device_at_a_fixed_pace_is_found_steady_from_its_rounds() {
         s["app"]["first_round"].as_u64().unwrap() as usize,
         reached - 4
     );
-    // About 16 MB/s: the pace the filesystem set, not a figure from elsewhere.
-    assert!((6e6..2.5e7).contains(&avg), "{avg} B/s");
+    // At most 6.5 MB/s, and not far below: the pace the filesystem set.
+    assert!((3e6..6.6e6).contains(&avg), "{avg} B/s");
     // The result's figures are the window's: five repetitions, the same mean.
     assert_eq!(r["repetitions"], 5);
     assert!((f(&r["throughput"]["mean"]) - avg).abs() < 1e-6 * avg);
@@ -131,9 +137,10 @@ fn a_device_at_a_fixed_pace_is_found_steady_from_its_rounds() {
 
 #[test]
 fn a_device_that_keeps_slowing_is_not_steady_within_three_rounds() {
-    // Every read sleeps 1 ms plus 8 ms for each second since the mount: each round is
-    // slower than the one before.
-    let Some((_dir, fs)) = faultfs(&Faults::new().delay_us(1000).slow_down_us(8000)) else {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Every read sleeps 2 ms, tripled every second since the mount: each 300 ms round is
+    // about 1.4 times slower than the one before, whenever the run starts.
+    let Some((_dir, fs)) = faultfs(&Faults::new().delay_us(2000).slow_down_pct(200)) else {
         return;
     };
     let json = fs.path().parent().unwrap().join("r.json");
@@ -292,6 +299,7 @@ fn bad_steady_state_parameters_and_tmpfs_preconditioning_are_refused() {
 
 #[test]
 fn preconditioning_reaches_the_device_and_rounds_carry_the_devices_figure() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !is_root() {
         eprintln!("skipped: needs root for a loop device");
         return;
