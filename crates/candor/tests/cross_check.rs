@@ -1,0 +1,155 @@
+//! fio as an outside referee: `bench/cross-check` on a reduced matrix (one cell of each kind
+//! of bound: a buffered random read meant for the device, a cached sequential read, an
+//! O_DIRECT io_uring random write, a cached mmap read), small files and short runs, with the
+//! binary under test and its witness. It fails when a cell's figure differs from fio's by
+//! more than 10% without a cause named by candor's witness (docs/witness.md, "fio as a
+//! referee"), or when a run fails. Needs root (the eBPF witness), fio and python3; says
+//! "skipped: <reason>" without them.
+//!
+//! The binary under test is a debug build: at memory speed it is slower than fio, which the
+//! referee names as candor's own cost (status `cost`), not as an unexplained difference.
+
+mod common;
+use common::{have, is_root, text};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/cross-check")
+}
+
+fn skip_reason() -> Option<&'static str> {
+    if !is_root() {
+        return Some("the cross-check needs root (the eBPF witness, dropping caches)");
+    }
+    if !have("fio") {
+        return Some("fio is not installed (apt-get install fio)");
+    }
+    if !have("python3") {
+        return Some("python3 is not installed");
+    }
+    None
+}
+
+#[test]
+fn the_judge_names_causes_and_flags_what_has_none() {
+    if !have("python3") {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let o = Command::new("python3")
+        .arg(script())
+        .arg("--self-check")
+        .output()
+        .expect("python3 runs");
+    let out = text(&o.stdout);
+    println!("{out}");
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    // Every constructed case, the unexplained ones included, judged as built.
+    assert!(out.contains("unexplained (want unexplained)"), "{out}");
+    assert!(out.contains("explained (want explained)"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn a_reduced_matrix_has_no_unexplained_cell() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // On the disk, not in the system's temporary directory (which may be tmpfs).
+    let dir = tempfile::Builder::new()
+        .prefix("candor-cross-check-")
+        .tempdir_in("/var/tmp")
+        .expect("a directory under /var/tmp");
+    let json = dir.path().join("cross-check.json");
+    let o = Command::new("python3")
+        .arg(script())
+        .args([
+            "--quick",
+            "--pairs",
+            "3",
+            "--runtime",
+            "1",
+            "--file-size",
+            "64m",
+        ])
+        .args(["--witness", "auto"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--candor")
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("python3 runs");
+    let out = text(&o.stdout);
+    println!("{out}");
+    let err = text(&o.stderr);
+    let code = o.status.code();
+    assert_ne!(code, Some(1), "a run failed:\n{err}");
+    assert_ne!(code, Some(2), "bad usage:\n{err}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the JSON is saved"))
+            .expect("the JSON parses");
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "every cell of the reduced matrix: {out}");
+    let mut unexplained = Vec::new();
+    for r in rows {
+        let cell = r["cell"].as_str().unwrap_or("?");
+        assert!(r["error"].is_null(), "{cell}: {}", r["error"]);
+        for k in ["candor_median", "fio_median", "ratio_median"] {
+            let v = r[k].as_f64().unwrap_or(0.0);
+            assert!(v > 0.0, "{cell}: {k} = {v}");
+        }
+        assert_eq!(
+            r["ratios"].as_array().map(Vec::len),
+            Some(3),
+            "{cell}: three pairs"
+        );
+        let verdict = r["verdict"].as_str().unwrap_or("");
+        assert!(
+            ["device", "cache", "mixed", "memory"].contains(&verdict),
+            "{cell}: candor's witness gave no verdict ({verdict})"
+        );
+        assert!(
+            !r["explanation"].as_str().unwrap_or("").is_empty(),
+            "{cell}: no explanation"
+        );
+        let status = r["status"].as_str().unwrap_or("");
+        let ratio = r["ratio_median"].as_f64().unwrap_or(0.0);
+        if (ratio - 1.0).abs() > 0.10 {
+            assert_ne!(status, "agrees", "{cell}: {ratio} is not within 10%");
+            if status != "spread" {
+                assert!(
+                    !r["cause"].as_str().unwrap_or("").is_empty(),
+                    "{cell}: {status} without a cause"
+                );
+            }
+        }
+        if status == "unexplained" {
+            unexplained.push(format!("{cell}: {}", r["cause"]));
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "cells differing from fio by more than 10% with no cause named:\n{}\n{out}",
+        unexplained.join("\n")
+    );
+    assert_eq!(code, Some(0), "{err}");
+    // The cached cells are read from memory by both tools: the witness says so.
+    let cached = rows
+        .iter()
+        .find(|r| r["cell"] == "read/psync/cached/1m/qd1/1t")
+        .expect("the cached read");
+    assert_eq!(cached["verdict"], "cache", "{cached}");
+    let direct = rows
+        .iter()
+        .find(|r| r["cell"] == "randwrite/io_uring/direct/4k/qd1/1t")
+        .expect("the O_DIRECT write");
+    assert!(
+        direct["verdict"] == "device" || direct["verdict"] == "mixed",
+        "{direct}"
+    );
+}
