@@ -51,6 +51,16 @@ fn option() -> impl Strategy<Value = Vec<&'static str>> {
         pick(&["10ms", "1s", "0s", "-1s", "fast", "1e400", "nan", "inf", "5"])
             .prop_map(|v| vec!["--runtime", v]),
         pick(&["1s", "0", "soon", "500ms"]).prop_map(|v| vec!["--duration", v]),
+        pick(&[
+            "--steady-state=window=2,max=2,round=50ms",
+            "--steady-state=window=3,max=2",
+            "--steady-state=range=0%",
+            "--steady-state=round=soon",
+            "--steady-state=bogus"
+        ])
+        .prop_map(|v| vec![v]),
+        pick(&["50ms", "0", "soon"]).prop_map(|v| vec!["--ramp", v]),
+        pick(&["--precondition=1", "--precondition=0", "--precondition=x"]).prop_map(|v| vec![v]),
         pick(&["1", "2", "0", "-1", "many"]).prop_map(|v| vec!["--repeat", v]),
         pick(&["0", "50", "100", "101", "-5"]).prop_map(|v| vec!["--mix-read-pct", v]),
         pick(&["0", "1", "17", "x"]).prop_map(|v| vec!["--stride", v]),
