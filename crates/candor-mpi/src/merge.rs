@@ -186,6 +186,8 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
     let facts: Vec<Option<Facts>> = ws.iter().map(|(_, w)| w.extra.facts.clone()).collect();
     let mut node_device: BTreeMap<u32, (DiskDelta, DiskDelta)> = BTreeMap::new();
     let (mut app_bytes, mut timed, mut window, mut total) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    // The ranks flush side by side too: the longest flush, like the longest timing.
+    let mut flush = 0.0f64;
     // Threads side by side add up (the CPU-bound rule divides every rank's CPU by them).
     let mut threads = 0u32;
     for ((node, _), f) in ws.iter().zip(&facts) {
@@ -193,6 +195,7 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
         threads += f.threads.max(1);
         app_bytes += f.headline_bps * f.timed_seconds;
         timed = timed.max(f.timed_seconds);
+        flush = flush.max(f.flush_seconds);
         window = window.max(f.window_seconds);
         total = total.max(f.total_seconds);
         let e = node_device.entry(*node).or_default();
@@ -213,8 +216,10 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
                 f.total_seconds = total;
                 f.headline_bps = if timed > 0.0 { app_bytes / timed } else { 0.0 };
                 f.threads = threads;
+                f.flush_seconds = flush;
             } else {
                 f.timed_seconds = 0.0;
+                f.flush_seconds = 0.0;
                 f.headline_bps = 0.0;
                 f.window_seconds = 0.0;
                 f.total_seconds = 0.0;
@@ -652,6 +657,8 @@ mod tests {
             window_seconds: seconds,
             total_seconds: seconds,
             repetitions: 1,
+            flush_seconds: seconds / 2.0,
+            flush_in_timing: true,
             ..Default::default()
         };
         let mut w = Witness::default();
@@ -684,6 +691,11 @@ mod tests {
         );
         assert!((f.headline_bps - (300 * mib) as f64 / 1.1).abs() < 1.0);
         assert_eq!(f.threads, 3, "the ranks' threads side by side");
+        assert!(
+            (f.flush_seconds - 0.55).abs() < 1e-12,
+            "the longest flush, not a sum: {}",
+            f.flush_seconds
+        );
     }
 
     #[test]
