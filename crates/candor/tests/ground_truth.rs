@@ -260,6 +260,34 @@ fn direct_random_writes_each_wait_on_the_device() {
     assert!(f(&o["requests_per_op"]) >= 0.95, "{o:#}");
     let e = w["explanation"].as_str().unwrap_or_default();
     assert!(e.contains("writes (O_DIRECT) waited for it"), "{e}");
+
+    // O_SYNC writes go through the page cache but each returns once its data is written:
+    // each waits for its own request too.
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "randwrite",
+            "--engine",
+            "psync",
+            "--file-size",
+            "8m",
+            "--record-size",
+            "4k",
+            "--osync",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "randwrite");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    let o = &w["operations"];
+    assert_eq!(o["write_mode"], "sync", "{o:#}");
+    assert_eq!(o["ops"], 2048, "{o:#}");
+    assert!(f(&o["waited_share"]) >= 0.95, "{o:#}");
+    assert!(f(&o["requests_per_op"]) >= 0.95, "{o:#}");
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.contains("writes (O_SYNC) waited for it"), "{e}");
 }
 
 /// The reads and the writes of a randmix result, as the witness reconciled them apart.
