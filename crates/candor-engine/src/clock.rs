@@ -14,6 +14,26 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The run clock record of the instant `t0_ns` (a reading of `now_ns`): that instant on
+/// CLOCK_REALTIME too, and this boot's id.
+pub fn run_clock(t0_ns: u64) -> candor_model::RunClock {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let mono = now_ns();
+    // SAFETY: ts is a valid timespec; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let real = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    candor_model::RunClock {
+        monotonic_ns: t0_ns,
+        realtime_ns: real.saturating_sub(mono.saturating_sub(t0_ns)),
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+    }
+}
+
 /// CPU seconds (user, system) used by the whole process so far, all threads.
 pub fn process_cpu() -> (f64, f64) {
     // SAFETY: rusage is plain data, filled by the kernel.

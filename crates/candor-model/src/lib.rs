@@ -59,6 +59,27 @@ pub struct RunDoc {
     pub mpi: Option<MpiInfo>,
     /// Present for `candor audit`.
     pub audit: Option<serde_json::Value>,
+    /// Where the run's clock started (`Repetition::started_s` counts from it), so that
+    /// `candor merge` can put runs of several machines on one time line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<RunClock>,
+}
+
+/// How `MpiInfo::library` begins in a result made by `candor merge` (runs of one plan, one
+/// per rank, started by any launcher, without barriers between them).
+pub const MERGE_LIBRARY: &str = "candor merge";
+
+/// The instant a run's repetition times count from, on the machine's clocks.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct RunClock {
+    /// CLOCK_MONOTONIC, ns: exact between runs of one boot of one machine.
+    pub monotonic_ns: u64,
+    /// The same instant on CLOCK_REALTIME, ns since 1970: comparable between machines as far
+    /// as their clocks agree (NTP: typically within a millisecond).
+    pub realtime_ns: u64,
+    /// /proc/sys/kernel/random/boot_id: runs with the same one share the monotonic clock.
+    pub boot_id: String,
 }
 
 impl RunDoc {

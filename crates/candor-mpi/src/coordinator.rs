@@ -129,9 +129,27 @@ pub struct MpiCoordinator<'w> {
     t0_ns: u64,
     reorder: bool,
     shared_file: bool,
+    /// This rank's own results, before the merge, when asked to keep them (`keep_own`).
+    own: Option<Vec<TestResult>>,
 }
 
 impl<'w> MpiCoordinator<'w> {
+    /// Keeps this rank's own results as they were before the merge (`--rank-output`).
+    pub fn keep_own(mut self) -> Self {
+        self.own = Some(Vec::new());
+        self
+    }
+
+    /// Where this rank's run clock started.
+    pub fn run_t0_ns(&self) -> u64 {
+        self.t0_ns
+    }
+
+    /// This rank's own results, when kept.
+    pub fn take_own(&mut self) -> Option<Vec<TestResult>> {
+        self.own.take()
+    }
+
     /// `reorder`: device-meant reads read the partner rank's files (`reorder_partner`).
     /// `shared_file`: every rank works on its segment of rank 0's files.
     pub fn new(world: &'w World, topo: &'w Topology, reorder: bool, shared_file: bool) -> Self {
@@ -141,6 +159,7 @@ impl<'w> MpiCoordinator<'w> {
             t0_ns: 0,
             reorder,
             shared_file,
+            own: None,
         }
     }
 }
@@ -234,6 +253,9 @@ impl Coordinator for MpiCoordinator<'_> {
     }
 
     fn point_done(&mut self, results: Vec<TestResult>) -> Option<Vec<TestResult>> {
+        if let Some(own) = self.own.as_mut() {
+            own.extend(results.iter().cloned());
+        }
         let payload = Payload {
             t0_ns: self.t0_ns,
             results,

@@ -116,8 +116,14 @@ pub fn header_lines(doc: &RunDoc) -> Vec<String> {
     }
     if let Some(m) = &doc.mpi {
         let per: Vec<String> = m.ranks_per_node.iter().map(|n| n.to_string()).collect();
+        let merged = m.library.starts_with(candor_model::MERGE_LIBRARY);
         l.push(format!(
-            "MPI: {} on {} ({} per node), {}{}",
+            "{}: {} on {} ({} per node), {}{}{}",
+            if merged {
+                "Merged (candor merge)"
+            } else {
+                "MPI"
+            },
             plural(m.ranks, "rank"),
             plural(m.nodes, "node"),
             if per.is_empty() {
@@ -134,6 +140,17 @@ pub fn header_lines(doc: &RunDoc) -> Vec<String> {
                 ", reads shifted by one node"
             } else {
                 ""
+            },
+            if merged {
+                format!(
+                    "; each rank is one run, {}",
+                    m.library
+                        .split_once(", ")
+                        .map(|(_, clock)| clock)
+                        .unwrap_or("")
+                )
+            } else {
+                String::new()
             }
         ));
     }

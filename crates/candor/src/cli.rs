@@ -31,6 +31,8 @@ pub enum Command {
     Report(commands::report::Args),
     /// Compare saved results side by side, with statistical significance.
     Compare(commands::compare::Args),
+    /// Merge the results of one plan run on several nodes (one candor per node) into one.
+    Merge(commands::merge::Args),
     /// Make or remove filesystems on loop devices for comparisons (root).
     Lab(commands::lab::Args),
     /// Say what this machine supports and what candor will use.

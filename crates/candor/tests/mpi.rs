@@ -506,3 +506,70 @@ fn a_bad_output_path_stops_every_rank_with_one_sentence() {
     assert_eq!(err.matches("does not exist").count(), 1, "{err}");
     assert!(err.contains("cannot save to"), "{err}");
 }
+
+#[test]
+fn candor_merge_of_the_ranks_own_results_gives_the_mpi_run_figures() {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ranks_dir = dir.path().join("ranks");
+    let mpi_doc = run_ranks(
+        3,
+        dir.path(),
+        &["--rank-output", ranks_dir.to_str().unwrap()],
+    );
+    let merged = dir.path().join("merged.json");
+    let out = candor()
+        .arg("merge")
+        .args((0..3).map(|r| ranks_dir.join(format!("rank-{r}.json"))))
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .expect("candor merge runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = candor_model::load_result(&merged).expect("the merged result loads");
+    assert_eq!(doc.results.len(), mpi_doc.results.len());
+    assert_eq!(doc.results.len(), 3);
+    let m = doc.mpi.as_ref().expect("the merge says how many ranks");
+    assert_eq!(m.ranks, 3);
+    for (a, b) in mpi_doc.results.iter().zip(&doc.results) {
+        // The same aggregate figures, to the last bit: the same code on the same inputs.
+        assert_eq!(a.test, b.test);
+        assert_eq!(a.throughput, b.throughput, "{}", a.test);
+        assert_eq!(a.iops, b.iops, "{}", a.test);
+        assert_eq!(
+            a.throughput_with_flush, b.throughput_with_flush,
+            "{}",
+            a.test
+        );
+        assert_eq!(a.reps, b.reps, "{}", a.test);
+        assert_eq!(a.latency_ns, b.latency_ns, "{}", a.test);
+        assert_eq!(a.latency_histogram, b.latency_histogram, "{}", a.test);
+        assert_eq!(a.cpu, b.cpu, "{}", a.test);
+        let (sa, sb) = (a.ranks.as_ref().unwrap(), b.ranks.as_ref().unwrap());
+        assert_eq!(sa["aggregate_bps"], sb["aggregate_bps"], "{}", a.test);
+        assert_eq!(sa["per_rank"], sb["per_rank"], "{}", a.test);
+        assert_eq!(
+            a.witness.as_ref().map(|w| w.verdict),
+            b.witness.as_ref().map(|w| w.verdict),
+            "{}",
+            a.test
+        );
+        assert_eq!(
+            a.witness.as_ref().map(|w| &w.app),
+            b.witness.as_ref().map(|w| &w.app),
+            "{}",
+            a.test
+        );
+        // Three ranks' bytes.
+        let one: u64 = 8 << 20;
+        assert!(b.reps.iter().all(|r| r.bytes == 3 * one), "{}", b.test);
+    }
+}

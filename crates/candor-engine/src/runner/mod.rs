@@ -185,6 +185,19 @@ pub trait Coordinator {
     fn files_ready(&mut self) {}
 }
 
+/// The coordinator of a run in one process that keeps where its clock started (the first
+/// start, when `--duration` runs the plan again).
+#[derive(Default)]
+pub struct ClockKeeper {
+    pub t0_ns: Option<u64>,
+}
+
+impl Coordinator for ClockKeeper {
+    fn started(&mut self, run_t0_ns: u64) {
+        self.t0_ns.get_or_insert(run_t0_ns);
+    }
+}
+
 /// Whether a repetition of `point` calls `Coordinator::read_elsewhere`.
 fn may_read_elsewhere(point: &Point, s: &RunSettings) -> bool {
     point.spec.is_records()

@@ -5,6 +5,7 @@ pub mod clean;
 pub mod compare;
 pub mod doctor;
 pub mod lab;
+pub mod merge;
 pub mod report;
 pub mod run;
 
@@ -18,6 +19,7 @@ pub fn dispatch(command: Command) -> CmdResult {
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Merge(a) => merge::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Clean(a) => clean::run(a),
     }

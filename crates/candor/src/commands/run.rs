@@ -27,6 +27,11 @@ use std::path::{Path, PathBuf};
 
 mod mpi;
 
+/// The merged result's sentences about the ranks, for the run's warnings (`candor merge` too).
+pub fn rank_warnings(r: &TestResult) -> Vec<String> {
+    mpi::warnings(r)
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Directories to benchmark (default: the current directory). Several run the same plan
@@ -205,6 +210,11 @@ pub struct Args {
     #[arg(long)]
     pub shared_file: bool,
 
+    /// With --mpi: every rank also saves its own result, before the merge, as
+    /// DIR/rank-N.json (`candor merge DIR/rank-*.json` gives the MPI run's figures again).
+    #[arg(long, value_name = "DIR")]
+    pub rank_output: Option<PathBuf>,
+
     /// Entries per thread for the metadata tests (create, stat, open, readdir, unlink,
     /// mkdir, rmdir).
     #[arg(long, value_name = "N", default_value_t = options::META_FILES)]
@@ -322,6 +332,11 @@ pub fn run(a: Args) -> CmdResult {
             "--reorder and --shared-file arrange files between MPI ranks and need --mpi: run it as `mpirun -n 4 candor run --mpi ...`",
         ));
     }
+    if a.rank_output.is_some() {
+        return Err(Failure::usage(
+            "--rank-output saves each MPI rank's own result and needs --mpi; a single run's result is already its own (-o FILE)",
+        ));
+    }
     run_with(a, None)
 }
 
@@ -360,17 +375,32 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
     let spec = device_ceiling(&plan, &mut targets, &mut doc)?;
     let mut collector = Collector::new(plan.default_run(), plan.soak.is_some(), spec);
     let mut progress = Bar::new(&plan, targets.len(), a.quiet || !mpi::is_root(mpi));
-    let stop = execute(&mut targets, &plan, &mut progress, mpi, &a, &mut |rs| {
-        let warnings = collector.add(&mut doc.results, rs, &mpi::warnings);
-        add_warnings(&mut doc, warnings);
-        output.save(&doc);
-    });
+    let mut kept = Kept::default();
+    let stop = execute(
+        &mut targets,
+        &plan,
+        &mut progress,
+        mpi,
+        &a,
+        &mut kept,
+        &mut |rs| {
+            let warnings = collector.add(&mut doc.results, rs, &mpi::warnings);
+            add_warnings(&mut doc, warnings);
+            output.save(&doc);
+        },
+    );
+    doc.clock = kept.t0_ns.map(candor_engine::clock::run_clock);
     progress.finish();
     // candor's files go now, before anything is printed: nothing is left behind even if
     // the terminal is gone.
     let cleanup_errors = remove_run_dirs(targets);
     add_warnings(&mut doc, progress.notes);
     let code = conclude(&mut doc, &stop);
+    if let (Some(dir), Some(m), Some(own)) = (&a.rank_output, mpi, kept.own) {
+        if let Err(e) = m.save_own(dir, &doc, own) {
+            eprintln!("candor: {e}");
+        }
+    }
     if !mpi::is_root(mpi) {
         // Rank 0 reports for every rank.
         if stop.is_some() {
@@ -520,6 +550,14 @@ fn device_ceiling(
     Ok(Some(spec))
 }
 
+/// What a run keeps besides its results: where its clock started, and over MPI with
+/// `--rank-output` this rank's own results before the merge.
+#[derive(Default)]
+struct Kept {
+    t0_ns: Option<u64>,
+    own: Option<Vec<TestResult>>,
+}
+
 /// Runs the plan: once, pass after pass until `--duration` is up, or in step with the
 /// other MPI ranks.
 fn execute(
@@ -528,11 +566,15 @@ fn execute(
     progress: &mut Bar,
     mpi: Option<&mpi::Session>,
     a: &Args,
+    kept: &mut Kept,
     sink: &mut dyn FnMut(Vec<TestResult>),
 ) -> Option<StopReason> {
     if let Some(m) = mpi {
         let mut coord = m.coordinator(a.reorder, a.shared_file);
-        return runner::run_coordinated(
+        if a.rank_output.is_some() {
+            coord = coord.keep_own();
+        }
+        let stop = runner::run_coordinated(
             targets,
             &plan.points,
             &plan.settings,
@@ -540,10 +582,22 @@ fn execute(
             sink,
             &mut coord,
         );
+        kept.t0_ns = Some(coord.run_t0_ns());
+        kept.own = coord.take_own();
+        return stop;
     }
     let t0 = std::time::Instant::now();
+    let mut clock = runner::ClockKeeper::default();
     loop {
-        let stop = runner::run(targets, &plan.points, &plan.settings, progress, sink);
+        let stop = runner::run_coordinated(
+            targets,
+            &plan.points,
+            &plan.settings,
+            progress,
+            sink,
+            &mut clock,
+        );
+        kept.t0_ns = clock.t0_ns;
         match plan.soak {
             Some(d) if stop.is_none() && t0.elapsed() < d => progress.next_round(),
             _ => return stop,

@@ -30,6 +30,30 @@ impl Session {
         self.topo.info(shared, reorder)
     }
 
+    /// `--rank-output DIR`: this rank's own result (its results before the merge, with
+    /// the run's header and clock) as DIR/rank-N.json, for `candor merge`.
+    pub fn save_own(
+        &self,
+        dir: &std::path::Path,
+        doc: &candor_model::RunDoc,
+        own: Vec<TestResult>,
+    ) -> Result<(), String> {
+        let mut mine = doc.clone();
+        mine.results = own;
+        mine.mpi = None;
+        mine.host.hostname = self.node_of(self.world.rank() as usize);
+        let path = dir.join(format!("rank-{}.json", self.world.rank()));
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        let text = serde_json::to_string_pretty(&mine)
+            .map_err(|e| format!("cannot serialize rank {}'s result: {e}", self.world.rank()))?;
+        crate::output::save_atomic(&path, &(text + "\n")).map_err(|e| {
+            format!(
+                "cannot write {}: {e}; choose a writable --rank-output",
+                path.display()
+            )
+        })
+    }
+
     fn node_of(&self, rank: usize) -> String {
         self.topo
             .rank_nodes

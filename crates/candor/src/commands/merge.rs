@@ -1,0 +1,238 @@
+//! `candor merge r0.json r1.json ... -o all.json`: the results of one plan, run by one
+//! candor per node under any launcher (Slurm, a Kubernetes Indexed Job, pdsh), merged into
+//! one result by the MPI merge itself (`candor_mpi::merge::merge`): each file is a rank,
+//! its machine a node; a repetition's aggregate is every file's bytes over the span from the
+//! earliest start to the latest end, latency histograms add up, the spread between ranks is
+//! kept. Times are put on one line by each file's clock record: the monotonic clock when
+//! every file comes from one boot of one machine (exact, as MPI ranks on one node), else the
+//! machines' wall clocks (as close as their NTP keeps them). Files of different plans are
+//! refused in one sentence.
+
+use crate::exit::{CmdResult, Failure, OK};
+use crate::output::save_atomic;
+use candor_model::{MpiInfo, RunDoc, TestResult};
+use candor_mpi::merge::{merge, RankPart};
+use candor_report::compare::Key;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 merged and saved; 1 the merged result could not be written; 2 bad \
+input (not a candor result, results of different plans, a run without its clock record, fewer \
+than two files)."
+)]
+pub struct Args {
+    /// Results of the same plan, one per node (or process), written by `candor run -o`.
+    #[arg(value_name = "RESULT.json", required = true, num_args = 1..)]
+    pub results: Vec<PathBuf>,
+    /// Where to save the merged result.
+    #[arg(short = 'o', long = "output", value_name = "FILE", required = true)]
+    pub output: PathBuf,
+}
+
+/// The name a sentence gives a file.
+fn name(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+/// Options that may differ between the runs of one plan.
+const PER_RUN: &[&str] = &["format"];
+
+/// Why `b` is not a run of `a`'s plan, if it is not.
+fn other_plan(a: &RunDoc, b: &RunDoc) -> Option<String> {
+    for (k, v) in &a.options {
+        if PER_RUN.contains(&k.as_str()) {
+            continue;
+        }
+        let w = b.options.get(k).unwrap_or(&serde_json::Value::Null);
+        if v != w {
+            return Some(format!("option {k} is {v} there and {w} here"));
+        }
+    }
+    if let Some(k) = b
+        .options
+        .keys()
+        .find(|k| !PER_RUN.contains(&k.as_str()) && !a.options.contains_key(*k))
+    {
+        return Some(format!("option {k} is set here only"));
+    }
+    if a.targets.len() != b.targets.len() {
+        return Some(format!(
+            "{} target(s) there, {} here",
+            a.targets.len(),
+            b.targets.len()
+        ));
+    }
+    if a.results.len() != b.results.len() {
+        return Some(format!(
+            "{} result(s) there, {} here",
+            a.results.len(),
+            b.results.len()
+        ));
+    }
+    for (x, y) in a.results.iter().zip(&b.results) {
+        let (kx, ky) = (Key::of(x), Key::of(y));
+        if kx != ky {
+            return Some(format!("{} there where {} here", kx.label(), ky.label()));
+        }
+    }
+    None
+}
+
+pub fn run(args: Args) -> CmdResult {
+    if args.results.len() < 2 {
+        return Err(Failure::usage(
+            "nothing to merge: give the result files of two or more nodes",
+        ));
+    }
+    let mut docs = Vec::new();
+    for p in &args.results {
+        let doc = candor_model::load_result(p).map_err(|e| Failure::usage(e.to_string()))?;
+        if doc.mpi.is_some() {
+            return Err(Failure::usage(format!(
+                "{} is already the merged result of an MPI run: merge the ranks' own results (candor run --mpi --rank-output DIR)",
+                name(p)
+            )));
+        }
+        if doc.kind != "run" {
+            return Err(Failure::usage(format!(
+                "{} is a result of candor {}, not of candor run: only runs merge",
+                name(p),
+                doc.kind
+            )));
+        }
+        if doc.options.get("duration").is_some_and(|d| !d.is_null()) {
+            return Err(Failure::usage(format!(
+                "{} is a --duration soak, whose tests come from different rounds: merge runs without --duration",
+                name(p)
+            )));
+        }
+        if doc.clock.is_none() {
+            return Err(Failure::usage(format!(
+                "{} has no clock record (it was written by an older candor), so its repetitions cannot be put on the others' time line: run it again with this candor",
+                name(p)
+            )));
+        }
+        docs.push(doc);
+    }
+    for (p, d) in args.results.iter().zip(&docs).skip(1) {
+        if let Some(why) = other_plan(&docs[0], d) {
+            return Err(Failure::usage(format!(
+                "{} ran another plan than {} ({why}): merge only results of one plan",
+                name(p),
+                name(&args.results[0])
+            )));
+        }
+    }
+    let merged = merge_docs(docs);
+    let text = serde_json::to_string_pretty(&merged)
+        .map_err(|e| Failure::failed(format!("cannot serialize the merged result: {e}")))?;
+    save_atomic(&args.output, &(text + "\n")).map_err(|e| {
+        Failure::failed(format!(
+            "cannot write {}: {e}; choose a writable path with -o",
+            args.output.display()
+        ))
+    })?;
+    Ok(OK)
+}
+
+/// One clock for every file: the monotonic one when all share a boot, else the wall clock.
+fn origins(docs: &[RunDoc]) -> (Vec<u64>, &'static str) {
+    let clocks: Vec<_> = docs.iter().filter_map(|d| d.clock.as_ref()).collect();
+    let one_boot =
+        !clocks[0].boot_id.is_empty() && clocks.iter().all(|c| c.boot_id == clocks[0].boot_id);
+    if one_boot {
+        (
+            clocks.iter().map(|c| c.monotonic_ns).collect(),
+            "one machine's monotonic clock",
+        )
+    } else {
+        (
+            clocks.iter().map(|c| c.realtime_ns).collect(),
+            "the machines' wall clocks (as close as their time synchronisation keeps them)",
+        )
+    }
+}
+
+/// Merges files already checked to be of one plan: file i is rank i, its host its node.
+pub fn merge_docs(docs: Vec<RunDoc>) -> RunDoc {
+    let (t0s, clock) = origins(&docs);
+    let mut node_names: Vec<String> = Vec::new();
+    let rank_nodes: Vec<u32> = docs
+        .iter()
+        .map(|d| {
+            let h = &d.host.hostname;
+            match node_names.iter().position(|n| n == h) {
+                Some(i) => i as u32,
+                None => {
+                    node_names.push(h.clone());
+                    (node_names.len() - 1) as u32
+                }
+            }
+        })
+        .collect();
+    let n = docs[0].results.len();
+    let results: Vec<TestResult> = (0..n)
+        .map(|i| {
+            let parts: Vec<RankPart> = docs
+                .iter()
+                .enumerate()
+                .map(|(rank, d)| RankPart {
+                    rank: rank as u32,
+                    node: rank_nodes[rank],
+                    t0_ns: t0s[rank],
+                    offset_ns: 0,
+                    result: d.results[i].clone(),
+                })
+                .collect();
+            merge(&parts, &node_names)
+        })
+        .collect();
+    let mut per_node = vec![0u32; node_names.len()];
+    for &r in &rank_nodes {
+        per_node[r as usize] += 1;
+    }
+    let mut out = docs[0].clone();
+    out.started_at = docs
+        .iter()
+        .map(|d| d.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    out.finished_at = docs.iter().filter_map(|d| d.finished_at.clone()).max();
+    out.complete = docs.iter().all(|d| d.complete);
+    out.stop_reason = docs.iter().find_map(|d| d.stop_reason.clone());
+    out.mpi = Some(MpiInfo {
+        ranks: docs.len() as u32,
+        nodes: node_names.len() as u32,
+        ranks_per_node: per_node,
+        node_names,
+        shared_file: false,
+        reorder: false,
+        library: format!(
+            "{} of {} runs, times on {clock}",
+            candor_model::MERGE_LIBRARY,
+            docs.len()
+        ),
+        rank_nodes,
+        clock_offsets_ns: vec![0; docs.len()],
+        clock_uncertainty_ns: Vec::new(),
+    });
+    let mut warnings: Vec<String> = Vec::new();
+    for d in &docs {
+        for w in &d.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+    }
+    for r in &results {
+        for w in super::run::rank_warnings(r) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    out.warnings = warnings;
+    out.results = results;
+    out
+}

@@ -1,0 +1,152 @@
+//! `candor merge`: results of one plan run by one candor per node (here two processes on one
+//! machine, started together as a launcher would) merged into one result, and results that
+//! cannot be merged refused in one sentence. The equality with an MPI run of the same plan is
+//! in `mpi.rs` (it needs the mpi feature).
+
+mod common;
+
+use common::{candor, text};
+use std::path::{Path, PathBuf};
+
+const PLAN: &[&str] = &[
+    "--tests",
+    "write,read",
+    "--file-size",
+    "4m",
+    "--record-size",
+    "64k",
+    "--repeat",
+    "2",
+    "--quiet",
+    "--format",
+    "csv",
+];
+
+/// Starts one run per directory at once and waits for them: the results' paths.
+fn runs_together(root: &Path, n: usize, extra: &[&[&str]]) -> Vec<PathBuf> {
+    let mut children = Vec::new();
+    let mut outs = Vec::new();
+    for i in 0..n {
+        let dir = root.join(format!("node{i}"));
+        std::fs::create_dir(&dir).expect("mkdir");
+        let out = root.join(format!("r{i}.json"));
+        let child = candor()
+            .arg("run")
+            .arg(&dir)
+            .args(PLAN)
+            .args(extra.get(i).copied().unwrap_or(&[]))
+            .arg("-o")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("candor runs");
+        children.push(child);
+        outs.push(out);
+    }
+    for c in children {
+        let o = c.wait_with_output().expect("candor finishes");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+    outs
+}
+
+fn merge(files: &[&Path], out: &Path) -> std::process::Output {
+    candor()
+        .arg("merge")
+        .args(files)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("candor merge runs")
+}
+
+#[test]
+fn two_runs_of_one_plan_merge_into_their_aggregate() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let files = runs_together(dir.path(), 2, &[]);
+    let out = dir.path().join("all.json");
+    let o = merge(&[&files[0], &files[1]], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let parts: Vec<_> = files
+        .iter()
+        .map(|f| candor_model::load_result(f).expect("a part loads"))
+        .collect();
+    for p in &parts {
+        let c = p.clock.as_ref().expect("every run records its clock");
+        assert!(c.monotonic_ns > 0 && c.realtime_ns > 1_600_000_000 * 1_000_000_000);
+    }
+    let all = candor_model::load_result(&out).expect("the merged result loads");
+    let m = all.mpi.as_ref().expect("ranks are named");
+    assert_eq!((m.ranks, m.nodes), (2, 1), "two runs on one machine");
+    assert!(m.library.contains("monotonic"), "{}", m.library);
+    assert_eq!(all.results.len(), 2);
+    for (k, r) in all.results.iter().enumerate() {
+        assert_eq!(r.reps.len(), 2);
+        for (i, rep) in r.reps.iter().enumerate() {
+            // Both runs' bytes, over the span from the earliest start to the latest end.
+            let a = &parts[0].results[k].reps[i];
+            let b = &parts[1].results[k].reps[i];
+            assert_eq!(rep.bytes, a.bytes + b.bytes);
+            assert_eq!(rep.ops, a.ops + b.ops);
+            let t0 = |p: &candor_model::RunDoc| p.clock.as_ref().unwrap().monotonic_ns as f64 / 1e9;
+            let start_a = t0(&parts[0]) + a.started_s;
+            let start_b = t0(&parts[1]) + b.started_s;
+            let span = (start_a + a.seconds).max(start_b + b.seconds) - start_a.min(start_b);
+            assert!(
+                (rep.seconds - span).abs() < 1e-6,
+                "{}: {} vs {span}",
+                r.test,
+                rep.seconds
+            );
+            assert!(
+                (r.throughput.samples[i] - rep.bytes as f64 / rep.seconds).abs()
+                    < 1e-6 * r.throughput.samples[i]
+            );
+        }
+        assert_eq!(
+            r.latency_ns.count,
+            parts[0].results[k].latency_ns.count + parts[1].results[k].latency_ns.count
+        );
+    }
+    // The merged result renders like any other, with the spread between the runs.
+    let o = candor().arg("report").arg(&out).output().expect("report");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("rank"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn what_cannot_be_merged_is_refused_in_one_sentence() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let files = runs_together(dir.path(), 2, &[&[], &["--stride", "5"]]);
+    let out = dir.path().join("all.json");
+    let o = merge(&[&files[0], &files[1]], &out);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("candor: ")
+            && err.contains("r1.json ran another plan than ")
+            && err
+                .contains("(option stride is 17 there and 5 here): merge only results of one plan"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+    // One file is not a merge; a result without a clock record cannot be placed.
+    let o = merge(&[&files[0]], &out);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        "candor: nothing to merge: give the result files of two or more nodes\n"
+    );
+    let old =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../candor-report/tests/expected/sample.json");
+    let o = merge(&[&files[0], &old], &out);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("has no clock record"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists());
+}
