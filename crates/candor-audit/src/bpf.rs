@@ -106,6 +106,42 @@ fn window(
     Some((before, after))
 }
 
+/// The metadata calls counted at each reading, from the first reading on. Readings inside a
+/// stretch where no count moved are left out (the one before a change and the one after
+/// are kept: they bound the change in time).
+pub fn call_ticks(snapshots: &[candor_bpf::Snapshot], t0_ns: u64) -> Vec<crate::phase::CallTick> {
+    let Some(first) = snapshots.first() else {
+        return Vec::new();
+    };
+    let all: Vec<crate::phase::CallTick> = snapshots
+        .iter()
+        .map(|s| {
+            let d = s.delta(first);
+            let mut tick = crate::phase::CallTick {
+                t_s: s.taken_ns.saturating_sub(t0_ns) as f64 / 1e9,
+                ..Default::default()
+            };
+            for name in crate::phase::METADATA_CALLS {
+                if let Some(c) = d.syscalls.get(name).filter(|c| c.count > 0) {
+                    tick.count.insert(name.to_string(), c.count);
+                    tick.time_ns.insert(name.to_string(), c.time_ns);
+                }
+            }
+            tick
+        })
+        .collect();
+    let n = all.len();
+    (0..n)
+        .filter(|&i| {
+            i == 0
+                || i + 1 == n
+                || all[i].count != all[i - 1].count
+                || all[i + 1].count != all[i].count
+        })
+        .map(|i| all[i].clone())
+        .collect()
+}
+
 /// Converts a tracer phase to the audit's phase (times relative to `t0_ns`).
 pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Phase {
     let s = |ns: u64| ns.saturating_sub(t0_ns) as f64 / 1e9;
@@ -229,12 +265,14 @@ impl PhaseSource for BpfSource {
             }
             Err(e) => notes.push(e.to_string()),
         }
+        let calls = call_ticks(&self.snapshots, self.t0_ns);
         Observed {
             source: "bpf".into(),
             phases,
             processes: self.counters.finish().processes,
             notes,
             block_requests_unseen,
+            calls,
         }
     }
 }

@@ -2,15 +2,19 @@
 //! did file by file from the kernel's point of view, reads what it claimed, and puts the
 //! two side by side with the reasons they differ.
 //!
-//! - [`claims`]: pure parsers of iozone, fio and dd output into [`Claim`]s.
+//! - [`claims`]: pure parsers of iozone, fio, dd, IOR, mdtest, sysbench, bonnie++ and
+//!   UnixBench output into [`Claim`]s, and the lines they could not read.
 //! - [`phase`]: one open..close of a file ([`Phase`]) and the [`PhaseSource`] seam, with two
 //!   sources: [`bpf`] (candor-bpf's tracer, root) and [`procfs`] (sampling, no privileges).
 //! - [`disk`]: /proc/diskstats on the same ticks.
 //! - [`reconcile`]: claims matched to phases, observed throughput two ways, verdicts.
+//! - [`checks`]: what particular tools bring (metadata rates against counted calls, IOR's
+//!   page-cache read-back, sysbench's fsync counts, fstime's page-cache copy).
 //! - [`runner`]: runs the command with its output passed through and captured.
 //! - [`report`]: the terminal table and the JSON stored in the RunDoc.
 
 pub mod bpf;
+pub mod checks;
 pub mod claims;
 pub mod disk;
 pub mod phase;
@@ -118,7 +122,8 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
         let name = device_name(dev)?;
         Some((name.clone(), disks.delta(&name, from, to)?))
     };
-    let rows = reconcile(&claims, &observed.phases, &out.cwd, &window);
+    let mut rows = reconcile(&claims, &observed.phases, &out.cwd, &window);
+    checks::apply(&claims, &mut rows, &observed);
     Ok(Audit {
         argv: out.argv,
         cwd: out.cwd,

@@ -157,7 +157,28 @@ pub struct Observed {
     /// Storage and device bytes on that device can be short by these requests. Empty
     /// when none were missed (and always for procfs).
     pub block_requests_unseen: std::collections::BTreeMap<String, u64>,
+    /// eBPF only: the tree's metadata calls (and opens) as counted at each reading of the
+    /// tracer, cumulative from the first reading: what a metadata figure (mdtest, bonnie++'s
+    /// file tests) is checked against. Empty with procfs, which cannot count calls.
+    pub calls: Vec<CallTick>,
 }
+
+/// The calls of the tree counted up to one reading of the tracer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct CallTick {
+    /// Seconds since the audit started the command.
+    pub t_s: f64,
+    /// Calls by name ("create", "stat", "unlink", "mkdir", "rmdir", "rename", "openat").
+    pub count: std::collections::BTreeMap<String, u64>,
+    /// Nanoseconds spent inside them, by name.
+    pub time_ns: std::collections::BTreeMap<String, u64>,
+}
+
+/// The calls the metadata figures are checked against.
+pub const METADATA_CALLS: [&str; 7] = [
+    "create", "stat", "unlink", "mkdir", "rmdir", "rename", "openat",
+];
 
 /// Where phases come from. The runner calls `attach` once the child exists (before it
 /// runs the command), `sample` periodically while the tree runs, `exited` for each process

@@ -22,8 +22,12 @@ pub use candor_model::audit::ReconciliationRow as Row;
 ///   that file in its direction; fio jobs without a filename use fio's "job.N.M" names.
 ///   Several claims on the same file (fio numjobs without group reporting) take the
 ///   processes in turn.
-/// - Otherwise (iozone), claims take the phases in program order: each the next phase in
-///   its direction that moved at least half the claimed file, `threads` of them at a time.
+/// - Otherwise (iozone, and claims flagged `phases_in_order`: tools that run one test after
+///   another on the same files, as IOR, bonnie++ and fstime do), claims take the phases in
+///   program order: each the next phase in its direction (on its file, when it names one)
+///   that moved at least half the claimed file, `threads` of them at a time.
+/// - Metadata claims (flagged `metadata`) take no phase: they are checked against the calls
+///   the kernel counted (`checks::metadata_row`).
 pub fn match_phases(claims: &[Claim], phases: &[Phase], cwd: &str) -> Vec<Vec<usize>> {
     let mut used: BTreeSet<usize> = BTreeSet::new();
     let mut out = vec![Vec::new(); claims.len()];
@@ -35,7 +39,7 @@ pub fn match_phases(claims: &[Claim], phases: &[Phase], cwd: &str) -> Vec<Vec<us
     // Claims that name their file.
     let mut turn: BTreeMap<String, usize> = BTreeMap::new();
     for (ci, c) in claims.iter().enumerate() {
-        if c.program == "iozone" {
+        if c.program == "iozone" || in_order(c) || is_metadata(c) {
             // iozone runs every test on the same file(s): program order decides, below.
             continue;
         }
@@ -78,7 +82,7 @@ pub fn match_phases(claims: &[Claim], phases: &[Phase], cwd: &str) -> Vec<Vec<us
     // The rest in program order.
     let mut next = 0;
     for (ci, c) in claims.iter().enumerate() {
-        if !out[ci].is_empty() {
+        if !out[ci].is_empty() || is_metadata(c) {
             continue;
         }
         let want = c.threads.max(1) as usize;
@@ -92,8 +96,9 @@ pub fn match_phases(claims: &[Claim], phases: &[Phase], cwd: &str) -> Vec<Vec<us
                 Direction::Write => p.write_bytes,
                 _ => p.bytes(),
             };
-            let on_its_file =
-                c.program != "iozone" || c.filename.is_none() || file_matches(c, p, cwd);
+            let on_its_file = (c.program != "iozone" && !in_order(c))
+                || c.filename.is_none()
+                || file_matches(c, p, cwd);
             if !used.contains(&i) && on_its_file && dir_ok(c, p) && moved >= min_bytes.max(1) {
                 got.push(i);
                 used.insert(i);
@@ -111,6 +116,15 @@ pub fn match_phases(claims: &[Claim], phases: &[Phase], cwd: &str) -> Vec<Vec<us
         out[ci] = got;
     }
     out
+}
+
+fn in_order(c: &Claim) -> bool {
+    c.flags.iter().any(|f| f == "phases_in_order")
+}
+
+/// A figure of operations per second that moves no bytes (mdtest, bonnie++'s file tests).
+pub fn is_metadata(c: &Claim) -> bool {
+    c.flags.iter().any(|f| f == "metadata")
 }
 
 fn file_matches(c: &Claim, p: &Phase, cwd: &str) -> bool {

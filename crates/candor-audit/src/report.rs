@@ -103,12 +103,18 @@ pub fn render_table(a: &Audit) -> String {
         let mut table: Vec<[String; 7]> = Vec::new();
         for r in &a.rows {
             let observed = r.observed_wall_bps;
+            let ops = |x: f64| format!("{x:.0} op/s");
+            let (claimed, observed) = match r.claimed_ops_per_s {
+                // A metadata figure: operations per second, not bytes.
+                Some(c) => (ops(c), r.observed_ops_per_s.map(ops)),
+                None => (human_rate(r.claimed_bps), observed.map(human_rate)),
+            };
             table.push([
                 r.test.clone(),
                 size(r.file_size),
                 size(r.record_size),
-                human_rate(r.claimed_bps),
-                observed.map(human_rate).unwrap_or_else(|| "-".into()),
+                claimed,
+                observed.unwrap_or_else(|| "-".into()),
                 r.ratio
                     .map(|x| format!("{x:.2}"))
                     .unwrap_or_else(|| "-".into()),
@@ -310,6 +316,7 @@ pub fn audit_value(a: &Audit) -> Value {
         "phases": a.observed.phases,
         "claims": a.claims,
         "unread": a.unread,
+        "calls": a.observed.calls,
         "reconciliation": rows,
         "witness": witness(a),
     })

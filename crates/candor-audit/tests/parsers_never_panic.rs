@@ -1,7 +1,7 @@
 //! Every parser takes any text: random bytes, truncated captures, captures with lines
 //! shuffled or cut. None may panic, and none may claim a negative or non-finite rate.
 
-use candor_audit::claims::{self, dd, fio, iozone};
+use candor_audit::claims::{self, bonnie, dd, fio, ior, iozone, mdtest, sysbench, unixbench};
 use proptest::prelude::*;
 
 /// Every captured output under tests/data, at any depth (iozone's are by release).
@@ -33,13 +33,24 @@ fn check(text: &str) {
         .iter()
         .map(|s| s.to_string())
         .collect();
+    let argv_fstime: Vec<String> = ["fstime", "-c", "-b", "256", "-m", "500"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     for c in iozone::parse(text)
         .into_iter()
         .chain(fio::parse(text))
         .chain(dd::parse(text))
         .chain(claims::parse(&argv, text, text))
+        .chain(ior::read(text).claims)
+        .chain(mdtest::read(text).claims)
+        .chain(sysbench::read(text).claims)
+        .chain(bonnie::read(text).claims)
+        .chain(unixbench::read_run(text).claims)
+        .chain(unixbench::read_fstime(&argv_fstime, text, text).claims)
     {
         assert!(c.claimed_bps.is_finite() && c.claimed_bps >= 0.0, "{c:?}");
+        assert!(c.iops.is_none_or(|x| x.is_finite() && x >= 0.0), "{c:?}");
     }
 }
 

@@ -21,7 +21,7 @@ volatile const __u32 candor_phases = 1;
  * sampling thread inside the traced process is not the workload. Empty: none. */
 volatile const char candor_quiet_comm[16] = {};
 
-#define NSLOTS 17
+#define NSLOTS 23
 #define SLOT_READ 0
 #define SLOT_WRITE 1
 #define SLOT_PREAD64 2
@@ -39,6 +39,17 @@ volatile const char candor_quiet_comm[16] = {};
 #define SLOT_CLOSE 14
 #define SLOT_IO_URING_ENTER 15
 #define SLOT_PAGE_FAULT 16
+/* Metadata calls, counted and timed only (no phase): what a metadata benchmark (mdtest,
+ * bonnie++'s file tests) claims to do. SLOT_CREATE counts openat with O_CREAT (at entry,
+ * beside its openat) and creat/mknod. */
+#define SLOT_MKDIR 17
+#define SLOT_RMDIR 18
+#define SLOT_UNLINK 19
+#define SLOT_STAT 20
+#define SLOT_RENAME 21
+#define SLOT_CREATE 22
+#define SLOT_FIRST_META SLOT_MKDIR
+#define X86_O_CREAT 0100
 
 #define LL_BUCKETS 256
 #define L2_BUCKETS 64
@@ -353,6 +364,21 @@ static __always_inline int slot_of(__s32 nr)
 	case 257: return SLOT_OPENAT;
 	case 3: return SLOT_CLOSE;
 	case 426: return SLOT_IO_URING_ENTER;
+	case 83: /* mkdir */
+	case 258: return SLOT_MKDIR; /* mkdirat */
+	case 84: return SLOT_RMDIR;
+	case 87: /* unlink */
+	case 263: return SLOT_UNLINK; /* unlinkat (AT_REMOVEDIR too) */
+	case 4: /* stat */
+	case 6: /* lstat */
+	case 262: /* newfstatat */
+	case 332: return SLOT_STAT; /* statx */
+	case 82: /* rename */
+	case 264: /* renameat */
+	case 316: return SLOT_RENAME; /* renameat2 */
+	case 85: /* creat */
+	case 133: /* mknod */
+	case 259: return SLOT_CREATE; /* mknodat */
 	}
 	return -1;
 }
@@ -529,6 +555,7 @@ int candor_rename(struct rename_ctx *ctx)
  * per call. Arguments come from the saved user registers (x86_64 struct pt_regs, whose
  * layout is user-visible ABI). */
 #define PT_REGS_R10 56
+#define PT_REGS_DX 96
 #define PT_REGS_SI 104
 #define PT_REGS_DI 112
 
@@ -555,6 +582,16 @@ int candor_sys_enter(__u64 *ctx)
 	if (slot < 0)
 		return 0;
 	sp->slot = slot;
+	if (slot == SLOT_OPENAT) {
+		/* An open that may create: counted as a create too (its flags, the third argument). */
+		const void *regs = (const void *)ctx[0];
+		if (reg(regs, PT_REGS_DX) & X86_O_CREAT) {
+			__u32 c = SLOT_CREATE;
+			struct sys_stat *st = bpf_map_lookup_elem(&sys_stats, &c);
+			if (st)
+				st->count += 1;
+		}
+	}
 	if (candor_phases) {
 		const void *regs = (const void *)ctx[0];
 		__u64 arg = 0;
@@ -635,7 +672,7 @@ int candor_sys_exit(__u64 *ctx)
 			st->bytes += ret;
 		st->lat[ll_bucket(lat)] += 1;
 	}
-	if (ret < 0)
+	if (ret < 0 || slot >= SLOT_FIRST_META)
 		return 0;
 	if (slot == SLOT_LSEEK) {
 		__u32 zero = 0;

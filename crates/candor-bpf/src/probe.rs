@@ -58,8 +58,9 @@ pub fn is_syscall_program(program: &str) -> bool {
     SYSCALL_PROGRAMS.iter().any(|(_, p)| *p == program)
 }
 
-/// Syscalls the programs decode (on raw_syscalls:sys_enter/sys_exit; others are ignored):
-/// the raw tables' syscall slots, in their order (the last slot counts page faults).
+/// The I/O syscalls the programs decode into file phases (on raw_syscalls:sys_enter/sys_exit;
+/// others are ignored): the raw tables' slots before the page-fault one. The metadata slots
+/// after it (`raw::SLOT_FIRST_META`..) are counted and timed, never a phase.
 pub const SYSCALLS: &[&str] = crate::raw::SLOT_NAMES
     .split_at(crate::raw::SLOT_PAGE_FAULT)
     .0;
@@ -457,8 +458,8 @@ format:
                 "{name}"
             );
         }
-        // The decoded syscalls are the raw tables' slots but the page-fault one.
-        assert_eq!(SYSCALLS.len(), crate::raw::SLOT_NAMES.len() - 1);
+        // The decoded syscalls are the raw tables' slots before the page-fault one.
+        assert_eq!(SYSCALLS.len(), crate::raw::SLOT_PAGE_FAULT);
         assert!(!SYSCALLS.contains(&"page_fault"));
     }
 

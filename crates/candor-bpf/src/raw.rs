@@ -8,7 +8,7 @@ pub const L2_BUCKETS: usize = 64;
 pub const PATH_MAX_BYTES: usize = 256;
 
 /// Syscall slots, in the order of the BPF program's `SLOT_*` numbers.
-pub const SLOT_NAMES: [&str; 17] = [
+pub const SLOT_NAMES: [&str; 23] = [
     "read",
     "write",
     "pread64",
@@ -26,8 +26,19 @@ pub const SLOT_NAMES: [&str; 17] = [
     "close",
     "io_uring_enter",
     "page_fault",
+    "mkdir",
+    "rmdir",
+    "unlink",
+    "stat",
+    "rename",
+    "create",
 ];
 pub const SLOT_PAGE_FAULT: usize = 16;
+/// The first of the metadata slots (counted and timed, never a file phase): mkdir and
+/// mkdirat; rmdir; unlink and unlinkat; stat, lstat, newfstatat and statx; rename,
+/// renameat and renameat2; "create": openat with O_CREAT (counted when it is called,
+/// whatever its result), creat, mknod and mknodat.
+pub const SLOT_FIRST_META: usize = 17;
 
 /// `diag` map indexes.
 pub const DIAG_PHASES_LOST: u32 = 0;

@@ -410,3 +410,76 @@ fn a_quiet_thread_is_left_out_of_syscall_counts() {
     assert_eq!(d.syscall("pread64"), (50, 50 * 512));
     let _ = std::fs::remove_file(&file);
 }
+
+/// A traced child creates, renames, stats and removes 100 files in a directory it makes and
+/// removes: the metadata slots count exactly those calls.
+#[test]
+fn metadata_calls_are_counted_one_by_one() {
+    use std::ffi::CString;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut t) = tracer(&TraceOptions::default()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("candor-bpf-md-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = |p: &Path| CString::new(p.to_str().unwrap_or("")).expect("no NUL in the path");
+    let d = c(&dir);
+    let names: Vec<(CString, CString)> = (0..100)
+        .map(|i| (c(&dir.join(format!("a{i}"))), c(&dir.join(format!("b{i}")))))
+        .collect();
+    // SAFETY: the child only makes async-signal-safe calls on strings made before the fork,
+    // then _exit()s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork");
+    if pid == 0 {
+        // SAFETY: see above.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+            let mut ok = libc::mkdir(d.as_ptr(), 0o700) == 0;
+            let mut st: libc::stat = std::mem::zeroed();
+            for (a, b) in &names {
+                let fd = libc::open(a.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o600);
+                ok &= fd >= 0 && libc::close(fd) == 0;
+                ok &= libc::rename(a.as_ptr(), b.as_ptr()) == 0;
+                ok &= libc::stat(b.as_ptr(), &mut st) == 0;
+                ok &= libc::unlink(b.as_ptr()) == 0;
+            }
+            ok &= libc::rmdir(d.as_ptr()) == 0;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    wait_stopped(pid as u32);
+    let before = t.snapshot().expect("snapshot");
+    t.add_pid(pid as u32).expect("add pid");
+    // SAFETY: plain kill and waitpid on our own child.
+    let status = unsafe {
+        libc::kill(pid, libc::SIGCONT);
+        let mut s = 0;
+        libc::waitpid(pid, &mut s, 0);
+        s
+    };
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    let delta = t.snapshot().expect("snapshot").delta(&before);
+    let count = |name: &str| delta.syscall(name).0;
+    assert_eq!(count("mkdir"), 1);
+    assert_eq!(count("create"), 100);
+    assert_eq!(count("openat"), 100);
+    assert_eq!(count("rename"), 100);
+    assert_eq!(count("stat"), 100);
+    assert_eq!(count("unlink"), 100);
+    assert_eq!(count("rmdir"), 1);
+    // Metadata calls make no file phase: the 100 phases are the creates' open..close.
+    let phases = t.drain_phases().expect("phases");
+    let ours: Vec<_> = phases
+        .iter()
+        .filter(|p| {
+            p.path
+                .as_deref()
+                .is_some_and(|x| x.starts_with(dir.to_str().unwrap_or("-")))
+        })
+        .collect();
+    assert_eq!(ours.len(), 100, "{ours:?}");
+    assert!(ours
+        .iter()
+        .all(|p| p.closed && p.read_bytes + p.write_bytes == 0));
+}

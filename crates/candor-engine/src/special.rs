@@ -23,6 +23,9 @@ pub struct SpecialCtx<'a> {
     pub record_size: u64,
     /// Include the final fsync in the timed pass (copy).
     pub fsync: bool,
+    /// Copy, time-based (`--time-based --runtime`): copy the file over and over for this
+    /// long, both files rewound at the end of the source, as UnixBench's fstime does.
+    pub copy_for_ns: Option<u64>,
     /// One complete data file per thread, when `needs_data_files` said so.
     pub data_files: &'a [PathBuf],
 }
@@ -124,6 +127,7 @@ impl Special for FileCopy {
             ctx.file_size,
             stats,
             ctx.fsync,
+            ctx.copy_for_ns,
         )
     }
 
@@ -323,7 +327,9 @@ fn meta_pass(dir: &Path, n: u64, op: MetaOp, stats: &mut ThreadStats) -> Result<
     Ok(())
 }
 
-/// Copies `src` to a new `dst` with `chunk`-byte reads and writes, timing each pair.
+/// Copies `src` to a new `dst` with `chunk`-byte reads and writes, timing each pair. With
+/// `for_ns`, copies for that long instead: at the end of `src` both files go back to their
+/// start and the copy goes on (fstime's copy loop), `size` bytes per round.
 fn copy_pass(
     src: &Path,
     dst: &Path,
@@ -331,6 +337,7 @@ fn copy_pass(
     size: u64,
     stats: &mut ThreadStats,
     fsync: bool,
+    for_ns: Option<u64>,
 ) -> Result<u64, EngineError> {
     let _ = std::fs::remove_file(dst);
     let s = cpath(src)?;
@@ -376,11 +383,26 @@ fn copy_pass(
     }
     let mut moved = 0u64;
     let mut t0 = now_ns();
+    let deadline = for_ns.map(|d| t0.saturating_add(d));
+    let mut round = 0u64;
     let mut flush_ns = 0;
     let result = (|| -> Result<(), EngineError> {
-        while moved < size {
+        loop {
             if signals::stop_requested().is_some() {
                 break;
+            }
+            match deadline {
+                Some(d) if t0 >= d => break,
+                Some(_) if round >= size => {
+                    // SAFETY: both descriptors are open.
+                    unsafe {
+                        libc::lseek(fi, 0, libc::SEEK_SET);
+                        libc::lseek(fo, 0, libc::SEEK_SET);
+                    }
+                    round = 0;
+                }
+                None if moved >= size => break,
+                _ => {}
             }
             // SAFETY: buf holds chunk bytes.
             let n = unsafe { libc::read(fi, buf.as_mut_ptr() as *mut _, chunk) };
@@ -393,6 +415,10 @@ fn copy_pass(
                 ));
             }
             if n == 0 {
+                if deadline.is_some() && round > 0 {
+                    round = size;
+                    continue;
+                }
                 break;
             }
             let mut done = 0usize;
@@ -412,6 +438,7 @@ fn copy_pass(
                 done += w as usize;
             }
             moved += n as u64;
+            round += n as u64;
             let t1 = now_ns();
             stats.latency.record(t1 - t0);
             stats.ops += 1;
@@ -484,9 +511,38 @@ mod tests {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(&a, &data).unwrap();
         let mut st = ThreadStats::default();
-        copy_pass(&a, &b, 1024, data.len() as u64, &mut st, true).unwrap();
+        copy_pass(&a, &b, 1024, data.len() as u64, &mut st, true, None).unwrap();
         assert_eq!(std::fs::read(&b).unwrap(), data);
         assert_eq!(st.ops, 98, "ceil(100000 / 1024) chunks");
         assert_eq!(st.read_bytes, 100_000);
+    }
+
+    #[test]
+    fn time_based_copy_starts_over_like_fstime() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        let b = t.path().join("b");
+        let data: Vec<u8> = (0..256 * 500u32).map(|i| (i * 13 % 251) as u8).collect();
+        std::fs::write(&a, &data).unwrap();
+        let mut st = ThreadStats::default();
+        let t0 = now_ns();
+        copy_pass(
+            &a,
+            &b,
+            256,
+            data.len() as u64,
+            &mut st,
+            false,
+            Some(200_000_000),
+        )
+        .unwrap();
+        let took = now_ns() - t0;
+        assert!(took >= 200_000_000, "ran {took} ns");
+        // Several rounds over the same 125 KiB, each chunk a 256-byte read and write, and
+        // the copy is the source (rewound, not appended).
+        assert!(st.read_bytes > 3 * data.len() as u64, "{}", st.read_bytes);
+        assert_eq!(st.read_bytes % 256, 0);
+        assert_eq!(st.ops, st.read_bytes / 256);
+        assert_eq!(std::fs::read(&b).unwrap(), data);
     }
 }

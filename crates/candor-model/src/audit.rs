@@ -71,6 +71,21 @@ pub struct ReconciliationRow {
     pub offset_reach: Option<f64>,
     /// lseek calls in the phases (eBPF).
     pub lseek_count: Option<u64>,
+    /// Metadata figures (mdtest, bonnie++'s file tests), which move no bytes: the operation
+    /// ("create", "stat", "read", "remove", "rename") and the calls it was checked against.
+    pub operation: Option<String>,
+    /// The operations per second claimed (`claimed_Bps` is then 0).
+    pub claimed_ops_per_s: Option<f64>,
+    /// The operations the program says it made (its items times its iterations).
+    pub claimed_ops: Option<u64>,
+    /// The matching calls the kernel saw the tree make over the whole run (eBPF).
+    pub observed_calls: Option<u64>,
+    /// Those calls over the time they were being made (the readings of the tracer where
+    /// their count rose): the observed rate the claim is compared with.
+    pub observed_ops_per_s: Option<f64>,
+    /// Those calls over the time spent inside them shared among the tasks: the fastest the
+    /// program could have gone.
+    pub observed_ops_per_s_in_calls: Option<f64>,
     /// "agrees", "overstated", "understated" or "unverified".
     pub verdict: String,
     pub explanation: String,

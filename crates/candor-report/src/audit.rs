@@ -57,17 +57,29 @@ pub fn grid(claims: &[ReconciliationRow]) -> (Grid, Vec<String>) {
             notes.push(format!("{} {}: {}", c.program, c.test, c.explanation));
             notes.len().to_string()
         };
+        // A metadata figure (operations per second) is shown in its own unit.
+        let ops = |x: f64| format!("{x:.0} op/s");
+        let (claimed, observed, in_calls) = match c.claimed_ops_per_s {
+            Some(o) => (
+                ops(o),
+                c.observed_ops_per_s.map(ops),
+                c.observed_ops_per_s_in_calls.map(ops),
+            ),
+            None => (
+                units::mb_s(c.claimed_bps),
+                c.observed_wall_bps.map(units::mb_s),
+                c.observed_syscall_bps.map(units::mb_s),
+            ),
+        };
         g.push(vec![
             c.program.clone(),
             c.test.clone(),
             c.file_size.map(units::size).unwrap_or("-".into()),
             c.record_size.map(units::size).unwrap_or("-".into()),
             c.threads.max(1).to_string(),
-            units::mb_s(c.claimed_bps),
-            c.observed_wall_bps.map(units::mb_s).unwrap_or("-".into()),
-            c.observed_syscall_bps
-                .map(units::mb_s)
-                .unwrap_or("-".into()),
+            claimed,
+            observed.unwrap_or("-".into()),
+            in_calls.unwrap_or("-".into()),
             c.ratio.map(units::ratio).unwrap_or("-".into()),
             c.cache_share.map(units::pct).unwrap_or_default(),
             c.verdict.clone(),
@@ -141,5 +153,22 @@ mod tests {
             t.contains("[1] iozone write: the timing left out the fsync"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn metadata_figures_are_in_operations_per_second() {
+        let mut doc = RunDoc::default();
+        doc.audit = Some(serde_json::json!({
+            "command": ["mdtest", "-n", "1000"],
+            "reconciliation": [{
+                "test": "file creation", "program": "mdtest", "threads": 2, "claimed_Bps": 0.0,
+                "operation": "create", "claimed_ops_per_s": 4934.3, "observed_ops_per_s": 4810.0,
+                "observed_calls": 4000, "ratio": 1.03, "verdict": "agrees",
+                "explanation": "4000 create operations claimed, 4000 create calls seen"
+            }]
+        }));
+        let t = text(&doc, false);
+        assert!(t.contains("4934 op/s") && t.contains("4810 op/s"), "{t}");
+        assert!(!t.contains("0.0 MB/s") && !t.contains(" 0 MB/s"), "{t}");
     }
 }

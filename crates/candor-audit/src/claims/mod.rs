@@ -1,9 +1,14 @@
 //! What a benchmark says it measured, read from its own output. Every parser here is a pure
 //! function of the text: no I/O, no panics on any input, unknown text gives no claims.
 
+pub mod bonnie;
 pub mod dd;
 pub mod fio;
+pub mod ior;
 pub mod iozone;
+pub mod mdtest;
+pub mod sysbench;
+pub mod unixbench;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,7 +77,39 @@ pub struct Parsed {
     pub unread: Vec<Unread>,
 }
 
+impl Unread {
+    pub fn new(program: &str, line: usize, text: &str, why: impl Into<String>) -> Unread {
+        Unread {
+            program: program.into(),
+            line,
+            text: text.trim_end().chars().take(200).collect(),
+            why: why.into(),
+        }
+    }
+}
+
 impl Parsed {
+    /// Drops the figures no program can mean (negative or not finite), each with a line
+    /// saying so.
+    pub fn sane(mut self) -> Parsed {
+        let mut kept = Vec::new();
+        for c in std::mem::take(&mut self.claims) {
+            let ok = |x: f64| x.is_finite() && x >= 0.0;
+            if ok(c.claimed_bps) && c.iops.is_none_or(ok) && c.seconds.is_none_or(ok) {
+                kept.push(c);
+            } else {
+                self.unread.push(Unread::new(
+                    &c.program,
+                    c.line,
+                    &c.printed,
+                    "a negative or non-finite figure",
+                ));
+            }
+        }
+        self.claims = kept;
+        self
+    }
+
     /// Claims from a parser that has no lines it could fail on.
     pub fn of(claims: Vec<Claim>) -> Parsed {
         Parsed {
@@ -94,6 +131,13 @@ impl Parsed {
 /// Which parser fits a program, from its name (the basename of argv[0]).
 pub fn program_of(argv0: &str) -> Option<&'static str> {
     let base = argv0.rsplit('/').next().unwrap_or(argv0);
+    if let Some(p) = PROGRAMS
+        .iter()
+        .find(|(_, is)| is(base))
+        .map(|(name, _)| *name)
+    {
+        return Some(p);
+    }
     if base.starts_with("iozone") {
         Some("iozone")
     } else if base.starts_with("fio") {
@@ -104,6 +148,48 @@ pub fn program_of(argv0: &str) -> Option<&'static str> {
         None
     }
 }
+
+type Recognise = fn(&str) -> bool;
+type Sniff = fn(&str, &str) -> bool;
+type Read = fn(&[String], &str, &str) -> Parsed;
+
+/// Programs read by the parsers of [`READERS`], recognised by the basename of argv[0].
+const PROGRAMS: &[(&str, Recognise)] = &[
+    ("sysbench", |b| b == "sysbench"),
+    ("bonnie++", |b| b.starts_with("bonnie")),
+    ("ior", |b| {
+        b == "ior" || b.starts_with("ior.") || b.starts_with("ior-")
+    }),
+    ("mdtest", |b| b.starts_with("mdtest")),
+    ("fstime", |b| b == "fstime"),
+    ("unixbench", |b| b == "Run"),
+];
+
+/// The same programs recognised by their output, and their parsers (argv, stdout, stderr).
+const READERS: &[(&str, Sniff, Read)] = &[
+    (
+        "sysbench",
+        |o, _| sysbench::sniff(o),
+        |_, o, e| sysbench::read(if sysbench::sniff(o) { o } else { e }),
+    ),
+    (
+        "bonnie++",
+        |o, e| bonnie::sniff(o) || bonnie::sniff(e),
+        |_, o, e| bonnie::read(if bonnie::sniff(o) { o } else { e }),
+    ),
+    ("ior", |o, _| ior::sniff(o), |_, o, _| ior::read(o)),
+    ("mdtest", |o, _| mdtest::sniff(o), |_, o, _| mdtest::read(o)),
+    (
+        "fstime",
+        unixbench::sniff_fstime,
+        unixbench::read_fstime,
+    ),
+    (
+        "unixbench",
+        |o, _| unixbench::sniff_run(o),
+        |_, o, _| unixbench::read_run(o),
+    ),
+];
 
 /// Parses the output of a program (stdout then stderr, as captured) into claims. `argv` is
 /// the command line (dd's record size and direction are only on it). Unknown programs, and
@@ -116,6 +202,9 @@ pub fn parse(argv: &[String], stdout: &str, stderr: &str) -> Vec<Claim> {
 pub fn read(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
     let argv0 = argv.first().map(String::as_str).unwrap_or("");
     let program = program_of(argv0).or_else(|| sniff(stdout, stderr));
+    if let Some((_, _, read)) = READERS.iter().find(|(name, _, _)| Some(*name) == program) {
+        return read(argv, stdout, stderr);
+    }
     Parsed::of(match program {
         Some("iozone") => return iozone::read(stdout),
         Some("fio") => {
@@ -140,6 +229,9 @@ pub fn read(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
 
 /// Recognises a program by its output when its name does not say (a wrapper script).
 fn sniff(stdout: &str, stderr: &str) -> Option<&'static str> {
+    if let Some((name, _, _)) = READERS.iter().find(|(_, is, _)| is(stdout, stderr)) {
+        return Some(name);
+    }
     if stdout.contains("Iozone: Performance Test of File I/O") {
         Some("iozone")
     } else if stdout.contains("\"fio version\"") || stdout.contains("\nRun status group ") {
@@ -149,6 +241,33 @@ fn sniff(stdout: &str, stderr: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The lines of `lines` (1-based numbers) that hold a digit, are inside a part of the output
+/// where the parser reads figures (`in_figures`), and that the parser did not read
+/// (`read`): each becomes an [`Unread`] saying so.
+pub(crate) fn figures_left(
+    program: &str,
+    lines: &[&str],
+    in_figures: &dyn Fn(usize) -> bool,
+    read: &std::collections::BTreeSet<usize>,
+) -> Vec<Unread> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i + 1, *l))
+        .filter(|(n, l)| {
+            in_figures(*n) && !read.contains(n) && l.chars().any(|c| c.is_ascii_digit())
+        })
+        .map(|(n, l)| {
+            Unread::new(
+                program,
+                n,
+                l,
+                format!("a line with figures in {program}'s results that candor does not know"),
+            )
+        })
+        .collect()
 }
 
 /// Splits a number from its unit suffix: "4267MiB/s" -> (4267.0, "MiB/s"). None when the

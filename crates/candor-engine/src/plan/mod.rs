@@ -175,6 +175,9 @@ impl Plan {
         // the person means by benchmarking a device (fio users set direct=1 for it).
         let mut direct = o.direct || (on_device && !o.buffered);
         let mut runtime_ns = runtime.map(|d| d.as_nanos() as u64);
+        let mut time_based = o.time_based;
+        let mut fsync_in_timing = !o.no_fsync_in_timing;
+        let mut keep_cache = o.keep_cache;
         let (points, repeat_default) = match &preset.shape {
             Shape::Fixed(f) => {
                 let free = infos
@@ -213,6 +216,14 @@ impl Plan {
                 (f.points(size)?, f.repeat)
             }
             Shape::Sweep(s) => (sweep_points(o, s, &threads, &iodepths)?, 1),
+            Shape::Pairs(p) => {
+                runtime_ns = runtime_ns.or(Some(p.runtime_ns));
+                time_based = true;
+                fsync_in_timing &= !p.no_flush;
+                keep_cache |= p.keep_cache;
+                notes.push(p.note.to_string());
+                (p.points()?, p.repeat)
+            }
         };
 
         if direct {
@@ -228,9 +239,9 @@ impl Plan {
         let settings = RunSettings {
             direct,
             osync: o.osync,
-            fsync_in_timing: !o.no_fsync_in_timing,
+            fsync_in_timing,
             close_in_timing: o.close_in_timing,
-            keep_cache: o.keep_cache,
+            keep_cache,
             drop_caches: o.drop_caches,
             repeat: if steady.is_some() {
                 1
@@ -241,7 +252,7 @@ impl Plan {
             mix_read_pct: o.mix_read_pct,
             stonewall: o.stonewall,
             runtime_ns,
-            time_based: o.time_based || steady.is_some(),
+            time_based: time_based || steady.is_some(),
             cpus: parse_cpus(o.cpus.as_deref(), &engines::allowed_cpus())?,
             seed: o.seed,
             meta_files: o.files,
@@ -672,6 +683,7 @@ fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
     put("mix_read_pct", s.mix_read_pct.into());
     put("stonewall", s.stonewall.into());
     put("runtime_s", s.runtime_ns.map(|n| n as f64 / 1e9).into());
+    put("time_based", s.time_based.into());
     put("seed", s.seed.into());
     put("witness", o.witness.name().into());
     put("trace_syscalls", o.trace_syscalls.into());

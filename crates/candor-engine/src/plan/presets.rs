@@ -28,6 +28,25 @@ pub enum Shape {
     /// Fixed points on one file per target sized to its free space, on io_uring with
     /// O_DIRECT.
     Fixed(Fixed),
+    /// Points that each name their file and record size, run the way another benchmark
+    /// runs them (its timing, its flushing, its cache).
+    Pairs(Pairs),
+}
+
+#[derive(Debug)]
+pub struct Pairs {
+    /// (test, file size, record size), in the order they run.
+    pub points: &'static [(&'static str, u64, u64)],
+    /// Each repetition runs this long (time-based: the test starts its file over at its end)
+    /// unless `--runtime` says otherwise.
+    pub runtime_ns: u64,
+    /// No flush inside the timing (`--no-fsync-in-timing`).
+    pub no_flush: bool,
+    /// The page cache left as the preparation leaves it (`--keep-cache`).
+    pub keep_cache: bool,
+    pub repeat: u32,
+    /// Said in the run's notes.
+    pub note: &'static str,
 }
 
 #[derive(Debug)]
@@ -121,6 +140,31 @@ pub const PRESETS: &[Preset] = &[
         fadvise: Some(Fadvise::None),
     },
     Preset {
+        name: "unixbench-copy",
+        about: "UnixBench's File Copy tests as its fstime runs them: 256, 1024 and 4096-byte \
+                buffers on 500, 2000 and 8000 KiB files, copied over and over for 30 s, \
+                nothing flushed, the source file in the page cache",
+        chosen: Chosen::ByName,
+        shape: Shape::Pairs(Pairs {
+            points: &[
+                ("copy", 1024 * 2000, 1024),
+                ("copy", 1024 * 500, 256),
+                ("copy", 1024 * 8000, 4096),
+            ],
+            runtime_ns: 30_000_000_000,
+            no_flush: true,
+            keep_cache: true,
+            repeat: 1,
+            note: "UnixBench's File Copy as fstime runs it (Run's fstime, fsbuffer and fsdisk): \
+                   each buffer size on its file size, the file copied over and over for the \
+                   run time with both files rewound at the end, no flush inside the timing and \
+                   the source file left in the page cache by its preparation. Its figures are \
+                   the page cache's speed, which the witness says",
+        }),
+        format: None,
+        fadvise: Some(Fadvise::None),
+    },
+    Preset {
         name: "ceiling",
         about: "the device's ceiling for --device-spec auto: large sequential reads and writes \
                 at depth 16, 4 KiB random at depth 64, 3 s each",
@@ -175,6 +219,28 @@ pub fn default_format(preset: Option<&str>) -> &'static str {
         .unwrap_or("table")
 }
 
+impl Pairs {
+    /// The points, one thread each, on the synchronous engine (copy reads and writes by
+    /// itself).
+    pub fn points(&self) -> Result<Vec<Point>, PlanError> {
+        self.points
+            .iter()
+            .map(|&(test, file_size, record_size)| {
+                let spec = workload::find(test)
+                    .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
+                Ok(Point {
+                    spec,
+                    file_size,
+                    record_size,
+                    threads: 1,
+                    iodepth: 1,
+                    engine: EngineKind::Sync,
+                })
+            })
+            .collect()
+    }
+}
+
 impl Fixed {
     /// The file size for a target with `free` bytes free (unknown: 0, the largest).
     pub fn file_size(&self, free: u64) -> u64 {
@@ -223,6 +289,9 @@ mod tests {
             if let Shape::Sweep(s) = &p.shape {
                 assert!(workload::parse_tests(s.tests).is_ok(), "{}", p.name);
             }
+            if let Shape::Pairs(s) = &p.shape {
+                assert_eq!(s.points().unwrap().len(), s.points.len(), "{}", p.name);
+            }
         }
     }
 
@@ -242,10 +311,38 @@ mod tests {
     fn names_and_formats() {
         assert_eq!(by_name("iozone").unwrap().name, "iozone");
         let e = by_name("fio").unwrap_err();
-        assert_eq!(e.message, "'fio' is not a preset: the presets are iozone");
+        assert_eq!(
+            e.message,
+            "'fio' is not a preset: the presets are iozone, unixbench-copy"
+        );
         assert!(by_name("default").is_err(), "chosen by the situation only");
         assert_eq!(default_format(Some("iozone")), "iozone");
         assert_eq!(default_format(None), "table");
+    }
+
+    #[test]
+    fn unixbench_copy_is_fstimes_three_tests() {
+        let Shape::Pairs(p) = &by_name("unixbench-copy").unwrap().shape else {
+            panic!("unixbench-copy names its points");
+        };
+        // Run's fstime, fsbuffer and fsdisk: -b 1024 -m 2000, -b 256 -m 500, -b 4096 -m 8000
+        // (max_blocks KiB files), -t 30, and fstime calls no fsync.
+        let got: Vec<(&str, u64, u64)> = p
+            .points()
+            .unwrap()
+            .iter()
+            .map(|x| (x.spec.name, x.file_size, x.record_size))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("copy", 2_048_000, 1024),
+                ("copy", 512_000, 256),
+                ("copy", 8_192_000, 4096)
+            ]
+        );
+        assert_eq!(p.runtime_ns, 30_000_000_000);
+        assert!(p.no_flush && p.keep_cache);
     }
 
     #[test]

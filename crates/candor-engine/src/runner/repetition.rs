@@ -278,6 +278,7 @@ pub(super) fn special(
         file_size: point.file_size,
         record_size: point.record_size,
         fsync: s.fsync_in_timing,
+        copy_for_ns: s.runtime_ns.filter(|_| s.time_based),
         data_files: &data_files,
     };
     let work = match (0..n)

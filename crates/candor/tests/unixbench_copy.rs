@@ -1,0 +1,87 @@
+//! `--preset unixbench-copy`: UnixBench's three File Copy tests as fstime runs them, and the
+//! witness saying what their figures are.
+
+mod common;
+use common::{entries, run_in};
+
+#[test]
+fn unixbench_copy_runs_fstimes_three_tests_and_names_the_page_cache() {
+    let dir = tempfile::tempdir_in("/var/tmp")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
+    // Two seconds each instead of fstime's 30: the same loop, shorter.
+    let o = run_in(
+        dir.path(),
+        &[
+            "--preset",
+            "unixbench-copy",
+            "--runtime",
+            "2s",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    let got: Vec<(&str, u64, u64)> = doc
+        .results
+        .iter()
+        .map(|r| (r.test.as_str(), r.file_size, r.record_size))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("copy", 2_048_000, 1024),
+            ("copy", 512_000, 256),
+            ("copy", 8_192_000, 4096)
+        ],
+        "fstime -b 1024 -m 2000, -b 256 -m 500, -b 4096 -m 8000"
+    );
+    for r in &doc.results {
+        assert_eq!(r.status, candor_model::Status::Ok, "{:?}", r.error);
+        let rep = &r.reps[0];
+        // Time-based like fstime: the file copied over and over for the run time.
+        assert!(
+            (1.9..3.0).contains(&rep.seconds),
+            "{}: {} s",
+            r.record_size,
+            rep.seconds
+        );
+        assert!(
+            rep.bytes > 4 * r.file_size,
+            "{}: copied {} bytes of a {} file",
+            r.record_size,
+            rep.bytes,
+            r.file_size
+        );
+        assert_eq!(rep.bytes % r.record_size, 0);
+        assert_eq!(
+            rep.ops,
+            rep.bytes / r.record_size,
+            "one read+write per buffer"
+        );
+        // No flush inside the timing, the source in the page cache: the witness says the
+        // figure is the page cache's.
+        let w = r.witness.as_ref().expect("a witness");
+        assert_eq!(
+            w.verdict,
+            candor_model::Verdict::Cache,
+            "{}: {}",
+            r.record_size,
+            w.explanation
+        );
+    }
+    assert_eq!(
+        doc.options.get("time_based").and_then(|v| v.as_bool()),
+        Some(true)
+    );
+    assert_eq!(
+        doc.options.get("fsync_in_timing").and_then(|v| v.as_bool()),
+        Some(false)
+    );
+    assert!(doc
+        .warnings
+        .iter()
+        .any(|n| n.contains("UnixBench's File Copy")));
+    assert!(entries(dir.path()).is_empty(), "nothing left behind");
+}
