@@ -157,8 +157,8 @@ mod tests {
 
     #[test]
     fn metadata_figures_are_in_operations_per_second() {
-        let mut doc = RunDoc::default();
-        doc.audit = Some(serde_json::json!({
+        let doc = RunDoc {
+            audit: Some(serde_json::json!({
             "command": ["mdtest", "-n", "1000"],
             "reconciliation": [{
                 "test": "file creation", "program": "mdtest", "threads": 2, "claimed_Bps": 0.0,
@@ -166,7 +166,9 @@ mod tests {
                 "observed_calls": 4000, "ratio": 1.03, "verdict": "agrees",
                 "explanation": "4000 create operations claimed, 4000 create calls seen"
             }]
-        }));
+            })),
+            ..Default::default()
+        };
         let t = text(&doc, false);
         assert!(t.contains("4934 op/s") && t.contains("4810 op/s"), "{t}");
         assert!(!t.contains("0.0 MB/s") && !t.contains(" 0 MB/s"), "{t}");

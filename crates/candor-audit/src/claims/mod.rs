@@ -179,11 +179,7 @@ const READERS: &[(&str, Sniff, Read)] = &[
     ),
     ("ior", |o, _| ior::sniff(o), |_, o, _| ior::read(o)),
     ("mdtest", |o, _| mdtest::sniff(o), |_, o, _| mdtest::read(o)),
-    (
-        "fstime",
-        unixbench::sniff_fstime,
-        unixbench::read_fstime,
-    ),
+    ("fstime", unixbench::sniff_fstime, unixbench::read_fstime),
     (
         "unixbench",
         |o, _| unixbench::sniff_run(o),
