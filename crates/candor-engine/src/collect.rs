@@ -80,6 +80,15 @@ fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
             (100.0 * done as f64 / want.max(1) as f64).floor()
         ));
     }
+    if let Some(st) = r.steady_state.as_ref().filter(|st| !st.attained) {
+        out.push(format!(
+            "{label}: not steady after {} round(s) of {} s; its figures are the last window's: allow more rounds or longer ones (--steady-state=max=...,round=...)",
+            st.rounds_run, st.round_seconds
+        ));
+    }
+    if let Some(p) = r.precondition.as_ref().filter(|p| !p.reached_device) {
+        out.push(format!("{label}: {}", p.explanation));
+    }
     out
 }
 
@@ -191,6 +200,37 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("after 50% of the file"), "{}", w[0]);
         assert!(result_warnings(&r, true).is_empty());
+    }
+
+    #[test]
+    fn an_unsteady_test_and_a_preconditioning_the_device_missed_are_said() {
+        let mut r = result("randwrite", 1.0, Status::Ok);
+        r.steady_state = Some(candor_model::SteadyState {
+            attained: false,
+            rounds_run: 3,
+            round_seconds: 0.5,
+            ..Default::default()
+        });
+        r.precondition = Some(candor_model::Precondition {
+            reached_device: false,
+            explanation: "preconditioning wrote 3 MiB but the device took only 1 MiB (33%)".into(),
+            ..Default::default()
+        });
+        let w = result_warnings(&r, false);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("not steady after 3 round(s) of 0.5 s"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].ends_with("the device took only 1 MiB (33%)"),
+            "{}",
+            w[1]
+        );
+        r.steady_state.as_mut().unwrap().attained = true;
+        r.precondition.as_mut().unwrap().reached_device = true;
+        assert!(result_warnings(&r, false).is_empty());
     }
 
     #[test]

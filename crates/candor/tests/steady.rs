@@ -173,6 +173,15 @@ fn a_device_that_keeps_slowing_is_not_steady_within_three_rounds() {
         .as_str()
         .unwrap()
         .starts_with("not steady after 3 round(s)"));
+    // The run's warnings say it, with the remedy.
+    assert!(
+        d["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("not steady after 3 round(s) of 0.3 s")),
+        "{}",
+        d["warnings"]
+    );
     // The table says it, with the rounds and the verdict under it.
     assert!(table.contains("steady"), "{table}");
     assert!(table.contains("no (3)"), "{table}");
