@@ -226,6 +226,80 @@ fn a_write_left_in_the_page_cache_is_memory_speed() {
     assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
 }
 
+/// A block device's writeback limits, restored when dropped: `strict_limit` and
+/// `max_ratio` of /sys/block/NAME/bdi (they outlive the loop device's detaching).
+struct BdiLimits {
+    dir: std::path::PathBuf,
+    strict: String,
+    max_ratio: String,
+}
+
+impl BdiLimits {
+    /// Limits the device's dirty pages to `max_bytes`, strictly (even while the machine's
+    /// dirty memory is far under its own limits).
+    fn strict(device: &str, max_bytes: u64) -> BdiLimits {
+        let dir = Path::new("/sys/block")
+            .join(device.trim_start_matches("/dev/"))
+            .join("bdi");
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .unwrap_or_else(|e| panic!("read {}: {e}", dir.join(f).display()))
+                .trim()
+                .to_string()
+        };
+        let b = BdiLimits {
+            strict: read("strict_limit"),
+            max_ratio: read("max_ratio"),
+            dir: dir.clone(),
+        };
+        std::fs::write(dir.join("strict_limit"), "1").expect("set strict_limit");
+        std::fs::write(dir.join("max_bytes"), max_bytes.to_string()).expect("set max_bytes");
+        b
+    }
+}
+
+impl Drop for BdiLimits {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("max_ratio"), &self.max_ratio);
+        let _ = std::fs::write(self.dir.join("strict_limit"), &self.strict);
+    }
+}
+
+#[test]
+fn buffered_writes_held_back_by_writeback_are_not_memory() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    // The loop device may hold 2 MiB of dirty pages: a 64 MiB buffered write is held back
+    // until writeback catches up, for most of its time.
+    let _limits = BdiLimits::strict(&fs.loop_device, 2 << 20);
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "write",
+            "--engine",
+            "psync",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "64k",
+            "--no-fsync-in-timing",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "write");
+    let o = &w["operations"];
+    assert_eq!(o["write_mode"], "buffered", "{o:#}");
+    assert!(f(&o["waited_share"]) > 0.0, "{o:#}");
+    assert!(f(&o["waited_time_share"]) >= 0.5, "{o:#}");
+    // Not memory speed: the device's writeback set the pace.
+    assert_ne!(w["verdict"], "cache", "{w:#}");
+    assert!(f(&w["flushed_in_window"]) >= 0.5, "{w:#}");
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.contains("held back until writeback caught up"), "{e}");
+}
+
 #[test]
 fn direct_random_writes_each_wait_on_the_device() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
