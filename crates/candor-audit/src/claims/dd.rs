@@ -1,23 +1,45 @@
-//! GNU dd's closing summary: "67108864 bytes (67 MB, 64 MiB) copied, 0.0493976 s, 1.4 GB/s".
-//! dd prints its rate with two significant digits, so the claim is bytes over seconds from the
-//! same line (what the rate was computed from); the printed rate is kept beside it.
+//! dd's closing summary, as two dds print it:
+//! - GNU coreutils: "67108864 bytes (67 MB, 64 MiB) copied, 0.0493976 s, 1.4 GB/s" (units of
+//!   1000, "MiB" of 1024);
+//! - BusyBox with its third status line (FEATURE_DD_THIRD_STATUS_LINE, coreutils/dd.c):
+//!   "67108864 bytes (64.0MB) copied, 0.146506 seconds, 436.8MB/s", where "MB" is 1024 x
+//!   1024 bytes (make_human_readable_str). A BusyBox built without it (Debian's) prints only
+//!   the records lines: no figure to check.
+//!
+//! dd prints its rate rounded, so the claim is bytes over seconds from the same line (what the
+//! rate was computed from); the printed rate is kept beside it.
 
-use super::{number_prefix, parse_size, unit_multiplier, Claim, Direction};
+use super::{number_prefix, parse_size, unit_multiplier, Claim, Direction, Parsed};
 
 /// The last summary line of dd's stderr (progress lines, split by carriage returns, are
 /// earlier and are skipped). One claim, or none when dd printed no summary.
 pub fn parse(text: &str) -> Vec<Claim> {
+    read(text).claims
+}
+
+/// As [`parse`], with a summary line that could not be read.
+pub fn read(text: &str) -> Parsed {
+    let mut out = Parsed::default();
     let mut found = None;
     for (idx, line) in text.split('\n').enumerate() {
         // status=progress rewrites one line with '\r'; the summary is on its own line.
         for piece in line.split('\r') {
             if let Some(c) = parse_summary(piece) {
                 found = Some((idx + 1, c, piece.trim().to_string()));
+            } else if piece.contains(" copied, ")
+                && piece.trim_start().starts_with(char::is_numeric)
+            {
+                out.unread(
+                    "dd",
+                    idx + 1,
+                    piece,
+                    "not dd's \"N bytes ... copied, S s, RATE\" summary".into(),
+                );
             }
         }
     }
     let Some((line, (bytes, seconds, rate), printed)) = found else {
-        return Vec::new();
+        return out;
     };
     let records_out = text.lines().rev().find_map(|l| {
         l.trim()
@@ -52,7 +74,8 @@ pub fn parse(text: &str) -> Vec<Claim> {
     if text.contains("dd: error") || text.contains("dd: failed") {
         claim.flags.push("error".into());
     }
-    vec![claim]
+    out.claims.push(claim);
+    out
 }
 
 /// "N+M" of "N+M records out".
@@ -73,12 +96,31 @@ fn parse_summary(line: &str) -> Option<(u64, f64, Option<f64>)> {
     let mut parts = tail.split(", ");
     let secs_txt = parts.next()?;
     let (seconds, unit) = number_prefix(secs_txt)?;
-    if unit.trim() != "s" || seconds < 0.0 {
+    // GNU: "0.05 s"; BusyBox: "0.146506 seconds".
+    let busybox = match unit.trim() {
+        "s" => false,
+        "seconds" => true,
+        _ => return None,
+    };
+    if seconds < 0.0 {
         return None;
     }
     let rate = parts.next().and_then(|r| {
         let (v, unit) = number_prefix(r)?;
-        Some(v * unit_multiplier(unit.trim())?)
+        let unit = unit.trim();
+        if busybox {
+            // "436.8MB/s": BusyBox's K, M, G are powers of 1024.
+            let m = match unit.strip_suffix("B/s")? {
+                "" => 1.0,
+                "K" => 1024.0,
+                "M" => 1024.0 * 1024.0,
+                "G" => 1024.0f64.powi(3),
+                "T" => 1024.0f64.powi(4),
+                _ => return None,
+            };
+            return Some(v * m);
+        }
+        Some(v * unit_multiplier(unit)?)
     });
     Some((bytes, seconds, rate))
 }

@@ -2,15 +2,27 @@
 //! JSON object, as they do with `2>&1`) or from the normal text output. One claim per job
 //! and direction that moved data.
 
-use super::{number_prefix, parse_size, unit_multiplier, Claim, Direction};
+use super::{number_prefix, parse_size, unit_multiplier, Claim, Direction, Parsed};
 use serde_json::Value;
 
-/// JSON when the text holds fio's JSON object, the normal text output otherwise.
+/// JSON when the text holds fio's JSON object (`json` or `json+`), the terse lines when there
+/// are any (`terse`, also beside `normal`), the normal text output otherwise.
 pub fn parse(text: &str) -> Vec<Claim> {
-    match find_json(text) {
-        Some(v) => parse_json(&v),
-        None => parse_text(text),
+    read(text).claims
+}
+
+/// As [`parse`], with the lines that looked like figures but could not be read.
+pub fn read(text: &str) -> Parsed {
+    if let Some(v) = find_json(text) {
+        return Parsed::of(parse_json(&v));
     }
+    let mut out = Parsed::default();
+    if text.lines().any(|l| terse_version(l).is_some()) {
+        parse_terse(text, &mut out);
+    } else {
+        parse_text(text, &mut out);
+    }
+    out
 }
 
 /// The JSON object fio printed, found among whatever else is in the text: from the first
@@ -94,7 +106,12 @@ fn parse_json(v: &Value) -> Vec<Claim> {
             if io_bytes == 0 || dir == Direction::Unknown {
                 continue;
             }
-            let bw = d.get("bw_bytes").and_then(Value::as_f64).unwrap_or(0.0);
+            // fio 3 prints bw_bytes; fio 2 only "bw", in KiB/s.
+            let bw = d
+                .get("bw_bytes")
+                .and_then(Value::as_f64)
+                .or_else(|| Some(d.get("bw")?.as_f64()? * 1024.0))
+                .unwrap_or(0.0);
             let runtime_ms = d.get("runtime").and_then(Value::as_f64);
             let mut c = Claim {
                 program: "fio".into(),
@@ -108,18 +125,27 @@ fn parse_json(v: &Value) -> Vec<Claim> {
                 seconds: runtime_ms.map(|ms| ms / 1000.0),
                 iops: d.get("iops").and_then(Value::as_f64),
                 basis: "io_bytes over the job's runtime (fio bw_bytes)".into(),
-                printed: format!("bw_bytes {bw}"),
+                printed: match d.get("bw_bytes") {
+                    Some(b) => format!("bw_bytes {b}"),
+                    None => format!("bw {} KiB/s", d.get("bw").unwrap_or(&Value::Null)),
+                },
                 line: 0,
                 filename: filename.clone(),
                 ..Default::default()
             };
-            if let Some(p) = d
-                .get("clat_ns")
-                .and_then(|c| c.get("percentile"))
-                .and_then(Value::as_object)
-            {
+            // fio 3: clat_ns in nanoseconds; fio 2: clat in microseconds.
+            let percentiles = match d.get("clat_ns") {
+                Some(c) => c.get("percentile").map(|p| (p, 1.0)),
+                None => d
+                    .get("clat")
+                    .and_then(|c| c.get("percentile"))
+                    .map(|p| (p, 1e3)),
+            };
+            if let Some((p, scale)) = percentiles.and_then(|(p, s)| Some((p.as_object()?, s))) {
                 for (k, val) in p {
-                    let Some(x) = val.as_f64() else { continue };
+                    let Some(x) = val.as_f64().map(|x| x * scale) else {
+                        continue;
+                    };
                     let label = match k.as_str() {
                         "50.000000" => "p50",
                         "90.000000" => "p90",
@@ -152,7 +178,7 @@ fn parse_json(v: &Value) -> Vec<Claim> {
 /// The normal text output: a "name: (g=0): rw=..., bs=(R) ..." line per job at the start,
 /// then per job "name: (groupid=0, jobs=1): err= 0: pid=..." and its "read: IOPS=...,
 /// BW=...(bytes/msec)" lines.
-fn parse_text(text: &str) -> Vec<Claim> {
+fn parse_text(text: &str, out: &mut Parsed) {
     let mut claims = Vec::new();
     // Block sizes per job name from the start lines.
     let mut bs_of: Vec<(String, Option<u64>, Option<u64>)> = Vec::new();
@@ -178,17 +204,36 @@ fn parse_text(text: &str) -> Vec<Claim> {
             continue;
         }
         let t = line.trim_start();
-        let (dir, rest) = if let Some(r) = t.strip_prefix("read: ") {
-            (Direction::Read, r)
-        } else if let Some(r) = t.strip_prefix("write: ") {
-            (Direction::Write, r)
-        } else {
+        // fio 3 (and 2.20 on): "read: IOPS=..."; fio 2 before: "read : io=..." with the
+        // direction padded to five characters ("read ", "write", "mixed").
+        let Some((word, rest)) = t.split_once(':') else {
             continue;
         };
+        let dir = match word.trim_end() {
+            "read" => Direction::Read,
+            "write" => Direction::Write,
+            "mixed" => Direction::Mixed,
+            _ => continue,
+        };
+        let rest = rest.trim_start();
+        if !(rest.starts_with("IOPS=") || rest.starts_with("io=")) {
+            continue;
+        }
         let Some((name, jobs, err)) = current.clone() else {
             continue;
         };
-        let Some(c) = parse_dir_line(rest, dir) else {
+        let parsed = if rest.starts_with("io=") {
+            parse_dir_line_v2(rest, dir)
+        } else {
+            parse_dir_line(rest, dir)
+        };
+        let Some(c) = parsed else {
+            out.unread(
+                "fio",
+                n + 1,
+                line,
+                "no IOPS= and BW= (fio 3) or io=, bw=, iops=, runt= (fio 2) figures where fio prints them".into(),
+            );
             continue;
         };
         let bs = bs_of
@@ -213,7 +258,146 @@ fn parse_text(text: &str) -> Vec<Claim> {
     }
     // Percentiles: attach the clat percentiles block that follows each direction line.
     attach_text_percentiles(text, &mut claims);
-    claims
+    out.claims.extend(claims);
+}
+
+/// fio's terse output (`--output-format=terse`, `--terse-version=2|3|4|5`; fio's stat.c,
+/// `show_thread_status_terse_all`): one line per job, fields split by ';'. The head is
+/// "2;name;groupid;error" (version 2) or "V;fio-X;name;groupid;error"; then one block per
+/// direction (read, write, and trim in versions 2, 4 and 5): io KiB, bandwidth KiB/s, IOPS,
+/// runtime ms, submission latency (min, max, mean, stdev, usec), completion latency (same),
+/// 20 "P%=usec" percentiles, total latency (4), bandwidth min, max, share of the group,
+/// mean, stdev; version 5 adds the bandwidth samples and IOPS min, max, mean, stdev, samples.
+/// Then CPU (usr%, sys%, ctx, majf, minf), 7 I/O depths, 10 usec and 12 msec latency buckets,
+/// the disks (version 3 and later) and, optionally, error counts and the description.
+const TERSE_DIR_FIELDS: usize = 41;
+const TERSE_V5_EXTRA: usize = 6;
+
+/// Whether a line is one of fio's terse lines.
+pub fn is_terse(line: &str) -> bool {
+    terse_version(line).is_some_and(|v| v > 2 || line.split(';').count() > 100)
+}
+
+/// The terse version of a line, when it is one fio prints.
+fn terse_version(line: &str) -> Option<u32> {
+    let mut f = line.split(';');
+    let v: u32 = f.next()?.parse().ok()?;
+    match v {
+        2 => Some(2),
+        3..=5 if f.next()?.starts_with("fio-") => Some(v),
+        _ => None,
+    }
+}
+
+/// Whether `f[at..]` starts like the block after the directions: "usr%;sys%;ctx;majf;minf"
+/// then 7 I/O depth shares.
+fn terse_tail_at(f: &[&str], at: usize) -> bool {
+    let pct = |s: &str| {
+        s.strip_suffix('%')
+            .is_some_and(|x| x.parse::<f64>().is_ok())
+    };
+    let int = |s: &str| s.parse::<u64>().is_ok();
+    f.len() >= at + 12
+        && pct(f[at])
+        && pct(f[at + 1])
+        && f[at + 2..at + 5].iter().all(|s| int(s))
+        && f[at + 5..at + 12].iter().all(|s| pct(s))
+}
+
+fn parse_terse(text: &str, out: &mut Parsed) {
+    for (n, line) in text.lines().enumerate() {
+        let Some(ver) = terse_version(line) else {
+            continue;
+        };
+        let f: Vec<&str> = line.split(';').collect();
+        let head = if ver == 2 { 4 } else { 5 };
+        let per = TERSE_DIR_FIELDS + if ver == 5 { TERSE_V5_EXTRA } else { 0 };
+        // Directions: read, write (and trim); one "mixed" block with unified_rw_reporting.
+        let usual = if ver == 3 { 2 } else { 3 };
+        let Some(ndirs) = [usual, 1, usual + 1]
+            .into_iter()
+            .find(|&d| terse_tail_at(&f, head + d * per))
+        else {
+            out.unread(
+                "fio",
+                n + 1,
+                line,
+                format!(
+                    "its {} fields do not follow fio's terse version {ver} layout",
+                    f.len()
+                ),
+            );
+            continue;
+        };
+        let name = f[head - 3].to_string();
+        let error: f64 = f[head - 1].parse().unwrap_or(0.0);
+        let mut bad = None;
+        let mut claims = Vec::new();
+        for d in 0..ndirs {
+            let b = &f[head + d * per..head + (d + 1) * per];
+            let dir = match (ndirs, d) {
+                (1, _) | (4, 3) => Direction::Mixed,
+                (_, 0) => Direction::Read,
+                (_, 1) => Direction::Write,
+                _ => continue, // trim
+            };
+            let num = |i: usize| {
+                b[i].parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+            };
+            let (Some(kib), Some(bw), Some(iops), Some(runtime)) = (num(0), num(1), num(2), num(3))
+            else {
+                bad = Some(format!(
+                    "the {} block does not start with four numbers",
+                    dir.as_str()
+                ));
+                break;
+            };
+            if kib == 0.0 {
+                continue;
+            }
+            let mut c = Claim {
+                program: "fio".into(),
+                test: name.clone(),
+                direction: dir,
+                threads: 1,
+                claimed_bps: bw * 1024.0,
+                bytes: Some(kib as u64 * 1024),
+                seconds: Some(runtime / 1000.0),
+                iops: Some(iops),
+                basis: format!("io over the job's runtime (fio terse version {ver}, whole KiB/s)"),
+                printed: format!("{} KiB/s", b[1]),
+                line: n + 1,
+                ..Default::default()
+            };
+            // Completion latency percentiles, "50.000000%=36" in usec.
+            for p in &b[12..32] {
+                let Some((pct, v)) = p.split_once("%=") else {
+                    continue;
+                };
+                let label = match pct {
+                    "50.000000" => "p50",
+                    "90.000000" => "p90",
+                    "99.000000" => "p99",
+                    "99.900000" => "p999",
+                    _ => continue,
+                };
+                if let Ok(v) = v.parse::<f64>() {
+                    c.latency_ns.insert(label.into(), v * 1e3);
+                }
+            }
+            if error != 0.0 {
+                c.extra.insert("job_error".into(), error);
+                c.flags.push("job_error".into());
+            }
+            claims.push(c);
+        }
+        match bad {
+            Some(why) => out.unread("fio", n + 1, line, why),
+            None => out.claims.extend(claims),
+        }
+    }
 }
 
 /// The word after `key` in `s`, up to a comma or space.
@@ -269,6 +453,52 @@ fn parse_dir_line(rest: &str, dir: Direction) -> Option<Claim> {
         iops: Some(iops),
         basis: "fio BW (rounded to 3-4 digits in text output)".into(),
         printed: format!("BW={}", &bw_txt[..bw_txt.find(' ').unwrap_or(bw_txt.len())]),
+        threads: 1,
+        ..Default::default()
+    })
+}
+
+/// fio 2 before 2.20 (stat.c `show_ddir_status`): "io=65536KB, bw=4369.1KB/s, iops=1092,
+/// runt=   15msec". Sizes are in units of kb_base, 1024 unless the job set 1000: "KB" and "MB"
+/// are then 1024 and 1024 x 1024 bytes. IOPS take "K" and "M" of 1000.
+fn parse_dir_line_v2(rest: &str, dir: Direction) -> Option<Claim> {
+    let size = |txt: &str| -> Option<f64> {
+        let (v, unit) = number_prefix(txt)?;
+        let u = unit.trim().strip_suffix("/s").unwrap_or(unit.trim());
+        let m = match u {
+            "B" | "" => 1.0,
+            "KB" => 1024.0,
+            "MB" => 1024.0 * 1024.0,
+            "GB" => 1024.0f64.powi(3),
+            "TB" => 1024.0f64.powi(4),
+            _ => return None,
+        };
+        Some(v * m)
+    };
+    let io_txt = field(rest, "io=")?;
+    let bw_txt = field(rest, "bw=")?;
+    let (iops, suffix) = number_prefix(field(rest, "iops=")?)?;
+    let iops = iops
+        * match suffix {
+            "" => 1.0,
+            "K" | "k" => 1e3,
+            "M" => 1e6,
+            _ => return None,
+        };
+    let runt = rest.split("runt=").nth(1)?.trim_start();
+    let (ms, unit) = number_prefix(runt)?;
+    if unit.trim() != "msec" {
+        return None;
+    }
+    Some(Claim {
+        program: "fio".into(),
+        direction: dir,
+        claimed_bps: size(bw_txt)?,
+        bytes: Some(size(io_txt)?.round() as u64),
+        seconds: Some(ms / 1e3),
+        iops: Some(iops),
+        basis: "fio 2 bw (rounded to 5 digits in text output; KB = 1024 bytes)".into(),
+        printed: format!("bw={bw_txt}"),
         threads: 1,
         ..Default::default()
     })

@@ -201,26 +201,26 @@ pub fn read(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
     if let Some((_, _, read)) = READERS.iter().find(|(name, _, _)| Some(*name) == program) {
         return read(argv, stdout, stderr);
     }
-    Parsed::of(match program {
-        Some("iozone") => return iozone::read(stdout),
+    match program {
+        Some("iozone") => iozone::read(stdout),
         Some("fio") => {
-            let mut c = fio::parse(stdout);
-            if c.is_empty() {
-                c = fio::parse(stderr);
+            let mut p = fio::read(stdout);
+            if p.claims.is_empty() && p.unread.is_empty() {
+                p = fio::read(stderr);
             }
-            fio::apply_args(&mut c, argv);
-            c
+            fio::apply_args(&mut p.claims, argv);
+            p
         }
         Some("dd") => {
-            let mut c = dd::parse(stderr);
-            if c.is_empty() {
-                c = dd::parse(stdout);
+            let mut p = dd::read(stderr);
+            if p.claims.is_empty() && p.unread.is_empty() {
+                p = dd::read(stdout);
             }
-            dd::apply_args(&mut c, argv);
-            c
+            dd::apply_args(&mut p.claims, argv);
+            p
         }
-        _ => Vec::new(),
-    })
+        _ => Parsed::default(),
+    }
 }
 
 /// Recognises a program by its output when its name does not say (a wrapper script).
@@ -230,7 +230,10 @@ fn sniff(stdout: &str, stderr: &str) -> Option<&'static str> {
     }
     if stdout.contains("Iozone: Performance Test of File I/O") {
         Some("iozone")
-    } else if stdout.contains("\"fio version\"") || stdout.contains("\nRun status group ") {
+    } else if stdout.contains("\"fio version\"")
+        || stdout.contains("\nRun status group ")
+        || stdout.lines().any(fio::is_terse)
+    {
         Some("fio")
     } else if stderr.contains(" records out") {
         Some("dd")
