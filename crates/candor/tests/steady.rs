@@ -1,7 +1,8 @@
 //! `--steady-state`, `--precondition` and `--ramp` through the real binary. The steady and
 //! unsteady cases run on candor-faultfs, whose reads sleep as a slow device would: at a
 //! fixed pace (steady, whatever else the machine does) or slower with every second (a load
-//! that keeps changing). Each verdict is checked against the rounds' own figures. The
+//! that keeps changing), and both side by side, each target stopping at its own steady
+//! round. Each verdict is checked against the rounds' own figures. The
 //! preconditioning case runs as root on an ext4 on a loop device, where the witness sees
 //! the device; tmpfs is refused.
 
@@ -368,4 +369,41 @@ fn preconditioning_reaches_the_device_and_rounds_carry_the_devices_figure() {
     assert_ne!(s["basis"], "application", "{s}");
     assert_eq!(s["device_idle"], false);
     assert!(s["device"]["average"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn each_target_stops_at_its_own_steady_round() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_a, steady)) = faultfs(&Faults::new().delay_us(10_000)) else {
+        return;
+    };
+    let Some((_b, slowing)) = faultfs(&Faults::new().delay_us(2000).slow_down_pct(200)) else {
+        return;
+    };
+    let out = common::candor()
+        .arg("run")
+        .arg(steady.path())
+        .arg(slowing.path())
+        .args(RANDREAD)
+        .args(["--steady-state=window=3,max=6,round=300ms", "--quiet"])
+        .output()
+        .expect("candor runs");
+    let d = doc(&out);
+    let results = d["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let of = |p: &Path| {
+        let want = std::fs::canonicalize(p).unwrap();
+        results
+            .iter()
+            .find(|r| Path::new(r["target"].as_str().unwrap()) == want)
+            .unwrap_or_else(|| panic!("no result for {}", p.display()))["steady_state"]
+            .clone()
+    };
+    let (a, b) = (of(steady.path()), of(slowing.path()));
+    eprintln!("{}\n{}", a["explanation"], b["explanation"]);
+    assert_eq!(a["attained"], true, "{a}");
+    assert_eq!(a["rounds_run"], a["round"], "the steady target stops there");
+    assert_eq!(b["attained"], false, "{b}");
+    assert_eq!(b["rounds_run"], 6, "the other runs every round allowed");
+    assert!(a["rounds_run"].as_u64().unwrap() <= 6);
 }
