@@ -171,6 +171,12 @@ mod tests {
         };
         assert_eq!(cell(&r), "round 3");
         let t = text(&[&r]);
+        // Its window is judged by the steady-state criteria: no note on its repetitions' spread.
+        let mut noisy = r.clone();
+        noisy.throughput = candor_stats::summarize(&[1e8, 2e8, 3e8]);
+        assert!(crate::view::number_notes(&[&noisy], 1).0.is_empty());
+        noisy.steady_state = None;
+        assert_eq!(crate::view::number_notes(&[&noisy], 1).0.len(), 1);
         assert!(t.contains("randwrite 1m/4k: rounds (window 2, range ≤ 20%, slope ≤ 10%, rounds of 1 s, at most 9)"), "{t}");
         let rows: Vec<&str> = t
             .lines()

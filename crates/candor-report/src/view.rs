@@ -248,7 +248,9 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
             );
         }
     }
-    if r.throughput.n >= 2 && r.throughput.cv > NOISY_CV {
+    // A steady-state window is judged by its own criteria (range and slope, said under the
+    // table), and --repeat does not apply to it.
+    if r.throughput.n >= 2 && r.throughput.cv > NOISY_CV && r.steady_state.is_none() {
         add(
             NoteKind::Noisy,
             format!(
