@@ -59,6 +59,13 @@ volatile const char candor_quiet_comm[16] = {};
 #define OWNER_TRACKED 1
 #define OWNER_WRITEBACK 2
 #define OWNER_KERNEL 3
+#define OWNER_JOB 4
+
+/* Values of `tracked` (and of `wb_inodes`: who dirtied the inode): the traced process set
+ * itself, or another process of the same job (another MPI rank on this machine), whose
+ * requests are the job's, never foreign, but not the set's own figures. */
+#define SET_OWN 1
+#define SET_JOB 2
 
 #define DIAG_PHASES_LOST 0
 #define DIAG_STARTS_FULL 1
@@ -340,9 +347,16 @@ static __always_inline void diag_inc(__u32 which)
 		*d += 1;
 }
 
+/* SET_OWN, SET_JOB, or 0 for a process outside both. */
+static __always_inline __u8 set_of(__u32 tgid)
+{
+	__u8 *v = bpf_map_lookup_elem(&tracked, &tgid);
+	return v ? *v : 0;
+}
+
 static __always_inline int is_tracked_tgid(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&tracked, &tgid) != 0;
+	return set_of(tgid) == SET_OWN;
 }
 
 static __always_inline int slot_of(__s32 nr)
@@ -490,12 +504,15 @@ SEC("tracepoint/sched/sched_process_fork")
 int candor_fork(void *ctx)
 {
 	__u32 parent = bpf_get_current_pid_tgid() >> 32;
-	if (!is_tracked_tgid(parent))
+	__u8 set = set_of(parent);
+	if (!set)
 		return 0;
 	__u32 child = 0;
 	bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + 20);
-	__u8 one = 1;
-	bpf_map_update_elem(&tracked, &child, &one, BPF_ANY);
+	/* A child belongs where its parent does. */
+	bpf_map_update_elem(&tracked, &child, &set, BPF_ANY);
+	if (set != SET_OWN)
+		return 0;
 	/* Every tracked thread has an (idle) syscall slot: sys_enter needs no other lookup. */
 	struct sys_start idle = {};
 	bpf_map_update_elem(&starts, &child, &idle, BPF_NOEXIST);
@@ -763,13 +780,20 @@ static __always_inline __u8 owner_now(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	if (is_tracked_tgid(tgid))
+	__u8 set = set_of(tgid);
+	if (set == SET_OWN)
 		return OWNER_TRACKED;
-	/* A flusher writing an inode back: the set's if the set dirtied it, else someone
-	 * else's data. */
+	if (set == SET_JOB)
+		return OWNER_JOB;
+	/* A flusher writing an inode back: the set's if the set dirtied it, the job's if
+	 * another process of the job did, else someone else's data. */
 	__u64 *ino = bpf_map_lookup_elem(&wb_cur, &tid);
-	if (ino)
-		return bpf_map_lookup_elem(&wb_inodes, ino) ? OWNER_WRITEBACK : OWNER_FOREIGN;
+	if (ino) {
+		__u8 *by = bpf_map_lookup_elem(&wb_inodes, ino);
+		if (!by)
+			return OWNER_FOREIGN;
+		return *by == SET_OWN ? OWNER_WRITEBACK : OWNER_JOB;
+	}
 	/* Any other kernel thread (a journal commit, filesystem housekeeping) works for the
 	 * filesystem, not for a process: kept apart from the other processes' traffic. */
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -1050,13 +1074,15 @@ SEC("tracepoint/writeback/writeback_dirty_folio")
 int candor_dirty_folio(struct wb_ctx *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!is_tracked_tgid(tgid))
+	__u8 set = set_of(tgid);
+	if (!set)
 		return 0;
 	__u64 ino = ctx->ino;
-	if (bpf_map_lookup_elem(&wb_inodes, &ino))
+	/* The set's own mark wins over the job's (a file both wrote: --shared-file). */
+	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &ino);
+	if (by && (*by == SET_OWN || *by == set))
 		return 0;
-	__u8 one = 1;
-	bpf_map_update_elem(&wb_inodes, &ino, &one, BPF_ANY);
+	bpf_map_update_elem(&wb_inodes, &ino, &set, BPF_ANY);
 	return 0;
 }
 

@@ -27,6 +27,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn add_job_pid(&mut self, _pid: u32) -> Result<(), TraceError> {
+        match *self {}
+    }
+
     pub fn remove_pid(&mut self, _pid: u32) -> Result<(), TraceError> {
         match *self {}
     }

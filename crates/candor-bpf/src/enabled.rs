@@ -218,6 +218,20 @@ impl Loaded {
         Ok(())
     }
 
+    pub fn add_job_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        // BPF_NOEXIST: a process of the set itself stays the set's. No syscall slots: the
+        // job's calls are not the set's figures.
+        match self.u32_hash::<u8>("tracked")?.insert(pid, 2, 1) {
+            Ok(()) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(err("tracked insert", e)),
+        }
+    }
+
     pub fn quiet_thread(&mut self, tid: u32) -> Result<(), TraceError> {
         let _ = self.u32_hash::<SysStart>("starts")?.remove(&tid);
         Ok(())
@@ -254,7 +268,12 @@ impl Loaded {
     pub fn tracked(&self) -> Result<Vec<u32>, TraceError> {
         let m: HashMap<_, u32, u8> =
             HashMap::try_from(self.map("tracked")?).map_err(|e| err("tracked", e))?;
-        Ok(m.keys().filter_map(Result::ok).collect())
+        // The job's other processes (value 2) are not the set.
+        Ok(m.iter()
+            .filter_map(Result::ok)
+            .filter(|(_, v)| *v == 1)
+            .map(|(k, _)| k)
+            .collect())
     }
 
     /// Requests issued and not yet completed, as the programs count them, per device

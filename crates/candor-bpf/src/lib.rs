@@ -146,6 +146,14 @@ impl Tracer {
         self.inner.add_pid(pid)
     }
 
+    /// Adds another process of the same job (another MPI rank on this machine), and from
+    /// now on its children: its block requests, and the writeback of inodes it dirtied,
+    /// are [`Owner::Job`], neither the set's own nor foreign. Its system calls and page
+    /// cache are not counted. A process already in the set stays in it.
+    pub fn add_job_pid(&mut self, pid: u32) -> Result<(), TraceError> {
+        self.inner.add_job_pid(pid)
+    }
+
     /// Leaves one thread of a tracked process out of the syscall figures from now on.
     pub fn quiet_thread(&mut self, tid: u32) -> Result<(), TraceError> {
         self.inner.quiet_thread(tid)

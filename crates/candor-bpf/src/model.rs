@@ -72,6 +72,11 @@ pub fn fill_witness(d: &Snapshot, devices: &[DevId], w: &mut Witness) {
         "bpf_kernel_thread_bytes".into(),
         serde_json::json!(d.kernel_bytes(devices)),
     );
+    let job = d.job_bytes(devices);
+    if job > 0 {
+        w.extra
+            .insert("bpf_job_bytes".into(), serde_json::json!(job));
+    }
     let mut own = d.block_sum(devices, Direction::Read, Owner::is_own);
     own.add(&d.block_sum(devices, Direction::Write, Owner::is_own));
     if own.issues > 0 {

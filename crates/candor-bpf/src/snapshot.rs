@@ -141,6 +141,10 @@ pub enum Owner {
     /// Submitted by a kernel thread outside any inode's writeback: a journal commit,
     /// filesystem housekeeping. Neither the set's own nor another process's.
     Kernel,
+    /// Submitted by another process of the same job (`Tracer::add_job_pid`: another MPI
+    /// rank on this machine, or its children), or written back for an inode one of them
+    /// dirtied: the job's, neither the set's own nor foreign.
+    Job,
 }
 
 impl Owner {
@@ -149,6 +153,7 @@ impl Owner {
             1 => Owner::Tracked,
             2 => Owner::Writeback,
             3 => Owner::Kernel,
+            4 => Owner::Job,
             _ => Owner::Foreign,
         }
     }
@@ -517,6 +522,12 @@ impl Snapshot {
     /// commits, filesystem housekeeping), every direction.
     pub fn kernel_bytes(&self, devices: &[DevId]) -> u64 {
         self.bytes_of(devices, Owner::Kernel)
+    }
+
+    /// Bytes the job's other processes moved on `devices` (all when empty), every
+    /// direction, writeback done for them included.
+    pub fn job_bytes(&self, devices: &[DevId]) -> u64 {
+        self.bytes_of(devices, Owner::Job)
     }
 
     fn bytes_of(&self, devices: &[DevId], owner: Owner) -> u64 {

@@ -136,6 +136,7 @@ fn run_probed_with(
             mode: Mode::Off,
             interval: Duration::from_millis(100),
             trace_syscalls: false,
+            job: Vec::new(),
         },
     );
     let mut targets = vec![Target::new(tmp.path().to_path_buf(), dir, witness)];

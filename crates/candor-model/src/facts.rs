@@ -43,11 +43,24 @@ pub struct DiskDelta {
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 #[serde(default)]
 pub struct Exact {
+    /// The test's own: candor's process tree, the flushers writing back its files, and
+    /// kernel threads outside any inode's writeback (journal commits, transaction
+    /// commits: the filesystem's work).
     pub own_read_window: u64,
     pub own_read_total: u64,
     pub own_write_window: u64,
     pub own_write_total: u64,
+    /// Other processes', every direction.
     pub foreign_bytes: u64,
+    /// Of the own bytes, the kernel threads' (journal, housekeeping): every process of a
+    /// job on one machine sees them, so a merge of side-by-side processes counts them once.
+    pub kernel_read_window: u64,
+    pub kernel_read_total: u64,
+    pub kernel_write_window: u64,
+    pub kernel_write_total: u64,
+    /// The other processes of the same job on this machine (the other MPI ranks here),
+    /// every direction: neither this process's nor foreign.
+    pub job_bytes: u64,
 }
 
 /// Everything measured about one repetition (or the sum of several), as plain numbers.
@@ -76,6 +89,11 @@ pub struct Facts {
     /// Block-layer [read, write] bytes of every other process over begin -> finish; None
     /// when other processes' counters cannot be read (not root).
     pub others_io: Option<[u64; 2]>,
+    /// Block-layer [read, write] bytes of the other processes of the same job on this
+    /// machine (the other ranks of an MPI job on this node, and their children) over
+    /// begin -> finish: the job's own traffic, neither this process's nor foreign. None
+    /// when there is no such job.
+    pub job_io: Option<[u64; 2]>,
     /// The device is candor's alone (a `candor lab` loop device): all its traffic is the
     /// test's.
     pub exclusive: bool,
@@ -212,6 +230,11 @@ impl std::ops::AddAssign<&Exact> for Exact {
         self.own_write_window += b.own_write_window;
         self.own_write_total += b.own_write_total;
         self.foreign_bytes += b.foreign_bytes;
+        self.kernel_read_window += b.kernel_read_window;
+        self.kernel_read_total += b.kernel_read_total;
+        self.kernel_write_window += b.kernel_write_window;
+        self.kernel_write_total += b.kernel_write_total;
+        self.job_bytes += b.job_bytes;
     }
 }
 
@@ -256,6 +279,10 @@ impl Facts {
         add_opt(&mut self.own_window, &o.own_window, |a, b| *a += b);
         add_opt(&mut self.own_total, &o.own_total, |a, b| *a += b);
         add_opt(&mut self.others_io, &o.others_io, |a, b| {
+            a[0] += b[0];
+            a[1] += b[1];
+        });
+        add_opt(&mut self.job_io, &o.job_io, |a, b| {
             a[0] += b[0];
             a[1] += b[1];
         });

@@ -18,6 +18,8 @@ pub struct Topology {
     pub rank_nodes: Vec<u32>,
     pub offsets: Vec<Offset>,
     pub library: String,
+    /// Per rank: its process id on its node.
+    pub pids: Vec<u32>,
 }
 
 /// Node names in order of first appearance, and each rank's node.
@@ -49,6 +51,14 @@ impl Topology {
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .collect();
         let (node_names, rank_nodes) = nodes_from_names(&names);
+        let pids: Vec<u32> = world
+            .all_gather_bytes(&std::process::id().to_le_bytes())
+            .iter()
+            .map(|b| {
+                b.get(..4)
+                    .map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+            })
+            .collect();
         let mut offsets = world.clock_offsets(now, CLOCK_ROUNDS);
         // Ranks on rank 0's node read the very same monotonic clock: their offset is zero
         // exactly, not the estimate's few microseconds of noise.
@@ -63,7 +73,34 @@ impl Topology {
             rank_nodes,
             offsets,
             library: world.library(),
+            pids,
         }
+    }
+
+    /// The process ids of the other ranks on `rank`'s node: the job's processes there,
+    /// whose traffic the witness counts as the job's, never foreign. A pid is kept only
+    /// when this machine has a process by that id running the same program (a node name
+    /// shared by two machines, or ranks in separate PID namespaces, cannot name a stranger).
+    pub fn peers_on_node(&self, rank: u32) -> Vec<u32> {
+        let own = std::fs::read_link("/proc/self/exe").ok();
+        self.same_node(rank)
+            .into_iter()
+            .filter(|pid| {
+                own.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == own
+            })
+            .collect()
+    }
+
+    /// The pids of the ranks on `rank`'s node but `rank` itself, as the ranks reported them.
+    fn same_node(&self, rank: u32) -> Vec<u32> {
+        let node = self.rank_nodes.get(rank as usize).copied();
+        self.rank_nodes
+            .iter()
+            .zip(&self.pids)
+            .enumerate()
+            .filter(|&(r, (&n, _))| r as u32 != rank && Some(n) == node)
+            .map(|(_, (_, &pid))| pid)
+            .collect()
     }
 
     /// The run's MPI record.
@@ -284,10 +321,22 @@ mod tests {
             rank_nodes: of_rank,
             offsets: vec![Offset::default(); 5],
             library: String::new(),
+            pids: vec![11, 12, 13, 14, 15],
         };
         let info = topo.info(false, true);
         assert_eq!((info.ranks, info.nodes), (5, 3));
         assert_eq!(info.ranks_per_node, [2, 2, 1]);
+        // Rank 0's node is also rank 2's; rank 3 is alone on its node.
+        assert_eq!(topo.same_node(0), [13]);
+        assert_eq!(topo.same_node(4), [12]);
+        assert!(topo.same_node(3).is_empty());
+        // Pids that are not this program's processes here are not the job's.
+        assert!(topo.peers_on_node(0).is_empty());
+        let me = Topology {
+            pids: vec![0, 1, std::process::id(), 1, 1],
+            ..topo.clone()
+        };
+        assert_eq!(me.peers_on_node(0), [std::process::id()]);
     }
 
     fn topo(rank_nodes: &[u32]) -> Topology {
@@ -296,6 +345,7 @@ mod tests {
             rank_nodes: rank_nodes.to_vec(),
             offsets: vec![Offset::default(); rank_nodes.len()],
             library: String::new(),
+            pids: Vec::new(),
         }
     }
 
@@ -336,6 +386,7 @@ mod tests {
             rank_nodes: vec![0, 0],
             offsets: vec![Offset::default(); 2],
             library: String::new(),
+            pids: Vec::new(),
         };
         let mine = vec![TestResult {
             test: "write".into(),

@@ -68,6 +68,44 @@ pub struct NodeFigures {
     pub cache_hit_ratio: Option<f64>,
     /// A read test meant for the device that this node's page cache served (mostly) anyway.
     pub served_by_cache: bool,
+    /// The node's device traffic, the job's own and foreign.
+    pub traffic: Option<NodeTraffic>,
+}
+
+/// One node's device bytes over a test (begin -> finish of its ranks' widest windows),
+/// split between the job and everything else. The job's own are every rank's requests on
+/// the node, the writeback of the pages they dirtied and the filesystem's work for them
+/// (journal and transaction commits); the other ranks of the job are never foreign.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct NodeTraffic {
+    pub own_read_bytes: u64,
+    pub own_write_bytes: u64,
+    /// Other processes' device bytes, every direction.
+    pub foreign_bytes: u64,
+    /// Whether foreign bytes made this node's figures `disturbed`.
+    pub disturbed: bool,
+    /// True when eBPF attributed every request to its submitter; false when the procfs
+    /// counters bounded the split (docs/witness.md, Attribution).
+    pub exact: bool,
+}
+
+impl NodeTraffic {
+    /// The split of a node's combined witness; None when it kept no facts.
+    pub fn of(w: &Witness) -> Option<NodeTraffic> {
+        let f = w.extra.facts.as_ref()?;
+        if !matches!(f.placement, candor_model::Placement::Device { .. }) {
+            return None;
+        }
+        let a = candor_witness::rules::attribute(f);
+        Some(NodeTraffic {
+            own_read_bytes: a.own_read,
+            own_write_bytes: a.own_write_total,
+            foreign_bytes: a.foreign_read + a.foreign_write,
+            disturbed: w.disturbed,
+            exact: a.exact,
+        })
+    }
 }
 
 /// Mean, standard deviation and count, as combined from the ranks' Welford states.
@@ -176,15 +214,18 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
 /// Combines witnesses of ranks that ran at the same time (`(node, witness)` in rank
 /// order). The witness's own `combine` sums repetitions that ran one after another; ranks
 /// run side by side, so: the application bytes of every rank add up; the time is the
-/// longest rank's (not the sum), with a headline of all ranks' bytes over it; and a node's
-/// device and system counters are counted once per node, because every rank on a node sees
-/// the whole node's device traffic (its neighbours' I/O would otherwise be counted several
-/// times and taken for another process's). Of the node's ranks, the one whose window saw
-/// the most (each field's largest delta) is taken: the windows all open before the common
-/// release, and the one that closed last covers every rank's I/O on that node.
+/// longest rank's (not the sum), with a headline of all ranks' bytes over it; and what a
+/// rank sees of its whole node is counted once per node, because every rank on a node sees
+/// it (its neighbours' I/O would otherwise be counted several times and taken for another
+/// process's): the device and system counters, the other processes' counters, and with
+/// eBPF the kernel threads' requests (journal) and the foreign ones. Of the node's ranks,
+/// the one whose window saw the most (each field's largest delta) is taken: the windows all
+/// open before the common release, and the one that closed last covers every rank's I/O on
+/// that node. What each rank saw of the job's other ranks (`job_io`, `exact.job_bytes`) is
+/// their own traffic, which the merge counts as theirs: it is dropped.
 pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
     let facts: Vec<Option<Facts>> = ws.iter().map(|(_, w)| w.extra.facts.clone()).collect();
-    let mut node_device: BTreeMap<u32, (DiskDelta, DiskDelta)> = BTreeMap::new();
+    let mut node_device: BTreeMap<u32, NodeWide> = BTreeMap::new();
     let (mut app_bytes, mut timed, mut window, mut total) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     // The ranks flush side by side too: the longest flush, like the longest timing.
     let mut flush = 0.0f64;
@@ -198,9 +239,7 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
         flush = flush.max(f.flush_seconds);
         window = window.max(f.window_seconds);
         total = total.max(f.total_seconds);
-        let e = node_device.entry(*node).or_default();
-        e.0 = e.0.widest(&f.device_window);
-        e.1 = e.1.widest(&f.device_total);
+        node_device.entry(*node).or_default().widen(f);
     }
     let mut seen: Vec<u32> = Vec::new();
     let mut out = Vec::with_capacity(ws.len());
@@ -224,14 +263,9 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
                 f.window_seconds = 0.0;
                 f.total_seconds = 0.0;
             }
-            if first_on_node {
-                if let Some((dw, dt)) = node_device.get(&node) {
-                    f.device_window = *dw;
-                    f.device_total = *dt;
-                }
-            } else {
-                f.device_window = DiskDelta::default();
-                f.device_total = DiskDelta::default();
+            let wide = node_device.get(&node).cloned().unwrap_or_default();
+            wide.apply(&mut f, first_on_node);
+            if !first_on_node {
                 // The disk under a loop device's file, like the device, once per node.
                 if let Some(l) = f.loop_device.as_mut() {
                     l.backing_window = l.backing_window.map(|_| DiskDelta::default());
@@ -244,6 +278,77 @@ pub fn combine_parallel(ws: Vec<(u32, Witness)>) -> Option<Witness> {
         out.push(w);
     }
     combine(out)
+}
+
+/// What every rank on a node sees of the whole node, widest over the node's ranks.
+#[derive(Clone, Debug, Default)]
+struct NodeWide {
+    device_window: DiskDelta,
+    device_total: DiskDelta,
+    others_io: Option<[u64; 2]>,
+    /// eBPF: kernel threads' bytes ([read window, read total, write window, write total])
+    /// and foreign bytes.
+    kernel: [u64; 4],
+    foreign: u64,
+}
+
+impl NodeWide {
+    fn widen(&mut self, f: &Facts) {
+        self.device_window = self.device_window.widest(&f.device_window);
+        self.device_total = self.device_total.widest(&f.device_total);
+        if let Some(o) = f.others_io {
+            let w = self.others_io.get_or_insert([0, 0]);
+            w[0] = w[0].max(o[0]);
+            w[1] = w[1].max(o[1]);
+        }
+        if let Some(e) = f.exact {
+            let k = [
+                e.kernel_read_window,
+                e.kernel_read_total,
+                e.kernel_write_window,
+                e.kernel_write_total,
+            ];
+            for (a, b) in self.kernel.iter_mut().zip(k) {
+                *a = (*a).max(b);
+            }
+            self.foreign = self.foreign.max(e.foreign_bytes);
+        }
+    }
+
+    /// Puts the node's figures on its first rank and none on the others; every rank keeps
+    /// its own bytes, and nothing of the job's other ranks.
+    fn apply(&self, f: &mut Facts, first_on_node: bool) {
+        let (dw, dt) = if first_on_node {
+            (self.device_window, self.device_total)
+        } else {
+            Default::default()
+        };
+        f.device_window = dw;
+        f.device_total = dt;
+        // Other processes' counters: unknown on one rank leaves the node's unknown.
+        if let Some(o) = f.others_io.as_mut() {
+            *o = match (first_on_node, self.others_io) {
+                (true, Some(w)) => w,
+                _ => [0, 0],
+            };
+        }
+        f.job_io = f.job_io.map(|_| [0, 0]);
+        if let Some(e) = f.exact.as_mut() {
+            let k = if first_on_node { self.kernel } else { [0; 4] };
+            e.own_read_window = e.own_read_window.saturating_sub(e.kernel_read_window) + k[0];
+            e.own_read_total = e.own_read_total.saturating_sub(e.kernel_read_total) + k[1];
+            e.own_write_window = e.own_write_window.saturating_sub(e.kernel_write_window) + k[2];
+            e.own_write_total = e.own_write_total.saturating_sub(e.kernel_write_total) + k[3];
+            [
+                e.kernel_read_window,
+                e.kernel_read_total,
+                e.kernel_write_window,
+                e.kernel_write_total,
+            ] = k;
+            e.foreign_bytes = if first_on_node { self.foreign } else { 0 };
+            e.job_bytes = 0;
+        }
+    }
 }
 
 /// Welford state of a set of samples.
@@ -474,6 +579,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
             verdict: w.as_ref().map(|w| w.verdict),
             cache_hit_ratio: hit,
             served_by_cache: served,
+            traffic: w.as_ref().and_then(NodeTraffic::of),
         });
     }
 
@@ -696,6 +802,99 @@ mod tests {
             "the longest flush, not a sum: {}",
             f.flush_seconds
         );
+    }
+
+    fn device() -> candor_model::Placement {
+        candor_model::Placement::Device { name: "vda".into() }
+    }
+
+    #[test]
+    fn ranks_of_one_node_are_the_job_own_traffic_never_foreign() {
+        let mib = 1u64 << 20;
+        // eBPF: two ranks on node 0 wrote 100 MiB each; each saw its own 100 MiB, the
+        // journal's 2 MiB (kernel threads) and the other rank's 100 MiB (the job's); rank
+        // 0's window also saw 1 MiB of a stranger, rank 1's (which closed last) 3 MiB.
+        let exact = |foreign: u64| {
+            let mut w = witness(100, 205, 1.0);
+            let f = w.extra.facts.as_mut().unwrap();
+            f.placement = device();
+            f.exact = Some(candor_model::Exact {
+                own_write_window: 102 * mib,
+                own_write_total: 102 * mib,
+                kernel_write_window: 2 * mib,
+                kernel_write_total: 2 * mib,
+                job_bytes: 100 * mib,
+                foreign_bytes: foreign * mib,
+                ..Default::default()
+            });
+            w
+        };
+        let each = [exact(1), exact(3)];
+        for w in &each {
+            let j = candor_witness::rules::judge(w.extra.facts.as_ref().unwrap());
+            assert_eq!(
+                j.foreign_device_bytes,
+                w.extra.facts.as_ref().unwrap().exact.unwrap().foreign_bytes
+            );
+        }
+        let w = combine_parallel(vec![(0, each[0].clone()), (0, each[1].clone())]).unwrap();
+        let t = NodeTraffic::of(&w).unwrap();
+        assert_eq!(
+            t.own_write_bytes,
+            202 * mib,
+            "both ranks' bytes and the journal once"
+        );
+        assert_eq!(t.foreign_bytes, 3 * mib, "the stranger, once");
+        assert!(t.exact && t.disturbed);
+        assert_eq!(w.write_amplification, Some(1.01));
+        // Without the stranger the node is quiet.
+        let quiet = |w: &Witness| {
+            let mut w = w.clone();
+            w.extra
+                .facts
+                .as_mut()
+                .unwrap()
+                .exact
+                .as_mut()
+                .unwrap()
+                .foreign_bytes = 0;
+            w
+        };
+        let w = combine_parallel(vec![(0, quiet(&each[0])), (0, quiet(&each[1]))]).unwrap();
+        assert!(!w.disturbed, "{}", w.explanation);
+        assert_eq!(NodeTraffic::of(&w).unwrap().foreign_bytes, 0);
+
+        // procfs: the device wrote 201 MiB; each rank's /proc/self/io explains its 100,
+        // the other rank's /proc/<pid>/io the other 100, and nothing else moved.
+        let procfs = |others: u64| {
+            let mut w = witness(100, 201, 1.0);
+            let f = w.extra.facts.as_mut().unwrap();
+            f.placement = device();
+            f.own_total = Some(candor_model::ProcessIo {
+                write_bytes: 100 * mib,
+                ..Default::default()
+            });
+            f.job_io = Some([0, 100 * mib]);
+            f.others_io = Some([0, others]);
+            w
+        };
+        for w in [procfs(0), procfs(0)] {
+            assert!(!candor_witness::rules::judge(w.extra.facts.as_ref().unwrap()).disturbed);
+        }
+        let w = combine_parallel(vec![(0, procfs(0)), (0, procfs(0))]).unwrap();
+        let t = NodeTraffic::of(&w).unwrap();
+        assert!(!w.disturbed, "{}", w.explanation);
+        assert_eq!(
+            (t.own_write_bytes, t.foreign_bytes, t.exact),
+            (201 * mib, 0, false)
+        );
+        // A stranger that wrote 20 MiB (seen by both ranks) is foreign once.
+        let mut a = procfs(20 * mib);
+        a.extra.facts.as_mut().unwrap().device_total.write_bytes = 221 * mib;
+        let w = combine_parallel(vec![(0, a), (0, procfs(20 * mib))]).unwrap();
+        let t = NodeTraffic::of(&w).unwrap();
+        assert!(w.disturbed);
+        assert_eq!(t.foreign_bytes, 20 * mib);
     }
 
     #[test]

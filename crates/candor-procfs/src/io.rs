@@ -79,33 +79,76 @@ pub fn read_pid_io(path: &str) -> Option<PidIo> {
     crate::read(path).ok().and_then(|t| PidIo::parse(&t))
 }
 
-/// Block-layer bytes (read + written, less cancelled writes) of every other process, by pid:
-/// what lets the witness tell a filesystem's own extra traffic from another process's.
-/// Without root, other users' processes are hidden, and a partial sum could not clear the
-/// device of foreign traffic: None as soon as one cannot be read. As root, the few processes
-/// the kernel still hides (a sandbox's init, processes of other PID namespaces' owners) are
-/// left out, a limit docs/witness.md states.
-pub fn read_others_io(own_pid: u32) -> Option<BTreeMap<u32, [u64; 2]>> {
+/// Block-layer bytes (read + written, less cancelled writes) of every other process, by pid,
+/// with each one's parent: what lets the witness tell a filesystem's own extra traffic from
+/// another process's, and the processes of the same job (candor's children, the other ranks
+/// of an MPI job and theirs) from strangers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OthersIo {
+    /// pid -> (parent pid, [read_bytes, write_bytes - cancelled_write_bytes]).
+    pub procs: BTreeMap<u32, (u32, [u64; 2])>,
+    /// Whether every process's counters could be read. Without root, other users'
+    /// processes are hidden: the map then holds only the readable ones (the caller's own
+    /// user's, which is where a job's processes are), and a partial sum cannot clear the
+    /// device of foreign traffic. As root, the few processes the kernel still hides (a
+    /// sandbox's init, processes of other PID namespaces' owners) are left out, a limit
+    /// docs/witness.md states, and the reading counts as complete.
+    pub complete: bool,
+}
+
+impl OthersIo {
+    /// Whether `pid` is one of `roots` or descends from one of them (through the parents
+    /// this reading saw; a chain longer than 64 is cut, a loop cannot hang it).
+    pub fn descends_from(&self, pid: u32, roots: &[u32]) -> bool {
+        let mut p = pid;
+        for _ in 0..64 {
+            if roots.contains(&p) {
+                return true;
+            }
+            match self.procs.get(&p) {
+                Some(&(parent, _)) if parent != p && parent > 1 => p = parent,
+                _ => return roots.contains(&p),
+            }
+        }
+        false
+    }
+}
+
+/// Reads [`OthersIo`]; None when /proc cannot be listed.
+pub fn read_others_io(own_pid: u32) -> Option<OthersIo> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    let mut out = BTreeMap::new();
+    let mut out = OthersIo {
+        procs: BTreeMap::new(),
+        complete: true,
+    };
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if pid == own_pid || is_kernel_thread(pid) {
+        if pid == own_pid || pid == 2 {
+            continue;
+        }
+        let Some(ppid) = parent_of(pid) else {
+            // The process ended between the listing and the read.
+            continue;
+        };
+        if ppid == 2 {
             continue;
         }
         match crate::read(&format!("/proc/{pid}/io")) {
             Ok(t) => {
                 if let Some(io) = PidIo::parse(&t) {
-                    out.insert(
+                    out.procs.insert(
                         pid,
-                        [
-                            io.read_bytes,
-                            io.write_bytes.saturating_sub(io.cancelled_write_bytes),
-                        ],
+                        (
+                            ppid,
+                            [
+                                io.read_bytes,
+                                io.write_bytes.saturating_sub(io.cancelled_write_bytes),
+                            ],
+                        ),
                     );
                 }
             }
@@ -113,31 +156,31 @@ pub fn read_others_io(own_pid: u32) -> Option<BTreeMap<u32, [u64; 2]>> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
             Err(_) if root => {}
-            Err(_) => return None,
+            Err(_) => out.complete = false,
         }
     }
     Some(out)
 }
 
-/// Kernel threads (kthreadd and its children) work for someone else: a loop device's worker
-/// writing the backing file, writeback. The process that caused the work already counted it
-/// when it dirtied or submitted, so counting the thread too would count it twice.
-fn is_kernel_thread(pid: u32) -> bool {
-    if pid == 2 {
-        return true;
-    }
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    crate::parse_stat(&stat).map(|(_, ppid)| ppid) == Some(2)
+/// A process's parent from /proc/<pid>/stat; None when it ended. Kernel threads (kthreadd,
+/// pid 2, and its children) work for someone else: a loop device's worker writing the
+/// backing file, writeback. The process that caused the work already counted it when it
+/// dirtied or submitted, so the caller leaves them out rather than count it twice.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    crate::parse_stat(&stat).map(|(_, ppid)| ppid)
 }
 
-/// What other processes moved between two readings of [`read_others_io`]: a process absent
-/// from the first reading started in between, so all its bytes count.
-pub fn others_delta(a: &BTreeMap<u32, [u64; 2]>, b: &BTreeMap<u32, [u64; 2]>) -> [u64; 2] {
+/// What the processes that `keep` accepts moved between two readings of
+/// [`read_others_io`]: [read, write] bytes. A process absent from the first reading started
+/// in between, so all its bytes count.
+pub fn others_delta(a: &OthersIo, b: &OthersIo, keep: impl Fn(u32) -> bool) -> [u64; 2] {
     let mut d = [0u64; 2];
-    for (pid, v) in b {
-        let before = a.get(pid).copied().unwrap_or([0, 0]);
+    for (&pid, &(_, v)) in &b.procs {
+        if !keep(pid) {
+            continue;
+        }
+        let before = a.procs.get(&pid).map_or([0, 0], |x| x.1);
         // A smaller value means the pid was reused by a new process.
         let grown = |i: usize| {
             if v[i] >= before[i] {
@@ -179,27 +222,33 @@ mod tests {
 
     #[test]
     fn others_delta_counts_growth_and_newcomers() {
-        let a: BTreeMap<u32, [u64; 2]> = [(1, [10, 20]), (2, [5, 5])].into_iter().collect();
-        let b: BTreeMap<u32, [u64; 2]> = [(1, [15, 20]), (2, [5, 9]), (3, [100, 7])]
-            .into_iter()
-            .collect();
-        assert_eq!(others_delta(&a, &b), [5 + 100, 4 + 7]);
+        let io = |v: &[(u32, u32, [u64; 2])]| OthersIo {
+            procs: v.iter().map(|&(p, pp, b)| (p, (pp, b))).collect(),
+            complete: true,
+        };
+        let a = io(&[(10, 1, [10, 20]), (20, 1, [5, 5])]);
+        let b = io(&[(10, 1, [15, 20]), (20, 1, [5, 9]), (30, 20, [100, 7])]);
+        assert_eq!(others_delta(&a, &b, |_| true), [5 + 100, 4 + 7]);
         // pid reuse: a smaller value is a new process
-        let c: BTreeMap<u32, [u64; 2]> = [(1, [3, 0])].into_iter().collect();
-        assert_eq!(others_delta(&a, &c), [3, 0]);
+        let c = io(&[(10, 1, [3, 0])]);
+        assert_eq!(others_delta(&a, &c, |_| true), [3, 0]);
+        // Process 30 is 20's child: leaving 20's family out leaves both out.
+        assert!(b.descends_from(30, &[20]) && b.descends_from(20, &[20]));
+        assert!(!b.descends_from(10, &[20]));
+        assert_eq!(others_delta(&a, &b, |p| !b.descends_from(p, &[20])), [5, 0]);
+        // A child of the reader itself (absent from the map) descends from it.
+        let d = io(&[(40, 99, [1, 1])]);
+        assert!(d.descends_from(40, &[99]));
     }
 
     #[test]
     fn others_io_reads_as_root_and_excludes_self() {
         let own = std::process::id();
-        match read_others_io(own) {
-            Some(m) => {
-                assert!(!m.contains_key(&own));
-                assert!(!m.is_empty(), "other processes are seen");
-            }
-            None => eprintln!(
-                "skipped: other processes' /proc/<pid>/io is not readable here (needs root)"
-            ),
+        let m = read_others_io(own).expect("/proc lists");
+        assert!(!m.procs.contains_key(&own));
+        assert!(!m.procs.is_empty(), "other processes are seen");
+        if !m.complete {
+            eprintln!("skipped: other users' /proc/<pid>/io is not readable here (needs root)");
         }
     }
 

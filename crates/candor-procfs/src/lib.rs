@@ -11,7 +11,7 @@ mod mem;
 mod pid;
 
 pub use diskstats::{parse_diskstats, read_diskstats, DiskStat, SECTOR_BYTES};
-pub use io::{others_delta, read_others_io, read_pid_io, read_self_io, PidIo};
+pub use io::{others_delta, read_others_io, read_pid_io, read_self_io, OthersIo, PidIo};
 pub use mem::{
     parse_meminfo, parse_pressure, parse_vmstat, read_meminfo, read_pressure, read_vmstat, MemInfo,
     VMSTAT_KEYS,

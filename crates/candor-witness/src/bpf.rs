@@ -38,14 +38,24 @@ fn shared(syscalls: bool) -> Result<Shared, String> {
         .clone()
 }
 
-/// Opens the eBPF source for a target, or says in one line why it cannot.
+/// Opens the eBPF source for a target, or says in one line why it cannot. `job`: the other
+/// processes of the same job on this machine (`Config::job`), whose requests are the job's.
 pub fn open(
     target: &Path,
     placement: Option<&Placement>,
     syscalls: bool,
+    job: &[u32],
 ) -> Result<Box<dyn Source>, String> {
     let tracer = shared(syscalls)?;
-    let syscalls = tracer.lock().map(|t| t.traces_syscalls()).unwrap_or(false);
+    let syscalls = {
+        let mut t = tracer
+            .lock()
+            .map_err(|_| "the tracer's lock was poisoned".to_string())?;
+        for &pid in job {
+            t.add_job_pid(pid).map_err(|e| e.to_string())?;
+        }
+        t.traces_syscalls()
+    };
     Ok(Box::new(Bpf {
         tracer,
         syscalls,
@@ -212,9 +222,10 @@ fn newly_unseen(tracer: &Shared, devices: &[DevId]) -> u64 {
 }
 
 /// The extras `fill_witness` derives from the block programs.
-const BLOCK_EXTRAS: [&str; 4] = [
+const BLOCK_EXTRAS: [&str; 5] = [
     "bpf_writeback_bytes",
     "bpf_kernel_thread_bytes",
+    "bpf_job_bytes",
     "bpf_avg_queue_depth",
     "bpf_avg_queue_us",
 ];
@@ -245,21 +256,29 @@ fn requests(window: &Snapshot, devices: &[DevId]) -> RequestFacts {
     }
 }
 
-/// The exact own/foreign split of one repetition. Requests of kernel threads outside any
-/// inode's writeback (journal commits, filesystem housekeeping) count as the test's: they
-/// are the filesystem's work (its amplification), not another process's; they are also
-/// shown apart in `extra.bpf_kernel_thread_bytes`.
+/// The exact own/job/foreign split of one repetition. Requests of kernel threads outside
+/// any inode's writeback (journal commits, btrfs transaction commits, filesystem
+/// housekeeping) count as the test's: they are the filesystem's work (its amplification),
+/// not another process's; they are also kept apart (`kernel_*`, and
+/// `extra.bpf_kernel_thread_bytes`) so that side-by-side ranks count them once. The other
+/// processes of the job (other MPI ranks here) are `job_bytes`, never foreign.
 fn exact(window: &Snapshot, total: &Snapshot, devices: &[DevId]) -> Exact {
     let own = |s: &Snapshot, dir| {
         s.block_sum(devices, dir, |o| o.is_own() || o == Owner::Kernel)
             .bytes
     };
+    let kernel = |s: &Snapshot, dir| s.block_sum(devices, dir, |o| o == Owner::Kernel).bytes;
     Exact {
         own_read_window: own(window, Direction::Read),
         own_read_total: own(total, Direction::Read),
         own_write_window: own(window, Direction::Write),
         own_write_total: own(total, Direction::Write),
         foreign_bytes: total.foreign_bytes(devices),
+        kernel_read_window: kernel(window, Direction::Read),
+        kernel_read_total: kernel(total, Direction::Read),
+        kernel_write_window: kernel(window, Direction::Write),
+        kernel_write_total: kernel(total, Direction::Write),
+        job_bytes: total.job_bytes(devices),
     }
 }
 
@@ -287,6 +306,7 @@ mod tests {
                 (key(2), stat(writeback)),
                 (key(0), stat(foreign)),
                 (key(3), stat(1 << 20)),
+                (key(4), stat(2 << 20)),
                 // Another device: not this target's.
                 (
                     BlkKey {
@@ -314,6 +334,12 @@ mod tests {
         assert_eq!(e.own_write_total, 17 << 20);
         assert_eq!(e.own_read_total, 0);
         assert_eq!(e.foreign_bytes, 3 << 20);
+        assert_eq!(
+            (e.kernel_write_window, e.kernel_write_total),
+            (1 << 20, 1 << 20)
+        );
+        // Another rank of the job (owner 4): its 2 MiB are neither own nor foreign.
+        assert_eq!(e.job_bytes, 2 << 20);
     }
 
     /// btrfs gives its files an anonymous device number: the requests to count are the
@@ -365,6 +391,7 @@ mod tests {
             mode: crate::Mode::Bpf,
             interval: std::time::Duration::from_millis(10),
             trace_syscalls: true,
+            job: Vec::new(),
         };
         let (w, note) = crate::Witness::new(fs.path(), config);
         if let Some(n) = note {

@@ -76,6 +76,9 @@ pub struct Config {
     pub interval: Duration,
     /// With the eBPF source, also trace every system call (`--trace-syscalls`).
     pub trace_syscalls: bool,
+    /// The other processes of the same job on this machine (the other ranks of an MPI job
+    /// on this node): their traffic, and their children's, is the job's own, never foreign.
+    pub job: Vec<u32>,
 }
 
 /// What the runner tells the witness about a repetition when it ends.
@@ -188,6 +191,8 @@ pub struct Watch {
     looped: Option<(Looped, LoopSample)>,
     loop_end: Option<LoopSample>,
     ceiling: Option<Ceiling>,
+    /// The other processes of the job (`Config::job`).
+    job: Vec<u32>,
 }
 
 /// Where the target's bytes go, as the verdict rules see it, and the devices to count.
@@ -255,7 +260,7 @@ impl Witness {
             Mode::Off => None,
             Mode::Procfs => Some(Arc::new(source::Procfs)),
             Mode::Auto | Mode::Bpf => {
-                match bpf::open(target, place.as_ref(), config.trace_syscalls) {
+                match bpf::open(target, place.as_ref(), config.trace_syscalls, &config.job) {
                     Ok(s) => Some(Arc::from(s)),
                     Err(why) => {
                         let syscalls = if config.trace_syscalls {
@@ -321,6 +326,7 @@ impl Witness {
                 looped: None,
                 loop_end: None,
                 ceiling: None,
+                job: Vec::new(),
             };
         }
         // Residency first and the sample last, so the sample sits next to the timed region.
@@ -348,6 +354,7 @@ impl Witness {
             looped,
             loop_end: None,
             ceiling: self.ceiling,
+            job: self.config.job.clone(),
         }
     }
 }
@@ -384,6 +391,7 @@ impl Watch {
                 &self.begin,
                 &self.begin,
                 &self.begin,
+                &[],
             );
             facts::apply(&facts, &mut w);
             return w;
@@ -396,7 +404,14 @@ impl Watch {
         let devices = devices_of(&self.placement);
         let last = Sample::take(&devices);
         let end = self.end.clone().unwrap_or_else(|| last.clone());
-        let mut facts = facts_from(outcome, self.placement.clone(), &self.begin, &end, &last);
+        let mut facts = facts_from(
+            outcome,
+            self.placement.clone(),
+            &self.begin,
+            &end,
+            &last,
+            &self.job,
+        );
         facts.exclusive = self.exclusive;
         facts.ceiling = self.ceiling;
         facts.loop_device = self.looped.as_ref().map(|(l, b)| LoopFacts {
@@ -481,6 +496,7 @@ fn facts_from(
     begin: &Sample,
     end: &Sample,
     last: &Sample,
+    job: &[u32],
 ) -> Facts {
     Facts {
         test: o.test.clone(),
@@ -499,7 +515,8 @@ fn facts_from(
         own_window: own_delta(begin, end),
         own_total: own_delta(begin, last),
         exact: None,
-        others_io: sample::others_delta(begin, last),
+        others_io: sample::others_delta(begin, last, job),
+        job_io: sample::job_delta(begin, last, job),
         exclusive: false,
         window_seconds: end.at.saturating_duration_since(begin.at).as_secs_f64(),
         total_seconds: last.at.saturating_duration_since(begin.at).as_secs_f64(),
@@ -586,6 +603,7 @@ mod tests {
             mode,
             interval: Duration::from_millis(10),
             trace_syscalls: true,
+            job: Vec::new(),
         }
     }
 

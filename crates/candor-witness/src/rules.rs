@@ -30,6 +30,10 @@ pub struct Attribution {
     pub own_write_total: u64,
     pub foreign_read: u64,
     pub foreign_write: u64,
+    /// The device bytes of the other processes of the same job on this machine (the other
+    /// MPI ranks here): neither the test's own figures nor foreign.
+    pub job_read: u64,
+    pub job_write: u64,
     /// True when eBPF attributed the bytes; false when the allowance estimated them.
     pub exact: bool,
 }
@@ -46,11 +50,13 @@ fn quiet_or(bytes: u64) -> u64 {
     }
 }
 
-/// Splits the device traffic into the test's own and foreign. With eBPF the split is exact.
-/// Otherwise, when every other process's /proc/<pid>/io is readable (root), device traffic
-/// beyond candor's own is foreign only up to what the other processes moved (the rest is
-/// the filesystem working for the test); when it is not, the device's bytes beyond what
-/// /proc/self/io explains plus the allowance are foreign. With no /proc/self/io at all,
+/// Splits the device traffic into the test's own, the job's (the other processes of the
+/// same job on this machine: MPI ranks beside this one) and foreign. With eBPF the split is
+/// exact. Otherwise the device's bytes beyond candor's own /proc/self/io are the job's
+/// first, up to what the job's other processes moved by their /proc/<pid>/io; then, when
+/// every other process's /proc/<pid>/io is readable (root), foreign only up to what the
+/// processes outside the job moved (the rest is the filesystem working for the job); when
+/// it is not, whatever lies beyond the allowance is foreign. With no /proc/self/io at all,
 /// everything is taken as the test's own (and nothing can be said about foreign traffic).
 pub fn attribute(f: &Facts) -> Attribution {
     if let Some(e) = f.exact {
@@ -60,6 +66,8 @@ pub fn attribute(f: &Facts) -> Attribution {
             own_write_total: e.own_write_total,
             foreign_read: 0,
             foreign_write: e.foreign_bytes,
+            job_read: 0,
+            job_write: e.job_bytes,
             exact: true,
         };
     }
@@ -73,46 +81,57 @@ pub fn attribute(f: &Facts) -> Attribution {
         };
     };
     let explained_write = own.write_bytes.saturating_sub(own.cancelled_write_bytes);
+    let [job_read, job_write] = f.job_io.unwrap_or([0, 0]);
+    let job_read = job_read.min(dev.read_bytes.saturating_sub(own.read_bytes));
+    let job_write = job_write.min(dev.write_bytes.saturating_sub(explained_write));
     let (foreign_read, foreign_write) = match f.others_io {
         _ if f.exclusive => (0, 0),
-        // Other processes' counters are visible: device traffic beyond candor's own can be
+        // Other processes' counters are visible: device traffic beyond the job's can be
         // foreign only up to what the others moved; the rest is the filesystem's own work
-        // for the test (journal, metadata, copy-on-write), which amplification must count.
+        // for the job (journal, metadata, copy-on-write), which amplification must count.
+        // Others' counters hold what they moved on every device, so a busy machine would
+        // make the journal's few KiB for the job foreign: at most the quiet amount beyond
+        // the job's own is the filesystem's too.
         Some([others_read, others_write]) => (
-            dev.read_bytes
-                .saturating_sub(own.read_bytes)
-                .min(quiet_or(others_read)),
-            dev.write_bytes
-                .saturating_sub(explained_write)
-                .min(quiet_or(others_write)),
+            quiet_or(
+                dev.read_bytes
+                    .saturating_sub(own.read_bytes + job_read)
+                    .min(others_read),
+            ),
+            quiet_or(
+                dev.write_bytes
+                    .saturating_sub(explained_write + job_write)
+                    .min(others_write),
+            ),
         ),
         None => {
-            let read_allow =
-                READ_ALLOWANCE_BYTES + (own.read_bytes as f64 * READ_ALLOWANCE_SHARE) as u64;
-            let write_allow =
-                WRITE_ALLOWANCE_BYTES + (explained_write as f64 * WRITE_ALLOWANCE_SHARE) as u64;
+            let read_allow = READ_ALLOWANCE_BYTES
+                + ((own.read_bytes + job_read) as f64 * READ_ALLOWANCE_SHARE) as u64;
+            let write_allow = WRITE_ALLOWANCE_BYTES
+                + ((explained_write + job_write) as f64 * WRITE_ALLOWANCE_SHARE) as u64;
             (
-                dev.read_bytes.saturating_sub(own.read_bytes + read_allow),
+                dev.read_bytes
+                    .saturating_sub(own.read_bytes + job_read + read_allow),
                 dev.write_bytes
-                    .saturating_sub(explained_write + write_allow),
+                    .saturating_sub(explained_write + job_write + write_allow),
             )
         }
     };
     // Reads the process submitted may have gone to other devices (the binary paging in):
     // the test's own device reads are at most what the device did.
     let own_read = if f.others_io.is_some() || f.exclusive {
-        dev.read_bytes - foreign_read
+        dev.read_bytes - foreign_read - job_read
     } else {
         own.read_bytes.min(dev.read_bytes)
     };
     // Without the others' counters, foreign writes cannot be told apart from the allowance:
     // the test's own writes are then only what the process itself wrote (a lower bound).
     let own_write_total = if f.others_io.is_some() || f.exclusive {
-        dev.write_bytes - foreign_write
+        dev.write_bytes - foreign_write - job_write
     } else if foreign_write > 0 {
         explained_write.min(dev.write_bytes)
     } else {
-        dev.write_bytes
+        dev.write_bytes - job_write
     };
     // Where the foreign writes fell in time is unknown: assume they were spread evenly.
     let own_write_window = if dev.write_bytes > 0 {
@@ -127,6 +146,8 @@ pub fn attribute(f: &Facts) -> Attribution {
         own_write_total,
         foreign_read,
         foreign_write,
+        job_read,
+        job_write,
         exact: false,
     }
 }
@@ -497,6 +518,62 @@ mod tests {
         let j = judge(&read_facts(16 * MIB, 16 * MIB, 64 * MIB, Intent::Device));
         assert!(j.disturbed);
         assert_eq!(j.verdict, Verdict::Device);
+    }
+
+    #[test]
+    fn the_other_ranks_of_the_job_are_neither_own_nor_foreign() {
+        // Four ranks on one machine wrote 16 MiB each; the device wrote their 64 MiB and
+        // 1 MiB of journal. This rank's /proc/self/io explains its 16 MiB, the other
+        // ranks' /proc/<pid>/io their 48, and nothing else moved a byte.
+        let mut f = write_facts(16 * MIB, 65 * MIB, 65 * MIB, 16 * MIB);
+        f.job_io = Some([0, 48 * MIB]);
+        f.others_io = Some([0, 0]);
+        let j = judge(&f);
+        assert!(!j.disturbed, "{}", j.explanation);
+        assert_eq!(j.foreign_device_bytes, 0);
+        let a = attribute(&f);
+        assert_eq!((a.job_write, a.own_write_total), (48 * MIB, 17 * MIB));
+        assert_eq!(j.write_amplification, Some(17.0 / 16.0));
+        // Without root (the others hidden, the job's counters readable): the same.
+        f.others_io = None;
+        let j = judge(&f);
+        assert!(!j.disturbed, "{}", j.explanation);
+        assert_eq!(j.write_amplification, Some(17.0 / 16.0));
+        // The journal's 1 MiB beside a busy machine (others wrote 30 MiB elsewhere) is
+        // foreign by the bound; 200 KiB of it is within the quiet amount.
+        let mut g = f.clone();
+        g.others_io = Some([0, 30 * MIB]);
+        assert_eq!(judge(&g).foreign_device_bytes, MIB);
+        g.device_total.write_bytes = 64 * MIB + (200 << 10);
+        g.device_window.write_bytes = g.device_total.write_bytes;
+        assert!(!judge(&g).disturbed);
+        // Counted as other processes' (as before the job was known): disturbed.
+        f.job_io = None;
+        f.others_io = Some([0, 48 * MIB]);
+        assert!(judge(&f).disturbed);
+        // A stranger beside the job is still foreign: it wrote 30 MiB more.
+        let mut f = write_facts(16 * MIB, 95 * MIB, 95 * MIB, 16 * MIB);
+        f.job_io = Some([0, 48 * MIB]);
+        f.others_io = Some([0, 30 * MIB]);
+        let j = judge(&f);
+        assert!(j.disturbed);
+        assert_eq!(j.foreign_device_bytes, 30 * MIB);
+        // eBPF: the job's bytes are kept apart from the foreign ones.
+        let mut f = write_facts(16 * MIB, 65 * MIB, 65 * MIB, 16 * MIB);
+        f.exact = Some(candor_model::Exact {
+            own_read_window: 0,
+            own_read_total: 0,
+            own_write_window: 17 * MIB,
+            own_write_total: 17 * MIB,
+            foreign_bytes: 0,
+            kernel_write_window: MIB,
+            kernel_write_total: MIB,
+            job_bytes: 48 * MIB,
+            ..Default::default()
+        });
+        let j = judge(&f);
+        assert!(!j.disturbed);
+        assert_eq!(attribute(&f).job_write, 48 * MIB);
     }
 
     #[test]

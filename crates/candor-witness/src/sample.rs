@@ -23,8 +23,8 @@ pub struct Sample {
     pub mem: Option<MemInfo>,
     pub vmstat: BTreeMap<String, i64>,
     pub pressure: Option<[u64; 2]>,
-    /// Other processes' block-layer bytes by pid (full samples only; None when hidden).
-    pub others: Option<BTreeMap<u32, [u64; 2]>>,
+    /// Other processes' block-layer bytes by pid, with their parents (full samples only).
+    pub others: Option<procfs::OthersIo>,
 }
 
 /// Sums the diskstats lines of the named devices; None when a name is missing (a device
@@ -105,9 +105,29 @@ pub fn io_delta(a: &Sample, b: &Sample) -> Option<PidIo> {
         .saturating_sub(b.witness_read.saturating_sub(a.witness_read));
     Some(d)
 }
-/// What other processes moved between two full samples: [read, write] bytes.
-pub fn others_delta(a: &Sample, b: &Sample) -> Option<[u64; 2]> {
-    Some(procfs::others_delta(a.others.as_ref()?, b.others.as_ref()?))
+/// What the processes outside the job moved between two full samples: [read, write]
+/// bytes. The job is candor's own process tree and `job`'s (the other ranks of an MPI job
+/// on this machine) with their children. None when some process's counters were hidden
+/// (not root): a partial sum cannot clear the device of foreign traffic.
+pub fn others_delta(a: &Sample, b: &Sample, job: &[u32]) -> Option<[u64; 2]> {
+    let (x, y) = (a.others.as_ref()?, b.others.as_ref()?);
+    if !(x.complete && y.complete) {
+        return None;
+    }
+    let mut roots = job.to_vec();
+    roots.push(std::process::id());
+    Some(procfs::others_delta(x, y, |p| !y.descends_from(p, &roots)))
+}
+
+/// What the other processes of the job (`job` and their children) moved between two full
+/// samples; None without a job. They are the reader's own user's, so even without root
+/// their counters are readable.
+pub fn job_delta(a: &Sample, b: &Sample, job: &[u32]) -> Option<[u64; 2]> {
+    if job.is_empty() {
+        return None;
+    }
+    let (x, y) = (a.others.as_ref()?, b.others.as_ref()?);
+    Some(procfs::others_delta(x, y, |p| y.descends_from(p, job)))
 }
 pub fn vmstat_delta(a: &Sample, b: &Sample) -> BTreeMap<String, i64> {
     b.vmstat

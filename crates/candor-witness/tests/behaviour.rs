@@ -22,6 +22,7 @@ fn config() -> Config {
         mode: Mode::Procfs,
         interval: Duration::from_millis(100),
         trace_syscalls: false,
+        job: Vec::new(),
     }
 }
 
@@ -385,33 +386,42 @@ fn another_process_writing_the_device_disturbs_the_test() {
     let theirs = fs.path().join("theirs");
     let (w, _) = Witness::new(fs.path(), config());
     let mut watch = w.begin(std::slice::from_ref(&ours));
-    let dd = std::process::Command::new("dd")
-        .arg("if=/dev/zero")
-        .arg(format!("of={}", theirs.display()))
-        .args(["bs=1M", "count=96", "oflag=direct", "status=none"])
-        .spawn();
-    let mut dd = match dd {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("skipped: cannot run dd: {e}");
+    // The stranger must not descend from this process: candor's children are its own
+    // traffic. A shell starts a subshell in the background and exits; the subshell, now
+    // nobody's child here, runs dd, reaps it (dd's counters join the subshell's) and then
+    // becomes `sleep` under the same pid, which keeps those counters readable until the
+    // witness has judged.
+    let sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "(dd if=/dev/zero of='{}' bs=1M count=96 oflag=direct status=none; exec sleep 60) >/dev/null 2>&1 & echo $!",
+            theirs.display()
+        ))
+        .output();
+    let sh = match sh {
+        Ok(o) if o.status.success() => o,
+        other => {
+            eprintln!("skipped: cannot run sh and dd: {other:?}");
             return;
         }
     };
+    let stranger: i32 = String::from_utf8_lossy(&sh.stdout)
+        .trim()
+        .parse()
+        .expect("the subshell's pid");
     let t0 = Instant::now();
     let written = direct_write(&ours, 16 * MIB);
-    // Wait for dd to exit without reaping it: reaping a child adds its I/O counters to
-    // ours in /proc/self/io, and dd must stay a stranger until the witness has judged.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid on our own child, with a valid siginfo to fill.
-    let r = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            dd.id(),
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT,
-        )
-    };
-    assert_eq!(r, 0, "waitid: {}", std::io::Error::last_os_error());
+    // dd is done when its 96 MiB have joined the subshell's counters.
+    let io = format!("/proc/{stranger}/io");
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let done = candor_procfs::read_pid_io(&io).is_some_and(|x| x.write_bytes >= 96 * MIB);
+        if done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "dd did not finish in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let seconds = t0.elapsed().as_secs_f64();
     watch.timed_end();
     let mut o = outcome("write", Intent::Device, true, true);
@@ -419,8 +429,8 @@ fn another_process_writing_the_device_disturbs_the_test() {
     o.timed_seconds = seconds;
     o.headline_bps = written as f64 / seconds;
     let w = watch.finish(&o);
-    let status = dd.wait().expect("dd");
-    assert!(status.success(), "dd failed");
+    // SAFETY: ends the subshell this test started, by its pid.
+    unsafe { libc::kill(stranger, libc::SIGKILL) };
     eprintln!("disturbed: {}", w.explanation);
     assert!(w.disturbed, "{}", w.explanation);
     // 96 MiB from dd, less the allowance (2 MiB + half of candor's 16 MiB).

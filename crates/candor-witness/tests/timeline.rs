@@ -27,6 +27,7 @@ fn the_timeline_adds_up_to_the_window_and_dirty_data_shows() {
             mode: Mode::Procfs,
             interval: Duration::from_millis(20),
             trace_syscalls: false,
+            job: Vec::new(),
         },
     );
     let mut f = std::fs::File::create(&file).expect("create");

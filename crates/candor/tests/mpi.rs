@@ -573,3 +573,198 @@ fn candor_merge_of_the_ranks_own_results_gives_the_mpi_run_figures() {
         assert!(b.reps.iter().all(|r| r.bytes == 3 * one), "{}", b.test);
     }
 }
+
+/// An ext4 on a loop device made for the test, which nothing but the test uses, or why not.
+fn scratch_ext4() -> Option<candor_lab::ScratchFs> {
+    if let Some(why) = skip_reason() {
+        eprintln!("{why}");
+        return None;
+    }
+    if !is_root() {
+        eprintln!("skipped: needs root for a loop device");
+        return None;
+    }
+    match candor_lab::scratch("ext4", 256 << 20) {
+        Ok(s) => Some(s),
+        Err(candor_lab::LabError::Unsupported(why)) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(e) => panic!("cannot make the scratch ext4: {e}"),
+    }
+}
+
+/// `mpirun -n ranks candor run --mpi --witness WITNESS TARGET ARGS`, the result saved.
+fn ranks_on(ranks: u32, target: &Path, witness: &str, args: &[&str]) -> candor_model::RunDoc {
+    let json = target.with_extension(format!("{ranks}-{witness}.json"));
+    let mut all = vec![
+        target.to_str().unwrap(),
+        "--witness",
+        witness,
+        "--repeat",
+        "1",
+        "-o",
+        json.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = mpirun(ranks, &all);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = candor_model::load_result(&json).expect("rank 0 saved the result");
+    let _ = std::fs::remove_file(&json);
+    doc
+}
+
+/// The merged result's spread, typed.
+fn spread(r: &candor_model::TestResult) -> candor_mpi::merge::Spread {
+    serde_json::from_value(r.ranks.clone().expect("per-rank figures")).expect("a Spread")
+}
+
+/// Ranks of one job on one quiet machine: every rank's traffic is the job's, so no result,
+/// merged or per node, says `disturbed`, and the node's own bytes hold every rank's.
+#[test]
+fn quiet_ranks_on_one_node_are_never_disturbed() {
+    let Some(fs) = scratch_ext4() else { return };
+    let target = fs.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let args = [
+        "--tests",
+        "write,read,randread",
+        "--file-size",
+        "8m",
+        "--record-size",
+        "64k",
+    ];
+    for (ranks, witness) in [(2, "bpf"), (4, "bpf"), (4, "procfs")] {
+        let doc = ranks_on(ranks, &target, witness, &args);
+        for r in &doc.results {
+            let w = r.witness.as_ref().expect("a witness");
+            let s = spread(r);
+            eprintln!(
+                "{ranks} ranks, {witness}, {}: {} {} per node {:?}",
+                r.test, w.source, w.verdict, s.per_node[0].traffic
+            );
+            if witness == "bpf" && w.source != "bpf" {
+                eprintln!("skipped: the eBPF witness did not load: {}", w.explanation);
+                continue;
+            }
+            assert_eq!(w.source, witness);
+            assert!(!w.disturbed, "{ranks} ranks, {}: {}", r.test, w.explanation);
+            assert_eq!(w.foreign_device_bytes, 0, "{}", w.explanation);
+            assert_eq!(s.per_node.len(), 1);
+            let t = s.per_node[0].traffic.clone().expect("the node's split");
+            assert_eq!(t.exact, witness == "bpf");
+            assert!(!t.disturbed && t.foreign_bytes == 0, "{t:?}");
+            let moved = ranks as u64 * (8 << 20);
+            // Every rank's bytes, less what the eBPF programs may miss of the completions
+            // on a busy machine (docs/bpf.md), and not the ranks' bytes several times.
+            let at_least = moved * 9 / 10;
+            if r.test == "write" {
+                // Every rank's file, and the journal: nothing less, not the ranks many times.
+                assert!(t.own_write_bytes >= at_least, "{t:?}");
+                assert!(t.own_write_bytes < moved + (moved / 4), "{t:?}");
+                let wa = w.write_amplification.unwrap_or(0.0);
+                assert!((0.9..1.25).contains(&wa), "amplification {wa}");
+            } else {
+                assert!(t.own_read_bytes >= at_least, "{t:?}");
+                assert!(t.own_read_bytes < moved + (moved / 4), "{t:?}");
+            }
+            for p in &s.per_rank {
+                assert!(p.verdict.is_some(), "rank {} judged", p.rank);
+                if let Some(wa) = p.write_amplification {
+                    assert!(
+                        wa < 1.25,
+                        "rank {}: the other ranks are not its own: {wa}",
+                        p.rank
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A process outside the job writing to the same device while the ranks read is foreign:
+/// the merged result and the node say `disturbed`, with at least what it wrote in the
+/// timed region.
+#[test]
+fn a_foreign_writer_beside_an_mpi_job_is_disturbed() {
+    let Some(fs) = scratch_ext4() else { return };
+    let target = fs.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let args = [
+        "--tests",
+        "randread",
+        "--direct",
+        "--file-size",
+        "16m",
+        "--record-size",
+        "4k",
+    ];
+    for witness in ["bpf", "procfs"] {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let other = fs.path().join(format!("other-{witness}.dat"));
+        let doc = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                use std::os::unix::fs::{FileExt, OpenOptionsExt};
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(&other)
+                    .expect("open the other writer's file");
+                let layout = std::alloc::Layout::from_size_align(1 << 20, 4096).unwrap();
+                // SAFETY: non-zero size; freed below.
+                let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+                assert!(!buf.is_null());
+                // SAFETY: buf holds layout.size() bytes.
+                let data = unsafe { std::slice::from_raw_parts(buf, layout.size()) };
+                let mut written = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    file.write_all_at(data, written % (32 << 20))
+                        .expect("the other writer writes");
+                    written += 1 << 20;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                // SAFETY: allocated above with this layout.
+                unsafe { std::alloc::dealloc(buf, layout) };
+                written
+            });
+            let doc = ranks_on(2, &target, witness, &args);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let written = writer.join().expect("the writer thread");
+            assert!(written >= 4 << 20, "the other writer wrote {written} bytes");
+            doc
+        });
+        let r = &doc.results[0];
+        let w = r.witness.as_ref().expect("a witness");
+        let s = spread(r);
+        eprintln!(
+            "{witness}: {} {} foreign {} per node {:?}",
+            w.source, w.verdict, w.foreign_device_bytes, s.per_node[0].traffic
+        );
+        if witness == "bpf" && w.source != "bpf" {
+            eprintln!("skipped: the eBPF witness did not load: {}", w.explanation);
+            continue;
+        }
+        assert!(w.disturbed, "{witness}: {}", w.explanation);
+        assert!(w.foreign_device_bytes >= 1 << 20, "{}", w.explanation);
+        assert!(
+            w.explanation.contains("other processes"),
+            "{}",
+            w.explanation
+        );
+        let t = s.per_node[0].traffic.clone().expect("the node's split");
+        assert!(t.disturbed && t.foreign_bytes >= 1 << 20, "{t:?}");
+        // The ranks' own reads are still theirs, whatever the stranger did (less what the
+        // eBPF programs may miss of their completions on a busy machine: docs/bpf.md).
+        assert!(
+            t.own_read_bytes >= 2 * (16 << 20) * 9 / 10,
+            "{witness}: {t:?}"
+        );
+        let _ = std::fs::remove_file(&other);
+    }
+}

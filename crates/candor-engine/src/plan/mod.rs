@@ -308,6 +308,7 @@ fn witness_config(o: &RunOptions) -> Result<candor_witness::Config, PlanError> {
         mode: o.witness,
         interval: parse_duration(&o.witness_interval).map_err(PlanError::usage)?,
         trace_syscalls: o.trace_syscalls,
+        job: Vec::new(),
     })
 }
 

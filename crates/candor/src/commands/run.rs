@@ -373,7 +373,8 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         .insert("format".into(), output.format_name().into());
     doc.mpi = mpi.map(|m| m.info(a.reorder, a.shared_file));
     say_all(&mut doc, &plan.notes, mpi::is_root(mpi));
-    let mut targets = witnessed(paths, dirs, &plan, &mut doc, mpi::is_root(mpi));
+    let job = mpi::job_peers(mpi);
+    let mut targets = witnessed(paths, dirs, &plan, &job, &mut doc, mpi::is_root(mpi));
     let spec = device_ceiling(&plan, &mut targets, &mut doc)?;
     let mut collector = Collector::new(plan.default_run(), plan.soak.is_some(), spec);
     let mut progress = Bar::new(&plan, targets.len(), a.quiet || !mpi::is_root(mpi));
@@ -494,16 +495,22 @@ fn prepare_targets(
 }
 
 /// Each target with its witness; the witness's notes go to the person and the result.
+/// `job`: the other processes of the same job on this machine (MPI ranks on this node).
 fn witnessed(
     paths: Vec<PathBuf>,
     dirs: Vec<RunDir>,
     plan: &Plan,
+    job: &[u32],
     doc: &mut RunDoc,
     say: bool,
 ) -> Vec<Target> {
     let mut targets = Vec::new();
+    let config = candor_witness::Config {
+        job: job.to_vec(),
+        ..plan.witness.clone()
+    };
     for (t, d) in paths.into_iter().zip(dirs) {
-        let (mut w, note) = candor_witness::Witness::new(&t, plan.witness.clone());
+        let (mut w, note) = candor_witness::Witness::new(&t, config.clone());
         // A ceiling given on the command line (not one measured here) bounds what the
         // device can do: the witness names figures beyond it.
         if let candor_engine::plan::Ceiling::Given(spec) = &plan.ceiling {

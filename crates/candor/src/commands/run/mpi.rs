@@ -89,6 +89,13 @@ pub fn run(a: super::Args) -> CmdResult {
     }
 }
 
+/// The other ranks of the job on this rank's node: their traffic is the job's, never
+/// foreign, to this rank's witness (empty without MPI).
+pub fn job_peers(s: Option<&Session>) -> Vec<u32> {
+    s.map(|s| s.topo.peers_on_node(s.world.rank()))
+        .unwrap_or_default()
+}
+
 /// Whether this process reports (rank 0, or the only process).
 pub fn is_root(s: Option<&Session>) -> bool {
     !matches!(s, Some(s) if s.world.rank() != 0)
