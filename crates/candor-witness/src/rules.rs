@@ -221,11 +221,12 @@ pub fn judge(f: &Facts) -> Judgement {
     let mut read_from_device = a.own_read.min(f.app_read);
     let mut write_in_window = a.own_write_window.min(f.app_write);
     // A filesystem that stores fewer or more bytes than it was given: the share of its
-    // writes inside the timed region stands for the application's bytes.
+    // writes inside the timed region stands for the bytes it was given (the application's,
+    // or those it dirtied when it wrote pages again while still dirty).
     if let Some(r) = traps::stored_ratio(f, &a) {
         if !(traps::STORED_FEWER_MAX..=traps::STORED_MORE_MIN).contains(&r) {
             let share = ratio(a.own_write_window, a.own_write_total);
-            write_in_window = (share * f.app_write as f64).round() as u64;
+            write_in_window = (share * traps::given_bytes(f) as f64).round() as u64;
         }
     }
     // A loop device without direct I/O: only what the disk under its file moved came from
