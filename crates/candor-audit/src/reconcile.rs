@@ -241,7 +241,22 @@ fn row(
         r.observed_wall_bps = rate(bytes, span);
         let t: Option<f64> = per_pid.values().map(|e| e.2).sum();
         r.io_time_s = t;
-        r.observed_syscall_bps = t.and_then(|t| rate(bytes, t));
+        // Processes that ran side by side (IOR's tasks, fio's jobs) spent their time in the
+        // calls at once: the aggregate rate inside the calls is the sum of theirs.
+        let side_by_side = per_pid.len() > 1
+            && per_pid
+                .values()
+                .map(|e| e.3)
+                .fold(f64::NEG_INFINITY, f64::max)
+                < per_pid.values().map(|e| e.4).fold(f64::INFINITY, f64::min);
+        r.observed_syscall_bps = if side_by_side {
+            per_pid
+                .values()
+                .map(|e| e.2.and_then(|t| rate(e.0, t)))
+                .sum()
+        } else {
+            t.and_then(|t| rate(bytes, t))
+        };
     }
     let fsync: Option<f64> = sel.iter().map(|p| p.fsync_time_s).sum();
     r.fsync_time_s = fsync;
@@ -734,6 +749,29 @@ mod tests {
         p.offsets.push([32 * mb, 100]);
         let rows = reconcile(&[c], &[p], "/", &no_device);
         assert!(!rows[0].explanation.contains("random offsets"));
+    }
+
+    #[test]
+    fn side_by_side_processes_add_their_rates_inside_the_calls() {
+        let mb = 1 << 20;
+        let mut a = phase(1, "/t/ior.dat.00000000", 0.0, 1.0, 0, 256 * mb);
+        let mut b = phase(2, "/t/ior.dat.00000001", 0.0, 1.0, 0, 256 * mb);
+        a.write_time_s = Some(0.5);
+        b.write_time_s = Some(0.5);
+        let mut c = claim("write", Direction::Write, 256 * mb, 512.0 * mb as f64);
+        c.program = "ior".into();
+        c.threads = 2;
+        c.filename = Some("/t/ior.dat*".into());
+        c.flags.push("phases_in_order".into());
+        let rows = reconcile(&[c.clone()], &[a.clone(), b.clone()], "/", &no_device);
+        // Each task wrote 256 MiB in 0.5 s inside its calls, at the same time: 1 GiB/s.
+        assert_eq!(rows[0].observed_syscall_bps, Some(1024.0 * mb as f64));
+        assert_eq!(rows[0].io_time_s, Some(1.0));
+        // One after the other: 512 MiB over 1 s inside the calls.
+        b.open_s = 1.5;
+        b.close_s = 2.5;
+        let rows = reconcile(&[c], &[a, b], "/", &no_device);
+        assert_eq!(rows[0].observed_syscall_bps, Some(512.0 * mb as f64));
     }
 
     #[test]
