@@ -273,7 +273,7 @@ fn stored(f: &Facts, a: &Attribution) -> Option<Trap> {
             TrapKind::StoredFewer,
             Some(r),
             format!(
-                "The filesystem stored {} of the bytes it was given, once everything was on the device (compression, inline data, or zeroes kept as holes): the bytes it left out never had to reach the device, so the share of the writes in the timed region is counted against what it stored.",
+                "The filesystem stored {} of the bytes it was given, once everything was on the device (compression, inline data, zeroes kept as holes, or pages written again before they were written back): the bytes it left out never had to reach the device, so the share of the writes in the timed region is counted against what it stored.",
                 pct(r)
             ),
         ))
