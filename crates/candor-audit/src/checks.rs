@@ -678,6 +678,47 @@ mod tests {
     }
 
     #[test]
+    fn fstime_copy_is_named_a_page_cache_figure() {
+        let c = Claim {
+            program: "fstime".into(),
+            test: "copy 256".into(),
+            direction: Direction::Write,
+            ..Default::default()
+        };
+        let mut r = Row {
+            flushed_share: Some(0.0),
+            verdict: "agrees".into(),
+            explanation: "claimed and observed agree within 2.0%".into(),
+            ..Default::default()
+        };
+        fstime_cache(&c, &mut r);
+        assert_eq!(r.verdict, "cache speed");
+        assert!(
+            r.explanation
+                .starts_with("only 0% of the written bytes reached the device"),
+            "{}",
+            r.explanation
+        );
+        assert!(r
+            .explanation
+            .contains("fstime copies a file it has just written and read"));
+        // A read test from storage: nothing added.
+        let c = Claim {
+            program: "fstime".into(),
+            test: "read 1024".into(),
+            direction: Direction::Read,
+            ..Default::default()
+        };
+        let mut r = Row {
+            cache_share: Some(0.1),
+            explanation: "x".into(),
+            ..Default::default()
+        };
+        fstime_cache(&c, &mut r);
+        assert_eq!(r.explanation, "x");
+    }
+
+    #[test]
     fn sysbench_fsync_counts() {
         let c = Claim {
             program: "sysbench".into(),
