@@ -84,15 +84,32 @@ mod tests {
         assert_eq!(t.delta("sdz", 0.0, 1.0), None);
     }
 
+    /// The root filesystem's device is named as the mount table and /proc/diskstats name
+    /// it (a root on overlay or tmpfs has no device: skipped).
     #[test]
     fn names_the_root_device() {
-        let Ok(md) = std::fs::metadata("/") else {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata("/").expect("stat /").dev();
+        // The mount table's source for "/", e.g. /dev/vda.
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let source = mountinfo
+            .lines()
+            .filter(|l| l.split(' ').nth(4) == Some("/"))
+            .filter_map(|l| l.split(" - ").nth(1)?.split(' ').nth(1))
+            .next_back()
+            .expect("a mount on /");
+        let Some(name) = source.strip_prefix("/dev/") else {
+            assert_eq!(device_name(dev), None, "/ is on {source}");
+            candor_testkit::skip(format!("/ is on {source}, no block device"));
             return;
         };
-        use std::os::unix::fs::MetadataExt;
-        match device_name(md.dev()) {
-            Some(n) => assert!(!n.is_empty()),
-            None => eprintln!("skipped: / has no block device here"),
-        }
+        assert_eq!(device_name(dev).as_deref(), Some(name));
+        let diskstats = std::fs::read_to_string("/proc/diskstats").unwrap();
+        assert!(
+            diskstats
+                .lines()
+                .any(|l| l.split_whitespace().nth(2) == Some(name)),
+            "{name} is a /proc/diskstats name"
+        );
     }
 }

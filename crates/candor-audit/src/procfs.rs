@@ -715,52 +715,106 @@ mod tests {
         );
     }
 
+    /// Waits until `pid` (a child) has ended, without reaping it, as the audit's runner
+    /// does.
+    fn wait_zombie(pid: u32) {
+        loop {
+            // SAFETY: siginfo_t is plain data; waitid fills it.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: valid pointer to a siginfo_t; WNOWAIT leaves the child unreaped.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                )
+            };
+            assert_eq!(r, 0, "waitid: {}", std::io::Error::last_os_error());
+            // SAFETY: the fields are valid after a successful waitid.
+            if unsafe { info.si_pid() } != 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// dd, a grandchild (sh runs it and reaps it), writes 32 MiB: every byte reaches its
+    /// file's phase, however its end falls between two ticks. dd copies its stdin, fed by
+    /// the test: the first 64 KiB, then (once a tick has seen dd's file open, so the file
+    /// is known however slowly this machine schedules the sampler) the rest. Sampled as
+    /// the runner does: until the command is a zombie, then `exited`, then reaped.
     #[test]
     fn sees_a_child_write_a_file() {
-        let dir = std::env::temp_dir().join(format!("candor-audit-procfs-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
+        use std::io::Write;
+        let dir = tempfile_dir("sees-a-child");
         let file = dir.join("f");
         let script = format!(
-            "dd if=/dev/zero of={} bs=64k count=512 status=none; sleep 0.05",
+            "dd of={} bs=64k count=512 iflag=fullblock status=none",
             file.display()
         );
         let mut src = ProcfsSource::new(0.002);
         let t0 = Instant::now();
-        let mut child = match std::process::Command::new("sh")
+        let mut child = std::process::Command::new("sh")
             .arg("-c")
             .arg(&script)
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("skipped: cannot run sh: {e}");
-                return;
-            }
+            .expect("sh runs");
+        let pid = child.id();
+        src.attach(pid, t0).expect("attach");
+        let mut input = child.stdin.take().unwrap();
+        let chunk = vec![0x5au8; 64 << 10];
+        input.write_all(&chunk).unwrap();
+        let seen_open = |src: &ProcfsSource| {
+            src.procs
+                .values()
+                .any(|p| p.files.values().any(|f| f.phase.path.ends_with("/f")))
         };
-        let _ = src.attach(child.id(), t0);
-        loop {
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        while !seen_open(&src) {
+            assert!(Instant::now() < deadline, "no tick saw dd's file in 30 s");
+            std::thread::sleep(std::time::Duration::from_millis(2));
             src.sample();
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
+        }
+        let feeder = std::thread::spawn(move || {
+            for _ in 1..512 {
+                input.write_all(&chunk).unwrap();
             }
+        });
+        let zombie = std::thread::spawn(move || wait_zombie(pid));
+        while !zombie.is_finished() {
+            src.sample();
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        zombie.join().unwrap();
+        feeder.join().unwrap();
+        src.exited(pid);
+        assert!(child.wait().expect("reap sh").success());
         let obs = src.finish();
         let _ = std::fs::remove_dir_all(&dir);
-        // dd is a grandchild reaped by sh: its bytes reach its phase even when it ended
-        // between two ticks.
+        assert_eq!(std::fs::metadata(&file).map(|m| m.len()).ok(), None);
         let written: u64 = obs
             .phases
             .iter()
             .filter(|p| p.path.ends_with("/f"))
             .map(|p| p.write_bytes)
             .sum();
-        if obs.phases.is_empty() {
-            eprintln!("skipped: dd ended before the first tick saw its file");
-            return;
-        }
         assert_eq!(written, 512 * 65536, "{obs:#?}");
+    }
+
+    /// A fresh directory under the temporary directory.
+    fn tempfile_dir(what: &str) -> std::path::PathBuf {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "candor-audit-procfs-{what}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        dir
     }
 }

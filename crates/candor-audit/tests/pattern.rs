@@ -3,9 +3,31 @@
 
 use candor_audit::{audit, Direction, Exit, Options, SourceChoice};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+/// True when the eBPF source must load here (root, a build with the programs, a kernel
+/// with BTF and tracefs); otherwise skips. Where it is true, an audit that fails is a
+/// failure.
+fn need_bpf() -> bool {
+    if !candor_testkit::need_root("for eBPF") {
+        return false;
+    }
+    match candor_bpf::probe().blocker() {
+        None => true,
+        Some(why) => {
+            candor_testkit::skip(why);
+            false
+        }
+    }
+}
+
+/// How the program is started: under the procfs source each file stays open a few
+/// sampling periods before its first and after its last call (CANDOR_PATTERN_HOLD_MS),
+/// so every open..close is seen however the machine schedules the sampler; eBPF sees
+/// every call and needs no hold.
+fn launcher(source: SourceChoice) -> Vec<String> {
+    match source {
+        SourceChoice::Procfs => vec!["env".into(), "CANDOR_PATTERN_HOLD_MS=40".into()],
+        _ => vec![],
+    }
 }
 
 /// One audit at a time: the procfs source counts every child of this process as part of
@@ -19,14 +41,15 @@ fn run(source: SourceChoice, size: u64, count: u64) -> Option<candor_audit::Audi
         std::process::id(),
         source
     ));
-    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("pattern.dat");
-    let argv = vec![
+    let mut argv = launcher(source);
+    argv.extend([
         env!("CARGO_BIN_EXE_candor-pattern").to_string(),
         file.display().to_string(),
         size.to_string(),
         count.to_string(),
-    ];
+    ]);
     let opts = Options {
         source,
         pass_through: false,
@@ -34,19 +57,12 @@ fn run(source: SourceChoice, size: u64, count: u64) -> Option<candor_audit::Audi
     };
     let a = audit(&argv, &opts);
     let _ = std::fs::remove_dir_all(&dir);
-    match a {
-        Ok(a) => Some(a),
-        Err(e) => {
-            eprintln!("skipped: {}", e.0);
-            None
-        }
-    }
+    Some(a.unwrap_or_else(|e| panic!("the audit could not run: {}", e.0)))
 }
 
 #[test]
 fn every_call_of_a_known_pattern_with_ebpf() {
-    if !is_root() {
-        eprintln!("skipped: needs root for eBPF");
+    if !need_bpf() {
         return;
     }
     let (size, count) = (65536u64, 256u64);
@@ -95,12 +111,11 @@ fn bytes_of_a_known_pattern_with_procfs() {
         .iter()
         .filter(|p| p.path.ends_with("/pattern.dat"))
         .collect();
-    if on_file.len() < 2 {
-        eprintln!(
-            "skipped: a phase was shorter than one sampling period on this machine: {on_file:#?}"
-        );
-        return;
-    }
+    assert_eq!(
+        on_file.len(),
+        2,
+        "one write and one read phase: {on_file:#?}"
+    );
     let written: u64 = on_file.iter().map(|p| p.write_bytes).sum();
     let read: u64 = on_file.iter().map(|p| p.read_bytes).sum();
     assert_eq!(
@@ -120,14 +135,15 @@ fn iozone_like(source: SourceChoice) -> Option<candor_audit::Audit> {
         std::process::id(),
         source
     ));
-    std::fs::create_dir_all(&dir).ok()?;
-    let argv = vec![
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut argv = launcher(source);
+    argv.extend([
         env!("CARGO_BIN_EXE_candor-pattern").to_string(),
         "--iozone-like".to_string(),
         dir.join("iozone.tmp").display().to_string(),
         "131072".to_string(),
         "1024".to_string(),
-    ];
+    ]);
     let opts = Options {
         source,
         pass_through: false,
@@ -135,13 +151,12 @@ fn iozone_like(source: SourceChoice) -> Option<candor_audit::Audit> {
     };
     let a = audit(&argv, &opts);
     let _ = std::fs::remove_dir_all(&dir);
-    a.map_err(|e| eprintln!("skipped: {}", e.0)).ok()
+    Some(a.unwrap_or_else(|e| panic!("the audit could not run: {}", e.0)))
 }
 
 #[test]
 fn iozone_layout_end_to_end_with_ebpf() {
-    if !is_root() {
-        eprintln!("skipped: needs root for eBPF");
+    if !need_bpf() {
         return;
     }
     let Some(a) = iozone_like(SourceChoice::Bpf) else {
@@ -195,13 +210,11 @@ fn iozone_layout_end_to_end_with_procfs() {
     assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
     assert_eq!(a.rows.len(), 6);
     let matched = a.rows.iter().filter(|r| !r.phases.is_empty()).count();
-    if matched < 6 {
-        eprintln!(
-            "skipped: a test was shorter than one sampling period here: {:#?}",
-            a.observed.phases
-        );
-        return;
-    }
+    assert_eq!(
+        matched, 6,
+        "every test has its phase: {:#?}",
+        a.observed.phases
+    );
     // Each test is a reopen of the same file on the same descriptor: the phases are told
     // apart by the open flags and by the position starting over. Where one test ends
     // inside a tick is not known (pread leaves the position alone), so a boundary can move

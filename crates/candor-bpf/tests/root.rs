@@ -1,5 +1,6 @@
-//! Tests against the real kernel, as root. Each one prints "skipped: <reason>" and
-//! returns when the host cannot trace (not root, build without clang...).
+//! Tests against the real kernel, as root. Each one is skipped (candor-testkit) when the
+//! host cannot trace (not root, a build without clang...); as root with the programs
+//! built, a tracer that does not load is a failure.
 
 use candor_bpf::{DevId, Direction, Owner, TraceOptions, Tracer, Unavailable};
 use std::os::unix::fs::OpenOptionsExt;
@@ -12,15 +13,13 @@ use std::sync::Mutex;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tracer(opts: &TraceOptions) -> Option<Tracer> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root");
+    if !candor_testkit::need_root("to load the tracer") {
         return None;
     }
     match Tracer::load(opts) {
         Ok(t) => Some(t),
         Err(e @ Unavailable::NotBuilt(_)) => {
-            eprintln!("skipped: {e}");
+            candor_testkit::skip(e);
             None
         }
         Err(e) => panic!("root but the tracer did not load: {e}"),
@@ -28,14 +27,10 @@ fn tracer(opts: &TraceOptions) -> Option<Tracer> {
 }
 
 fn scratch() -> Option<candor_lab::ScratchFs> {
-    match candor_lab::scratch("ext4", 256 << 20) {
-        Ok(s) => Some(s),
-        Err(candor_lab::LabError::Unsupported(why)) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(e) => panic!("scratch filesystem: {e}"),
-    }
+    candor_testkit::need_or(
+        candor_lab::scratch("ext4", 256 << 20),
+        candor_lab::LabError::is_unsupported,
+    )
 }
 
 fn loop_dev(s: &candor_lab::ScratchFs) -> DevId {

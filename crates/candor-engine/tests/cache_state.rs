@@ -125,7 +125,7 @@ fn run_probed_with(
     let fs = nix_fs_type(tmp.path());
     if fs == Some(0x0102_1994) {
         // tmpfs: its pages are the storage, nothing can drop them.
-        println!("skipped: the test directory is on tmpfs, whose pages cannot be dropped");
+        candor_testkit::skip("the test directory is on tmpfs, whose pages cannot be dropped");
         return None;
     }
     let dir = RunDir::create(tmp.path(), "cachestate").unwrap();
@@ -183,7 +183,7 @@ fn run_probed_with(
         match seen {
             Ok(v) => out.push(v),
             Err(e) if e.contains("(os error 38)") => {
-                println!("skipped: this kernel has no cachestat(2): {e}");
+                candor_testkit::skip(format!("this kernel has no cachestat(2): {e}"));
                 return None;
             }
             Err(e) => panic!("{e}"),

@@ -6,10 +6,11 @@
 //! ```no_run
 //! use candor_faultfs::{FaultFs, Faults, MountError};
 //! # let (backing, mnt) = (std::path::Path::new("/tmp/b"), std::path::Path::new("/tmp/m"));
-//! let fs = match FaultFs::mount(backing, mnt, &Faults::new().eio_read(4096..8192)) {
-//!     Ok(fs) => fs,
-//!     Err(MountError::Skip(why)) => { eprintln!("skipped: {why}"); return; }
-//!     Err(e) => panic!("{e}"),
+//! // A machine that cannot mount FUSE skips the test; a mount that fails where it can
+//! // fails the test.
+//! let mounted = FaultFs::mount(backing, mnt, &Faults::new().eio_read(4096..8192));
+//! let Some(fs) = candor_testkit::need_or(mounted, MountError::is_skip) else {
+//!     return;
 //! };
 //! // Reads of bytes 4096..8192 of any file under fs.path() now fail with EIO.
 //! ```

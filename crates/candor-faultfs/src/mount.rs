@@ -1,7 +1,8 @@
 //! The test helper: start `candor-faultfs` as a child process, wait until the kernel shows
 //! the mount, and on drop unmount it and reap the child. Mount failures caused by the
-//! machine (no /dev/fuse, no fusermount3, binary not built) are [`MountError::Skip`], so a
-//! test can print "skipped: ..." and return.
+//! machine (no /dev/fuse, the binary not built, and without root: no fusermount3 or no
+//! permission to mount) are [`MountError::Skip`], so a test can skip; as root with
+//! /dev/fuse, a mount that fails is [`MountError::Failed`].
 
 use crate::faults::Faults;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,13 @@ pub enum MountError {
     /// The filesystem should have mounted and did not.
     #[error("{0}")]
     Failed(String),
+}
+
+impl MountError {
+    /// Whether this machine cannot mount the filesystem (the test is skipped).
+    pub fn is_skip(&self) -> bool {
+        matches!(self, MountError::Skip(_))
+    }
 }
 
 /// A mounted `candor-faultfs`; unmounted when dropped.
@@ -137,7 +145,7 @@ impl FaultFs {
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()
-            .map_err(|e| MountError::Skip(format!("cannot run {}: {e}", bin.display())))?;
+            .map_err(|e| MountError::Failed(format!("cannot run {}: {e}", bin.display())))?;
         let mut fs = FaultFs {
             mountpoint,
             child: Some(child),
@@ -152,8 +160,12 @@ impl FaultFs {
             if let Some(status) = exited {
                 fs.child = None;
                 let why = fs.log().trim().to_string();
+                // Without root, mounting goes through fusermount3, which may be missing or
+                // not allowed here; root mounts directly, and a failure is a failure.
+                // SAFETY: geteuid has no preconditions.
+                let root = unsafe { libc::geteuid() } == 0;
                 let machine = ["fusermount", "Permission denied", "Operation not permitted"];
-                return Err(if machine.iter().any(|m| why.contains(m)) {
+                return Err(if !root && machine.iter().any(|m| why.contains(m)) {
                     MountError::Skip(format!("cannot mount FUSE here: {why}"))
                 } else {
                     MountError::Failed(format!("candor-faultfs exited ({status}): {why}"))

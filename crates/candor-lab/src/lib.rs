@@ -38,3 +38,10 @@ pub enum LabError {
     #[error("{0}")]
     Failed(String),
 }
+
+impl LabError {
+    /// Whether this machine lacks what was needed (a test is then skipped, not failed).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, LabError::Unsupported(_))
+    }
+}

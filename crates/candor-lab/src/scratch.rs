@@ -58,16 +58,17 @@ impl Drop for ScratchFs {
 }
 
 /// Makes a `fs` filesystem of `size_bytes` on a loop device under a fresh directory in
-/// `parent` (the system temporary directory when None). `Err(Unsupported)` means the test
-/// should be skipped, with that reason.
+/// `parent` (the system temporary directory when None). `Err(Unsupported)` means this
+/// machine cannot make it (not root, no loop devices, a program missing) and the test
+/// should be skipped with that reason; any other error is a failure.
 pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
     if !is_root() {
         return Err(LabError::Unsupported(
             "needs root for losetup and mount".into(),
         ));
     }
-    let (mkfs, flags) = mkfs_args(fs)
-        .ok_or_else(|| LabError::Unsupported(format!("no recipe for filesystem {fs}")))?;
+    let (mkfs, flags) =
+        mkfs_args(fs).ok_or_else(|| LabError::Usage(format!("no recipe for filesystem {fs}")))?;
     let parent = parent
         .map(Path::to_path_buf)
         .unwrap_or_else(std::env::temp_dir);
@@ -87,12 +88,12 @@ pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<Sc
     let f = std::fs::File::create(&backing).map_err(|e| cleanup_dir(e.into()))?;
     f.set_len(size_bytes).map_err(|e| cleanup_dir(e.into()))?;
     drop(f);
-    let loop_device = losetup(&backing).map_err(|e| match e {
-        LabError::Command { detail, .. } => {
-            cleanup_dir(LabError::Unsupported(format!("losetup failed: {detail}")))
-        }
-        other => cleanup_dir(other),
-    })?;
+    if !Path::new("/dev/loop-control").exists() {
+        return Err(cleanup_dir(LabError::Unsupported(
+            "no loop devices here (/dev/loop-control does not exist)".into(),
+        )));
+    }
+    let loop_device = losetup(&backing).map_err(cleanup_dir)?;
     let mut s = ScratchFs {
         fs: fs.to_string(),
         mount_point: mount_point.clone(),
@@ -103,11 +104,7 @@ pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<Sc
     };
     let mut args: Vec<&str> = flags.to_vec();
     args.push(&loop_device);
-    match run(mkfs, &args) {
-        Ok(_) => {}
-        Err(LabError::Unsupported(m)) => return Err(LabError::Unsupported(m)),
-        Err(e) => return Err(e),
-    }
+    run(mkfs, &args)?;
     run("mount", &[&loop_device, &mount_point.display().to_string()])?;
     s.mounted = true;
     Ok(s)
@@ -166,13 +163,9 @@ mod tests {
 
     #[test]
     fn scratch_ext4_mounts_and_goes_away() {
-        let s = match scratch("ext4", 64 << 20) {
-            Ok(s) => s,
-            Err(LabError::Unsupported(why)) => {
-                eprintln!("skipped: {why}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
+        let Some(s) = candor_testkit::need_or(scratch("ext4", 64 << 20), LabError::is_unsupported)
+        else {
+            return;
         };
         let mp = s.mount_point.clone();
         std::fs::write(mp.join("x"), b"hello").unwrap();

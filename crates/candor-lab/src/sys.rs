@@ -11,10 +11,13 @@ use std::process::Command;
 
 /// Runs a program; its trimmed stdout on success, its stderr in the error otherwise.
 pub(crate) fn run(cmd: &str, args: &[&str]) -> Result<String, LabError> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| LabError::Unsupported(format!("cannot run {cmd}: {e}")))?;
+    let out = Command::new(cmd).args(args).output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            LabError::Unsupported(format!("{cmd} is not installed"))
+        } else {
+            LabError::Failed(format!("cannot run {cmd}: {e}"))
+        }
+    })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();

@@ -26,15 +26,12 @@ fn config() -> Config {
     }
 }
 
+/// A scratch ext4 on a loop device; None after a skip when this machine cannot make one.
 fn ext4() -> Option<candor_lab::ScratchFs> {
-    match candor_lab::scratch("ext4", 512 * MIB) {
-        Ok(s) => Some(s),
-        Err(candor_lab::LabError::Unsupported(why)) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(e) => panic!("cannot make a scratch ext4: {e}"),
-    }
+    candor_testkit::need_or(
+        candor_lab::scratch("ext4", 512 * MIB),
+        candor_lab::LabError::is_unsupported,
+    )
 }
 
 /// Writes `size` bytes of non-zero data and makes them durable.
@@ -354,8 +351,7 @@ fn buffered_write_is_absorbed_unless_the_fsync_is_timed() {
 fn a_target_on_tmpfs_is_memory() {
     let _g = lock();
     let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skipped: no /dev/shm");
+    if !candor_testkit::need_path(shm, "no tmpfs at /dev/shm") {
         return;
     }
     let dir = tempfile::tempdir_in(shm).expect("tempdir in /dev/shm");
@@ -398,13 +394,8 @@ fn another_process_writing_the_device_disturbs_the_test() {
             theirs.display()
         ))
         .output();
-    let sh = match sh {
-        Ok(o) if o.status.success() => o,
-        other => {
-            eprintln!("skipped: cannot run sh and dd: {other:?}");
-            return;
-        }
-    };
+    let sh = sh.expect("sh runs");
+    assert!(sh.status.success(), "sh and dd: {sh:?}");
     let stranger: i32 = String::from_utf8_lossy(&sh.stdout)
         .trim()
         .parse()

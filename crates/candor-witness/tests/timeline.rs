@@ -12,13 +12,11 @@ const MIB: u64 = 1 << 20;
 
 #[test]
 fn the_timeline_adds_up_to_the_window_and_dirty_data_shows() {
-    let fs = match candor_lab::scratch("ext4", 512 * MIB) {
-        Ok(s) => s,
-        Err(candor_lab::LabError::Unsupported(why)) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(e) => panic!("cannot make a scratch ext4: {e}"),
+    let Some(fs) = candor_testkit::need_or(
+        candor_lab::scratch("ext4", 512 * MIB),
+        candor_lab::LabError::is_unsupported,
+    ) else {
+        return;
     };
     let file = fs.path().join("f");
     let (w, _) = Witness::new(

@@ -16,14 +16,6 @@ fn candor() -> Command {
     Command::new(env!("CARGO_BIN_EXE_candor"))
 }
 
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -75,8 +67,7 @@ fn row(v: &Value) -> &Value {
 #[test]
 fn fio_direct_read_is_reconciled() {
     let _one = serial();
-    if !have("fio") {
-        eprintln!("skipped: fio is not installed");
+    if !candor_testkit::need_programs(&["fio"]) {
         return;
     }
     let dir = scratch();
@@ -146,8 +137,7 @@ fn fio_direct_read_is_reconciled() {
 #[test]
 fn fio_buffered_write_explains_the_page_cache() {
     let _one = serial();
-    if !have("fio") {
-        eprintln!("skipped: fio is not installed");
+    if !candor_testkit::need_programs(&["fio"]) {
         return;
     }
     let dir = scratch();

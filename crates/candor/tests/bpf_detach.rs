@@ -4,7 +4,7 @@
 //! kernel for each id (bpf(BPF_PROG_GET_FD_BY_ID)): every one must be unknown.
 
 mod common;
-use common::{entries, is_root};
+use common::{entries, need_bpf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,8 +56,7 @@ fn prog_ids(pid: u32) -> Vec<u32> {
 
 #[test]
 fn signals_leave_no_ebpf_program_behind() {
-    if !is_root() {
-        eprintln!("skipped: needs root to load the eBPF witness");
+    if !need_bpf() {
         return;
     }
     for (sig, code) in [
@@ -103,20 +102,20 @@ fn signals_leave_no_ebpf_program_behind() {
             std::thread::sleep(Duration::from_millis(20));
         }
         if ids.is_empty() {
+            // SAFETY: kill has no memory preconditions; pid is our child, not yet reaped.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             let o = child.wait_with_output().unwrap();
             let err = String::from_utf8_lossy(&o.stderr);
-            eprintln!(
-                "skipped: the eBPF witness did not load here ({})",
+            panic!(
+                "as root, candor's eBPF witness attached no program within 30 s: {}",
                 err.trim()
             );
-            return;
         }
         assert!(
             ids.iter().all(|&id| prog_alive(id)),
             "the programs are loaded while candor runs"
         );
-        std::thread::sleep(Duration::from_millis(300));
+        // The witness is attached and a test file exists: candor is mid-run.
         unsafe { libc::kill(pid as i32, sig) };
         let o = child.wait_with_output().unwrap();
         assert_eq!(

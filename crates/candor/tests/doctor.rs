@@ -3,12 +3,9 @@
 
 use std::process::Command;
 
-const CANDOR: &str = env!("CARGO_BIN_EXE_candor");
+mod common;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+const CANDOR: &str = env!("CARGO_BIN_EXE_candor");
 
 #[test]
 fn doctor_reports_and_leaves_the_target_as_it_was() {
@@ -49,8 +46,7 @@ fn doctor_refuses_a_target_that_is_not_a_directory() {
 /// will use procfs and why.
 #[test]
 fn doctor_as_root_loads_and_as_nobody_falls_back() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !common::need_bpf() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -61,10 +57,6 @@ fn doctor_as_root_loads_and_as_nobody_falls_back() {
         .expect("run candor");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    if text.contains("BPF programs  no") || text.contains("not built") {
-        eprintln!("skipped: this build has no BPF programs");
-        return;
-    }
     assert!(text.contains("candor will use: the BPF witness"), "{text}");
     assert!(
         text.lines()
@@ -75,23 +67,14 @@ fn doctor_as_root_loads_and_as_nobody_falls_back() {
     // The directory must be usable by nobody for the cachestat/O_DIRECT checks.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    let out = match Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            CANDOR,
-            "doctor",
-        ])
+    let Some(mut nobody) = common::candor_as_nobody() else {
+        return;
+    };
+    let out = nobody
+        .arg("doctor")
         .arg(dir.path())
         .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipped: setpriv unavailable ({e})");
-            return;
-        }
-    };
+        .expect("setpriv runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(

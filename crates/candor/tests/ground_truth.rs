@@ -2,10 +2,11 @@
 //! asserting the verdict and the shares (of the bytes and of the operations), not only
 //! that a verdict exists. They run `candor run --witness bpf` as root on an ext4 made for
 //! the test on a loop device (direct I/O to its file, as `candor lab` makes them), and on
-//! tmpfs. Without root or without the eBPF witness each case says "skipped: <reason>".
+//! tmpfs. Without root or in a build without the eBPF programs each case is skipped; as
+//! root with them, a witness that does not load is a failure.
 
 mod common;
-use common::{is_root, run_in, text};
+use common::{need_bpf, run_in, text};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,24 +16,17 @@ use std::sync::Mutex;
 /// one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// An ext4 on a loop device with direct I/O, or why not.
+/// An ext4 on a loop device with direct I/O; None (after a skip) when this machine cannot
+/// make one or has no eBPF witness.
 fn scratch() -> Option<candor_lab::ScratchFs> {
-    if !is_root() {
-        eprintln!("skipped: needs root for loop devices and the eBPF witness");
+    if !need_bpf() {
         return None;
     }
-    match candor_lab::scratch("ext4", 384 << 20) {
-        Ok(s) => Some(s),
-        Err(candor_lab::LabError::Unsupported(why)) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(e) => panic!("cannot make the scratch ext4: {e}"),
-    }
+    common::scratch("ext4", 384 << 20)
 }
 
-/// `candor run DIR --witness bpf --format json ARGS`: the results, or None (after saying
-/// "skipped: ...") when the eBPF witness does not load here.
+/// `candor run DIR --witness bpf --format json ARGS`: the results (the eBPF witness must
+/// have loaded: the caller checked that it can).
 fn run(dir: &Path, args: &[&str]) -> Option<Vec<Value>> {
     let mut all = vec!["--witness", "bpf", "--format", "json", "--repeat", "1"];
     all.extend_from_slice(args);
@@ -41,13 +35,12 @@ fn run(dir: &Path, args: &[&str]) -> Option<Vec<Value>> {
     let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     let results = doc["results"].as_array().cloned().unwrap_or_default();
     assert!(!results.is_empty(), "{args:?}: no result");
-    if results[0]["witness"]["source"] != "bpf" {
-        eprintln!(
-            "skipped: the eBPF witness did not load ({})",
-            text(&o.stderr).trim()
-        );
-        return None;
-    }
+    assert_eq!(
+        results[0]["witness"]["source"],
+        "bpf",
+        "the eBPF witness did not load as root: {}",
+        text(&o.stderr).trim()
+    );
     Some(results)
 }
 
@@ -577,13 +570,8 @@ fn a_loop_device_over_a_cached_file_is_not_a_disk() {
 #[test]
 fn tmpfs_is_memory() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: needs root for the eBPF witness");
-        return;
-    }
     let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skipped: no /dev/shm");
+    if !need_bpf() || !candor_testkit::need_path(shm, "no tmpfs at /dev/shm") {
         return;
     }
     let dir = tempfile::tempdir_in(shm).expect("a directory in /dev/shm");

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 
 mod common;
-use common::{have, is_root, lab_skip_reason, text};
+use common::{candor_as_nobody, is_root, need_lab, need_root, text};
 
 /// Lab tests attach loop devices, of which the machine has few: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -60,8 +60,7 @@ fn canonical(p: &Path) -> PathBuf {
 #[test]
 fn create_use_and_destroy_ext4_xfs_btrfs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = lab_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !need_lab() {
         return;
     }
     let tmp = temp_dir();
@@ -225,8 +224,7 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
 #[test]
 fn a_failing_mkfs_leaves_no_loop_device_mount_or_file() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = lab_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !need_lab() {
         return;
     }
     let tmp = temp_dir();
@@ -307,13 +305,10 @@ fn not_root_exits_2_and_says_so() {
         "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
     ];
     let out = if is_root() {
-        if !have("setpriv") {
-            eprintln!("skipped: setpriv is not installed to drop root");
+        let Some(mut nobody) = candor_as_nobody() else {
             return;
-        }
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(env!("CARGO_BIN_EXE_candor"))
+        };
+        nobody
             .args(args)
             .output()
             .expect("run candor through setpriv")
@@ -321,10 +316,6 @@ fn not_root_exits_2_and_says_so() {
         candor(&args)
     };
     let err = text(&out.stderr);
-    if is_root() && err.contains("Permission denied") && out.status.code() != Some(2) {
-        eprintln!("skipped: the test binary is not reachable by an unprivileged user: {err}");
-        return;
-    }
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("needs root"), "{err}");
     assert!(!tmp.path().join(".candor-lab").exists());
@@ -360,26 +351,48 @@ fn a_lab_directory_candor_did_not_make_is_left_alone() {
 
     let out = candor(&["lab", "destroy", "--dir", &d]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("did not make"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(foreign.join("precious").exists());
+    assert_eq!(std::fs::read_dir(&foreign).unwrap().count(), 1);
+}
 
-    if lab_skip_reason().is_none() {
-        let out = candor(&[
-            "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
-        ]);
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-        assert!(
-            text(&out.stderr).contains("did not make"),
-            "{}",
-            text(&out.stderr)
-        );
-        assert!(foreign.join("precious").exists());
+/// `lab create` checks root before the directory: this half needs root.
+#[test]
+fn create_leaves_a_lab_directory_candor_did_not_make_alone() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_lab() {
+        return;
     }
+    let tmp = temp_dir();
+    let d = tmp.path().display().to_string();
+    let foreign = tmp.path().join(".candor-lab");
+    std::fs::create_dir(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("precious"), b"not the lab's").expect("write");
+    let out = candor(&[
+        "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("did not make"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(foreign.join("precious")).unwrap(),
+        b"not the lab's"
+    );
+    assert_eq!(std::fs::read_dir(&foreign).unwrap().count(), 1);
+    assert!(loops_under(tmp.path()).is_empty());
+    assert!(mounts_under(tmp.path()).is_empty());
 }
 
 #[test]
 fn more_than_the_free_space_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root (the free-space check comes after the root check)");
+    if !need_root("(the free-space check comes after the root check)") {
         return;
     }
     let tmp = temp_dir();
@@ -456,8 +469,7 @@ fn interrupted_create(dir: &Path) {
 #[test]
 fn destroy_clears_an_interrupted_create() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = lab_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !need_lab() {
         return;
     }
     let tmp = temp_dir();
@@ -474,8 +486,7 @@ fn destroy_clears_an_interrupted_create() {
 #[test]
 fn create_finishes_an_interrupted_create() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = lab_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !need_lab() {
         return;
     }
     let tmp = temp_dir();
@@ -506,8 +517,7 @@ fn create_finishes_an_interrupted_create() {
 #[test]
 fn a_missing_mkfs_is_named_before_anything_is_made() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = lab_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !need_lab() {
         return;
     }
     let tmp = temp_dir();

@@ -5,8 +5,9 @@
 //! barrier held); the merged histogram is the sum of the ranks' histograms, and each merged
 //! percentile lies in the bucket where the concatenated samples put it.
 //!
-//! Without the `mpi` feature these runs say "skipped: built without the mpi feature" (the
-//! plain error of `--mpi` is tested instead); without `mpirun` on the PATH they say so too.
+//! Without the `mpi` feature these runs are ignored (`scripts/test` runs this file again
+//! with the feature, and counts each test once) and the plain error of `--mpi` is tested
+//! instead; without `mpirun` on the PATH they are skipped.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -59,33 +60,45 @@ fn without_launcher(args: &[&str]) -> Output {
     c.output().expect("candor runs")
 }
 
-fn skip_reason() -> Option<&'static str> {
-    if !cfg!(feature = "mpi") {
-        Some("skipped: built without the mpi feature")
-    } else if !has_mpirun() {
-        Some("skipped: needs mpirun (Debian's openmpi-bin)")
-    } else {
-        None
+/// True when mpirun is here; otherwise skips.
+fn need_mpirun() -> bool {
+    if has_mpirun() {
+        return true;
     }
+    candor_testkit::skip("needs mpirun (Debian's openmpi-bin)");
+    false
 }
 
 #[test]
-fn mpi_outside_a_launcher_or_without_the_feature_is_one_sentence_and_exit_2() {
+#[cfg(feature = "mpi")]
+fn mpi_outside_a_launcher_is_one_sentence_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let out = without_launcher(&[dir.path().to_str().unwrap(), "--file-size", "1m"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    if cfg!(feature = "mpi") {
-        assert!(
-            err.contains("no MPI launcher started this one") && err.contains("mpirun -n"),
-            "{err}"
-        );
-    } else {
-        assert!(
-            err.contains("built without it") && err.contains("--features mpi"),
-            "{err}"
-        );
-    }
+    assert!(
+        err.contains("no MPI launcher started this one") && err.contains("mpirun -n"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was written"
+    );
+}
+
+#[test]
+#[cfg(not(feature = "mpi"))]
+fn mpi_without_the_feature_is_one_sentence_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = without_launcher(&[dir.path().to_str().unwrap(), "--file-size", "1m"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("built without it") && err.contains("--features mpi"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
@@ -144,9 +157,12 @@ fn run_ranks(ranks: u32, dir: &Path, extra: &[&str]) -> candor_model::RunDoc {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn four_ranks_aggregate_barrier_and_merged_percentiles() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -265,9 +281,12 @@ fn four_ranks_aggregate_barrier_and_merged_percentiles() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn two_ranks_report_the_spread_and_the_node_cache() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -287,9 +306,12 @@ fn two_ranks_report_the_spread_and_the_node_cache() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn stonewall_stops_every_rank_when_the_first_finishes() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -345,9 +367,12 @@ fn reorder_needs_mpi() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -384,9 +409,12 @@ fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn a_rank_that_cannot_start_stops_every_rank_with_its_sentence() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     // Two programs in one job (MPMD): rank 0 gets a good target, rank 1 one that is missing
@@ -428,9 +456,12 @@ fn a_rank_that_cannot_start_stops_every_rank_with_its_sentence() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn shared_file_gives_every_rank_its_segment_of_one_file() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -457,9 +488,12 @@ fn shared_file_gives_every_rank_its_segment_of_one_file() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn shared_file_refuses_the_tests_that_cannot_address_a_segment() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -484,9 +518,12 @@ fn shared_file_refuses_the_tests_that_cannot_address_a_segment() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn a_bad_output_path_stops_every_rank_with_one_sentence() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

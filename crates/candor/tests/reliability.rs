@@ -3,7 +3,8 @@
 //! runs, SIGINT/SIGTERM/SIGHUP at several moments, SIGKILL then `candor clean`, an I/O error
 //! at an offset, data corrupted behind candor's back (`--verify`), symlinks planted in the
 //! run directory, a block device target, and a soak. Every test drives the real binary;
-//! one that needs what this machine lacks prints "skipped: <reason>".
+//! one that needs what this machine lacks is skipped (candor-testkit), and a set-up that
+//! fails where the capability exists (a loop device, a mount) is a failure.
 //!
 //! docs/reliability.md lists every fault, what candor does, and the test here that proves it.
 
@@ -15,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{candor, is_root};
+use common::{candor, candor_as_nobody, need_or, need_root};
 
 fn spawn_run(target: &Path, args: &[&str]) -> Child {
     candor()
@@ -90,21 +91,16 @@ fn load(p: &Path) -> candor_model::RunDoc {
     candor_model::load_result(p).expect("the saved JSON loads back")
 }
 
-/// Mounts candor-faultfs over a fresh backing directory, or says why it cannot.
+/// Mounts candor-faultfs over a fresh backing directory; None after a skip when this
+/// machine cannot mount FUSE.
 fn faultfs(faults: &Faults) -> Option<(tempfile::TempDir, FaultFs)> {
-    let dir = tempfile::tempdir().ok()?;
+    let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("backing");
     let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&backing).ok()?;
-    std::fs::create_dir(&mnt).ok()?;
-    match FaultFs::mount(&backing, &mnt, faults) {
-        Ok(fs) => Some((dir, fs)),
-        Err(MountError::Skip(why)) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(e) => panic!("candor-faultfs should mount here: {e}"),
-    }
+    std::fs::create_dir(&backing).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let fs = need_or(FaultFs::mount(&backing, &mnt, faults), MountError::is_skip)?;
+    Some((dir, fs))
 }
 
 // ---- what is not candor's stays as it was ----
@@ -330,12 +326,8 @@ fn enospc_in_the_middle_of_a_write_test() {
 fn enospc_on_a_real_filesystem_filled_during_the_run() {
     // A 64 MiB ext4 on a loop device: the plan fits when candor starts, then another
     // writer takes every free block while candor's write test repeats.
-    let fs = match candor_lab::scratch("ext4", 64 << 20) {
-        Ok(fs) => fs,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(fs) = common::scratch("ext4", 64 << 20) else {
+        return;
     };
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
@@ -413,12 +405,8 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
 
 #[test]
 fn a_filesystem_too_small_for_the_plan_is_refused_before_writing() {
-    let fs = match candor_lab::scratch("ext4", 48 << 20) {
-        Ok(fs) => fs,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(fs) = common::scratch("ext4", 48 << 20) else {
+        return;
     };
     let o = run(fs.path(), &["--tests", "write", "--file-size", "256m"]);
     let err = stderr(&o);
@@ -432,12 +420,8 @@ fn a_filesystem_too_small_for_the_plan_is_refused_before_writing() {
 
 #[test]
 fn a_read_only_filesystem_is_refused_and_nothing_is_written() {
-    let fs = match candor_lab::scratch("ext4", 32 << 20) {
-        Ok(fs) => fs,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(fs) = common::scratch("ext4", 32 << 20) else {
+        return;
     };
     std::fs::write(fs.path().join("keep.txt"), b"before").unwrap();
     let st = Command::new("mount")
@@ -462,8 +446,7 @@ fn a_read_only_filesystem_is_refused_and_nothing_is_written() {
 
 #[test]
 fn a_directory_without_permission_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to run candor as another user");
+    if !need_root("to run candor as another user") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -480,20 +463,15 @@ fn a_directory_without_permission_is_refused() {
         (locked.clone(), "permission denied"),
         (hidden.join("inner"), "permission denied"),
     ] {
-        let o = match Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_candor"))
+        let Some(mut nobody) = candor_as_nobody() else {
+            return;
+        };
+        let o = nobody
             .arg("run")
             .arg(&target)
             .args(["--quiet", "--tests", "write", "--file-size", "1m"])
             .output()
-        {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("skipped: setpriv unavailable ({e})");
-                return;
-            }
-        };
+            .expect("setpriv runs");
         let err = stderr(&o);
         no_panic(&err);
         assert_eq!(o.status.code(), Some(2), "{}: {err}", target.display());
@@ -837,8 +815,7 @@ fn a_failing_block_device_under_the_filesystem() {
     // ext4 on a loop device whose backing file sits on candor-faultfs, which fails every
     // read of the image's second half: the block device under the filesystem fails as a
     // dying disk would, and the kernel hands candor EIO.
-    if !is_root() {
-        eprintln!("skipped: needs root for a loop device");
+    if !need_root("for a loop device") || !common::need_programs(&["mkfs.ext4", "losetup"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -855,41 +832,32 @@ fn a_failing_block_device_under_the_filesystem() {
         .unwrap()
         .set_len(256 << 20)
         .unwrap();
-    match Command::new("mkfs.ext4")
+    let st = Command::new("mkfs.ext4")
         .args(["-q", "-F"])
         .arg(&img)
         .status()
-    {
-        Ok(s) if s.success() => {}
-        other => {
-            eprintln!("skipped: mkfs.ext4 unavailable ({other:?})");
-            return;
-        }
-    }
-    let fs = match FaultFs::mount(
-        &backing,
-        &fmnt,
-        &Faults::new().eio_read(128 << 20..256 << 20),
-    ) {
-        Ok(fs) => fs,
-        Err(MountError::Skip(why)) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+        .expect("mkfs.ext4 runs");
+    assert!(st.success(), "mkfs.ext4: {st}");
+    let Some(fs) = need_or(
+        FaultFs::mount(
+            &backing,
+            &fmnt,
+            &Faults::new().eio_read(128 << 20..256 << 20),
+        ),
+        MountError::is_skip,
+    ) else {
+        return;
     };
     let out = Command::new("losetup")
         .args(["-f", "--show"])
         .arg(fs.path().join("disk.img"))
         .output()
         .unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "skipped: no loop device ({})",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
-    }
+    assert!(
+        out.status.success(),
+        "losetup: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lm = LoopMount {
         dev: String::from_utf8_lossy(&out.stdout).trim().to_string(),
         mnt: mnt.clone(),
@@ -1301,8 +1269,7 @@ fn a_symlink_planted_in_the_run_directory_is_not_followed() {
 
 #[test]
 fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
-    if !is_root() {
-        eprintln!("skipped: needs root for a loop device");
+    if !need_root("for a loop device") || !common::need_programs(&["losetup"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1311,17 +1278,16 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
         .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
         .collect();
     std::fs::write(&img, &content).unwrap();
-    let out = match Command::new("losetup")
+    let out = Command::new("losetup")
         .args(["-f", "--show"])
         .arg(&img)
         .output()
-    {
-        Ok(o) if o.status.success() => o,
-        other => {
-            eprintln!("skipped: no loop device ({other:?})");
-            return;
-        }
-    };
+        .expect("losetup runs");
+    assert!(
+        out.status.success(),
+        "losetup: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let modified_before = std::fs::metadata(&dev).and_then(|m| m.modified()).ok();
     let o1 = candor()

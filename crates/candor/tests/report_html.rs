@@ -274,7 +274,7 @@ fn screenshot_problem(png: &Path, width: u32, height: u32) -> Option<String> {
 #[test]
 fn the_html_report_renders_in_a_browser_with_every_chart() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -302,7 +302,7 @@ fn the_html_report_renders_in_a_browser_with_every_chart() {
 #[test]
 fn an_mpi_report_shows_its_ranks() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -320,7 +320,7 @@ fn an_mpi_report_shows_its_ranks() {
 #[test]
 fn a_run_over_several_targets_compares_them_in_its_report() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -341,7 +341,7 @@ fn a_run_over_several_targets_compares_them_in_its_report() {
 #[test]
 fn an_audit_report_shows_claimed_against_observed() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -361,7 +361,7 @@ fn an_audit_report_shows_claimed_against_observed() {
 #[test]
 fn the_compare_page_renders_in_a_browser() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{entries, lab_skip_reason};
+use common::{entries, need_lab};
 
 fn candor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_candor"))
@@ -125,8 +125,7 @@ fn device_per_app(r: &TestResult) -> f64 {
 
 #[test]
 fn ext4_xfs_btrfs_lab_write_amplification_copy_and_metadata() {
-    if let Some(why) = lab_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !need_lab() {
         return;
     }
     let lab = Lab::create();
@@ -510,8 +509,7 @@ fn several_plain_targets_are_grouped_and_compared() {
 #[test]
 fn a_measured_ceiling_says_which_targets_it_does_not_cover() {
     let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skipped: no /dev/shm for a target on another device");
+    if !candor_testkit::need_path(shm, "no tmpfs at /dev/shm for a target on another device") {
         return;
     }
     let disk = tempfile::tempdir().expect("a temporary directory");
@@ -521,7 +519,7 @@ fn a_measured_ceiling_says_which_targets_it_does_not_cover() {
         memory.path().to_str().expect("a UTF-8 path"),
     );
     if st_dev(pd) == st_dev(pm) {
-        eprintln!("skipped: the temporary directory is on the same device as /dev/shm");
+        common::skip("the temporary directory is on the same device as /dev/shm");
         return;
     }
     let doc = run(

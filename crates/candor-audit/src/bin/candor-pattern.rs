@@ -7,9 +7,23 @@
 //! the way iozone does (one open..close per test; the write timer stops before the fsync)
 //! and prints its figures in iozone's table layout, so the audit's iozone path can be
 //! checked end to end where iozone itself is not installed.
+//!
+//! With CANDOR_PATTERN_HOLD_MS=N in the environment, each file stays open N ms before its
+//! first and after its last call, outside the timed part: a sampling witness then sees
+//! every open..close, however briefly the I/O itself lasts on a busy machine.
 
 use std::io::{Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Keeps the file just opened (or about to be closed) open for CANDOR_PATTERN_HOLD_MS.
+fn hold() {
+    if let Some(ms) = std::env::var("CANDOR_PATTERN_HOLD_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -55,21 +69,24 @@ fn main() {
 
 fn run(path: &str, size: usize, count: usize) -> std::io::Result<()> {
     let mut buf = vec![0u8; size];
-    let t = Instant::now();
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(path)?;
+    hold();
+    let t = Instant::now();
     for i in 0..count {
         buf.fill((i % 251) as u8);
         f.write_all(&buf)?;
     }
     f.sync_all()?;
-    drop(f);
     let w = t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    hold();
+    drop(f);
     let mut f = std::fs::File::open(path)?;
+    hold();
+    let t = Instant::now();
     for i in 0..count {
         f.read_exact(&mut buf)?;
         if buf.iter().any(|&b| b != (i % 251) as u8) {
@@ -78,8 +95,9 @@ fn run(path: &str, size: usize, count: usize) -> std::io::Result<()> {
             )));
         }
     }
-    drop(f);
     let r = t.elapsed().as_secs_f64();
+    hold();
+    drop(f);
     let bytes = size * count;
     println!("wrote {bytes} bytes in {w:.6} s; read {bytes} bytes in {r:.6} s; pattern verified");
     Ok(())
@@ -113,40 +131,48 @@ fn iozone_like(path: &str, kb: usize, rk: usize) -> std::io::Result<()> {
             .create(true)
             .truncate(false)
             .open(path)?;
+        hold();
         let t = Instant::now();
         for _ in 0..n {
             f.write_all(&buf)?;
         }
         let secs = t.elapsed().as_secs_f64();
         f.sync_all()?;
+        hold();
         drop(f);
         results.push(rate(secs));
     }
     // read and reread.
     for _ in 0..2 {
         let mut f = std::fs::File::open(path)?;
+        hold();
         let t = Instant::now();
         for _ in 0..n {
             f.read_exact(&mut rbuf)?;
         }
         results.push(rate(t.elapsed().as_secs_f64()));
+        hold();
     }
     // random read, random write: every record once, in a shuffled order.
     let order = shuffled(n);
     let f = std::fs::File::open(path)?;
+    hold();
     let t = Instant::now();
     for &i in &order {
         f.read_exact_at(&mut rbuf, (i * rs) as u64)?;
     }
     results.push(rate(t.elapsed().as_secs_f64()));
+    hold();
     drop(f);
     let f = std::fs::OpenOptions::new().write(true).open(path)?;
+    hold();
     let t = Instant::now();
     for &i in &order {
         f.write_all_at(&buf, (i * rs) as u64)?;
     }
     let secs = t.elapsed().as_secs_f64();
     f.sync_all()?;
+    hold();
     drop(f);
     results.push(rate(secs));
     println!("\tIozone: Performance Test of File I/O (layout imitated by candor-pattern)");

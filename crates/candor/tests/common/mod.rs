@@ -8,35 +8,46 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+#[allow(unused_imports)]
+pub use candor_testkit::{have, is_root, need, need_or, need_programs, need_root, skip};
+
+/// True when a lab of ext4, xfs and btrfs can be made here; otherwise skips (saying what
+/// is missing) and returns false.
+pub fn need_lab() -> bool {
+    need_root("for loop devices and mounts")
+        && need_programs(&[
+            "losetup",
+            "mount",
+            "umount",
+            "mkfs.ext4",
+            "mkfs.xfs",
+            "mkfs.btrfs",
+        ])
 }
 
-/// Whether `program` is on the PATH.
-pub fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+/// A scratch filesystem on a loop device (gone when dropped); None after a skip when this
+/// machine cannot make one. Anything else going wrong is a failure.
+pub fn scratch(fs: &str, size_bytes: u64) -> Option<candor_lab::ScratchFs> {
+    need_or(
+        candor_lab::scratch(fs, size_bytes),
+        candor_lab::LabError::is_unsupported,
+    )
 }
 
-/// Why a lab of ext4, xfs and btrfs cannot be made here, if it cannot.
-pub fn lab_skip_reason() -> Option<String> {
-    if !is_root() {
-        return Some("needs root".into());
+/// True when the eBPF witness must load here (root, a build with the BPF programs, a
+/// kernel with BTF and tracefs: what `candor doctor` checks); otherwise skips and returns
+/// false. Where this is true, a run whose witness is not eBPF is a failure, not a skip.
+pub fn need_bpf() -> bool {
+    if !need_root("to load the eBPF witness") {
+        return false;
     }
-    for p in [
-        "losetup",
-        "mount",
-        "umount",
-        "mkfs.ext4",
-        "mkfs.xfs",
-        "mkfs.btrfs",
-    ] {
-        if !have(p) {
-            return Some(format!("{p} is not installed"));
+    match candor_bpf::probe().blocker() {
+        None => true,
+        Some(why) => {
+            skip(why);
+            false
         }
     }
-    None
 }
 
 /// The entries of a directory.
@@ -61,4 +72,17 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .arg("--quiet")
         .output()
         .expect("candor runs")
+}
+
+/// candor run as the unprivileged user nobody (uid and gid 65534, no groups) through
+/// `setpriv`; None after a skip when not root or without setpriv. The binary's path must
+/// be reachable by nobody: where it is not, the test fails (its set-up is wrong).
+pub fn candor_as_nobody() -> Option<Command> {
+    if !need_root("to run candor as another user") || !need_programs(&["setpriv"]) {
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_candor"));
+    Some(c)
 }
