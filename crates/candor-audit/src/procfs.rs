@@ -490,21 +490,42 @@ impl ProcfsSource {
         rest
     }
 
-    /// Shares late bytes among phases already closed (a vanished child's last files).
+    /// Shares late bytes among phases already closed (a vanished child's last files): the
+    /// written bytes among the phases that wrote (or, when none did, those that moved
+    /// nothing), the read bytes likewise, each direction among its own phases only.
     fn attribute_closed(phases: &mut [Phase], idx: &[usize], d: Io) {
-        let n = idx.len();
-        let share = |x: u64, k: usize| x / n as u64 + u64::from((k as u64) < x % n as u64);
-        for (k, &i) in idx.iter().enumerate() {
-            let Some(ph) = phases.get_mut(i) else {
-                continue;
-            };
-            if ph.write_bytes > 0 || ph.read_bytes == 0 && d.wchar > 0 {
-                ph.write_bytes += share(d.wchar, k);
-                *ph.storage_write_bytes.get_or_insert(0) += share(d.write_bytes, k);
+        let takers = |moved: fn(&Phase) -> u64, other: fn(&Phase) -> u64| -> Vec<usize> {
+            let did: Vec<usize> = idx
+                .iter()
+                .copied()
+                .filter(|&i| phases.get(i).is_some_and(|ph| moved(ph) > 0))
+                .collect();
+            if !did.is_empty() {
+                return did;
             }
-            if ph.read_bytes > 0 || ph.write_bytes == 0 && d.rchar > 0 {
-                ph.read_bytes += share(d.rchar, k);
-                *ph.storage_read_bytes.get_or_insert(0) += share(d.read_bytes, k);
+            idx.iter()
+                .copied()
+                .filter(|&i| phases.get(i).is_some_and(|ph| other(ph) == 0))
+                .collect()
+        };
+        let writers = takers(|p| p.write_bytes, |p| p.read_bytes);
+        let readers = takers(|p| p.read_bytes, |p| p.write_bytes);
+        let share =
+            |x: u64, k: usize, n: usize| x / n as u64 + u64::from((k as u64) < x % n as u64);
+        if d.wchar > 0 || d.write_bytes > 0 {
+            let n = writers.len();
+            for (k, &i) in writers.iter().enumerate() {
+                let ph = &mut phases[i];
+                ph.write_bytes += share(d.wchar, k, n);
+                *ph.storage_write_bytes.get_or_insert(0) += share(d.write_bytes, k, n);
+            }
+        }
+        if d.rchar > 0 || d.read_bytes > 0 {
+            let n = readers.len();
+            for (k, &i) in readers.iter().enumerate() {
+                let ph = &mut phases[i];
+                ph.read_bytes += share(d.rchar, k, n);
+                *ph.storage_read_bytes.get_or_insert(0) += share(d.read_bytes, k, n);
             }
         }
     }
@@ -713,6 +734,33 @@ mod tests {
                 (4, "/c".into(), 0)
             ]
         );
+    }
+
+    /// A vanished child's late bytes go whole to the file it wrote, even when it also had
+    /// a file open for reading (once, half went to each, and the written file lost half).
+    #[test]
+    fn late_bytes_go_whole_to_the_files_of_their_direction() {
+        let phase = |path: &str, w: u64, r: u64| Phase {
+            path: path.into(),
+            write_bytes: w,
+            read_bytes: r,
+            ..Default::default()
+        };
+        let mut phases = vec![phase("/in", 0, 100), phase("/out", 1000, 0)];
+        let late = Io {
+            wchar: 4001,
+            rchar: 7,
+            write_bytes: 4096,
+            ..Default::default()
+        };
+        ProcfsSource::attribute_closed(&mut phases, &[0, 1], late);
+        assert_eq!((phases[0].read_bytes, phases[0].write_bytes), (107, 0));
+        assert_eq!((phases[1].read_bytes, phases[1].write_bytes), (0, 5001));
+        assert_eq!(phases[1].storage_write_bytes, Some(4096));
+        // Two writers share, to the byte.
+        let mut two = vec![phase("/a", 1, 0), phase("/b", 1, 0)];
+        ProcfsSource::attribute_closed(&mut two, &[0, 1], late);
+        assert_eq!(two[0].write_bytes + two[1].write_bytes, 2 + 4001);
     }
 
     /// Waits until `pid` (a child) has ended, without reaping it, as the audit's runner

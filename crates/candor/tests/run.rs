@@ -28,16 +28,37 @@ fn assert_plausible(r: &candor_model::TestResult) {
         r.test,
         r.throughput.mean
     );
-    // Nothing real moves faster than 200 GB/s here, or slower than 100 kB/s; the null
-    // engine moves nothing, so only its loop bounds it (debug builds reach 290 GB/s).
-    let ceiling = if r.engine == "null" { 1e13 } else { 200e9 };
+    // The headline is what the repetitions measured: the mean over the repetitions of
+    // their bytes over their timed seconds (and operations over seconds for IOPS).
+    let n = r.reps.len() as f64;
+    assert_eq!(r.reps.len(), r.repetitions as usize, "{}", r.test);
+    let tp = r
+        .reps
+        .iter()
+        .map(|p| p.bytes as f64 / p.seconds)
+        .sum::<f64>()
+        / n;
+    let iops = r.reps.iter().map(|p| p.ops as f64 / p.seconds).sum::<f64>() / n;
     assert!(
-        r.throughput.mean < ceiling && r.throughput.mean > 1e5,
-        "{}: {} B/s",
+        (r.throughput.mean - tp).abs() <= tp * 1e-9,
+        "{}: throughput {} B/s, the repetitions say {tp}",
         r.test,
         r.throughput.mean
     );
-    assert!(r.iops.mean > 0.0);
+    assert!(
+        (r.iops.mean - iops).abs() <= iops * 1e-9,
+        "{}: {} IOPS, the repetitions say {iops}",
+        r.test,
+        r.iops.mean
+    );
+    for rep in &r.reps {
+        // The timed region holds the I/O (and the flush and close when they are timed).
+        assert!(
+            rep.io_seconds > 0.0 && rep.io_seconds <= rep.seconds * (1.0 + 1e-9),
+            "{}: {rep:?}",
+            r.test
+        );
+    }
     let ops = r.file_size / r.record_size * r.threads as u64;
     for rep in &r.reps {
         assert_eq!(
