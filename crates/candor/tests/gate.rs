@@ -91,13 +91,11 @@ fn a_real_slowdown_fails_the_gate_and_the_same_plan_twice_passes() {
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&backing).expect("mkdir");
     std::fs::create_dir(&mnt).expect("mkdir");
-    let fs = match FaultFs::mount(&backing, &mnt, &Faults::new()) {
-        Ok(fs) => fs,
-        Err(MountError::Skip(why)) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(e) => panic!("candor-faultfs should mount here: {e}"),
+    let Some(fs) = common::need_or(
+        FaultFs::mount(&backing, &mnt, &Faults::new()),
+        MountError::is_skip,
+    ) else {
+        return;
     };
     run(fs.path(), &slow);
     drop(fs);

@@ -29,7 +29,7 @@ fn skip_reason() -> Option<String> {
 /// A bare loop device of `size` bytes (zeroed), or None after saying why it is skipped.
 fn device(size: u64) -> Option<candor_lab::ScratchFs> {
     if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+        common::skip(why);
         return None;
     }
     Some(candor_lab::scratch_device(size).expect("a loop device as root"))
@@ -38,7 +38,7 @@ fn device(size: u64) -> Option<candor_lab::ScratchFs> {
 /// An ext4 on a loop device, mounted, or None after saying why it is skipped.
 fn ext4(size: u64) -> Option<candor_lab::ScratchFs> {
     if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+        common::skip(why);
         return None;
     }
     Some(candor_lab::scratch("ext4", size).expect("an ext4 on a loop device as root"))

@@ -386,7 +386,7 @@ fn the_compare_page_renders_in_a_browser() {
 #[test]
 fn a_real_thread_sweep_is_one_grid_of_small_charts_per_test() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -451,7 +451,7 @@ fn a_real_thread_sweep_is_one_grid_of_small_charts_per_test() {
 #[test]
 fn a_blank_page_fails_the_screenshot_check() {
     let Some(chromium) = chromium() else {
-        println!("skipped: chromium not installed");
+        candor_testkit::skip("chromium is not installed");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");

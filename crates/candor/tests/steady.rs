@@ -8,7 +8,7 @@
 
 mod common;
 use candor_faultfs::{FaultFs, Faults, MountError};
-use common::{entries, is_root, run_in, text};
+use common::{entries, run_in, text};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
@@ -38,14 +38,8 @@ fn faultfs(faults: &Faults) -> Option<(tempfile::TempDir, FaultFs)> {
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&backing).expect("backing directory");
     std::fs::create_dir(&mnt).expect("mount point");
-    match FaultFs::mount(&backing, &mnt, faults) {
-        Ok(fs) => Some((dir, fs)),
-        Err(MountError::Skip(why)) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(e) => panic!("candor-faultfs should mount here: {e}"),
-    }
+    let fs = common::need_or(FaultFs::mount(&backing, &mnt, faults), MountError::is_skip)?;
+    Some((dir, fs))
 }
 
 /// The average, range share and least-squares slope excursion share of a window,
@@ -310,17 +304,8 @@ fn bad_steady_state_parameters_and_tmpfs_preconditioning_are_refused() {
 #[test]
 fn preconditioning_reaches_the_device_and_rounds_carry_the_devices_figure() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: needs root for a loop device");
+    let Some(fs) = common::scratch("ext4", 128 << 20) else {
         return;
-    }
-    let fs = match candor_lab::scratch("ext4", 128 << 20) {
-        Ok(s) => s,
-        Err(candor_lab::LabError::Unsupported(why)) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(e) => panic!("cannot make the scratch ext4: {e}"),
     };
     let d = doc(&run_in(
         fs.path(),
