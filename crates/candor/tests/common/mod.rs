@@ -35,19 +35,36 @@ pub fn scratch(fs: &str, size_bytes: u64) -> Option<candor_lab::ScratchFs> {
 }
 
 /// True when the eBPF witness must load here (root, a build with the BPF programs, a
-/// kernel with BTF and tracefs: what `candor doctor` checks); otherwise skips and returns
-/// false. Where this is true, a run whose witness is not eBPF is a failure, not a skip.
+/// kernel with BTF, tracefs and the tracepoints: what `candor doctor --no-load` checks, in
+/// a process of its own); otherwise skips and returns false. Where this is true, a run
+/// whose witness is not eBPF is a failure, not a skip.
 pub fn need_bpf() -> bool {
     if !need_root("to load the eBPF witness") {
         return false;
     }
-    match candor_bpf::probe().blocker() {
-        None => true,
-        Some(why) => {
-            skip(why);
-            false
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = candor()
+        .args(["doctor", "--no-load"])
+        .arg(dir.path())
+        .output()
+        .expect("candor doctor runs");
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "candor doctor: {report}");
+    let needed = ["kernel BTF", "tracefs", "BPF programs", "tracepoints"];
+    for line in report.lines() {
+        let line = line.trim();
+        if needed.iter().any(|n| line.starts_with(n)) && !line.contains(" ok ") {
+            skip(format!("candor doctor: {line}"));
+            return false;
         }
     }
+    for n in needed {
+        assert!(
+            report.contains(n),
+            "candor doctor has no {n} line: {report}"
+        );
+    }
+    true
 }
 
 /// The entries of a directory.
