@@ -65,7 +65,7 @@ fn rows(v: &Value) -> Vec<Value> {
 fn sysbench_fileio_is_reconciled_with_its_fsyncs() {
     let _one = serial();
     if let Some(why) = cannot("sysbench") {
-        eprintln!("skipped: {why}");
+        candor_testkit::skip(why);
         return;
     }
     let dir = scratch();
@@ -177,7 +177,7 @@ fn sysbench_fileio_is_reconciled_with_its_fsyncs() {
 fn bonnie_block_write_is_reconciled_and_too_fast_figures_are_named() {
     let _one = serial();
     if let Some(why) = cannot("bonnie++") {
-        eprintln!("skipped: {why}");
+        candor_testkit::skip(why);
         return;
     }
     let dir = scratch();

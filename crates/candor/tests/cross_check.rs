@@ -4,7 +4,7 @@
 //! binary under test and its witness. It fails when a cell's figure differs from fio's by
 //! more than 10% without a cause named by candor's witness (docs/witness.md, "fio as a
 //! referee"), or when a run fails. Needs root (the eBPF witness), fio and python3; says
-//! "skipped: <reason>" without them.
+//! why it is skipped without them.
 //!
 //! The binary under test is a debug build: at memory speed it is slower than fio, which the
 //! referee names as candor's own cost (status `cost`), not as an unexplained difference.
@@ -35,7 +35,7 @@ fn skip_reason() -> Option<&'static str> {
 #[test]
 fn the_judge_names_causes_and_flags_what_has_none() {
     if !have("python3") {
-        eprintln!("skipped: python3 is not installed");
+        candor_testkit::skip("python3 is not installed");
         return;
     }
     let o = Command::new("python3")
@@ -55,7 +55,7 @@ fn the_judge_names_causes_and_flags_what_has_none() {
 #[test]
 fn a_reduced_matrix_has_no_unexplained_cell() {
     if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+        candor_testkit::skip(why);
         return;
     }
     // On the disk, not in the system's temporary directory (which may be tmpfs).

@@ -23,7 +23,7 @@ fn clat2csv() -> Option<(PathBuf, PathBuf)> {
             !is_root(),
             "fio_jsonplus_clat2csv is missing: `scripts/setup --test` installs Debian's fio package"
         );
-        eprintln!("skipped: fio_jsonplus_clat2csv is not installed (Debian's fio package)");
+        candor_testkit::skip("fio_jsonplus_clat2csv is not installed (Debian's fio package)");
         return None;
     };
     let pythons = ["python3", "/usr/bin/python3"];
@@ -40,7 +40,7 @@ fn clat2csv() -> Option<(PathBuf, PathBuf)> {
                 !is_root() || !have("fio"),
                 "no python3 here can import six, which fio_jsonplus_clat2csv needs (Debian's python3-six)"
             );
-            eprintln!("skipped: no python3 with six for fio_jsonplus_clat2csv");
+            candor_testkit::skip("no python3 with six for fio_jsonplus_clat2csv");
             None
         }
     }

@@ -545,9 +545,12 @@ fn a_bad_output_path_stops_every_rank_with_one_sentence() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn candor_merge_of_the_ranks_own_results_gives_the_mpi_run_figures() {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -613,22 +616,13 @@ fn candor_merge_of_the_ranks_own_results_gives_the_mpi_run_figures() {
 
 /// An ext4 on a loop device made for the test, which nothing but the test uses, or why not.
 fn scratch_ext4() -> Option<candor_lab::ScratchFs> {
-    if let Some(why) = skip_reason() {
-        eprintln!("{why}");
+    if !need_mpirun() {
         return None;
     }
-    if !is_root() {
-        eprintln!("skipped: needs root for a loop device");
-        return None;
-    }
-    match candor_lab::scratch("ext4", 256 << 20) {
-        Ok(s) => Some(s),
-        Err(candor_lab::LabError::Unsupported(why)) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(e) => panic!("cannot make the scratch ext4: {e}"),
-    }
+    candor_testkit::need_or(
+        candor_lab::scratch("ext4", 256 << 20),
+        candor_lab::LabError::is_unsupported,
+    )
 }
 
 /// `mpirun -n ranks candor run --mpi --witness WITNESS TARGET ARGS`, the result saved.
@@ -664,6 +658,10 @@ fn spread(r: &candor_model::TestResult) -> candor_mpi::merge::Spread {
 /// Ranks of one job on one quiet machine: every rank's traffic is the job's, so no result,
 /// merged or per node, says `disturbed`, and the node's own bytes hold every rank's.
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn quiet_ranks_on_one_node_are_never_disturbed() {
     let Some(fs) = scratch_ext4() else { return };
     let target = fs.path().join("t");
@@ -685,10 +683,6 @@ fn quiet_ranks_on_one_node_are_never_disturbed() {
                 "{ranks} ranks, {witness}, {}: {} {} per node {:?}",
                 r.test, w.source, w.verdict, s.per_node[0].traffic
             );
-            if witness == "bpf" && w.source != "bpf" {
-                eprintln!("skipped: the eBPF witness did not load: {}", w.explanation);
-                continue;
-            }
             assert_eq!(w.source, witness);
             assert!(!w.disturbed, "{ranks} ranks, {}: {}", r.test, w.explanation);
             assert_eq!(w.foreign_device_bytes, 0, "{}", w.explanation);
@@ -728,6 +722,10 @@ fn quiet_ranks_on_one_node_are_never_disturbed() {
 /// the merged result and the node say `disturbed`, with at least what it wrote in the
 /// timed region.
 #[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
 fn a_foreign_writer_beside_an_mpi_job_is_disturbed() {
     let Some(fs) = scratch_ext4() else { return };
     let target = fs.path().join("t");
@@ -783,10 +781,6 @@ fn a_foreign_writer_beside_an_mpi_job_is_disturbed() {
             "{witness}: {} {} foreign {} per node {:?}",
             w.source, w.verdict, w.foreign_device_bytes, s.per_node[0].traffic
         );
-        if witness == "bpf" && w.source != "bpf" {
-            eprintln!("skipped: the eBPF witness did not load: {}", w.explanation);
-            continue;
-        }
         assert!(w.disturbed, "{witness}: {}", w.explanation);
         assert!(w.foreign_device_bytes >= 1 << 20, "{}", w.explanation);
         assert!(

@@ -38,7 +38,9 @@ fn parser_ready() -> bool {
             !is_root(),
             "python3 cannot import prometheus_client: `scripts/setup --test` installs it (python3 -m pip install prometheus-client)"
         );
-        eprintln!("skipped: the Python package prometheus-client is not installed (python3 -m pip install prometheus-client)");
+        candor_testkit::skip(
+            "the Python package prometheus-client is not installed (python3 -m pip install prometheus-client)",
+        );
     }
     ok
 }
