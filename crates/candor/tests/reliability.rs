@@ -80,6 +80,20 @@ fn data_file_exists(target: &Path) -> bool {
     })
 }
 
+/// Whether a data file in the run directory holds at least `bytes` (a test is writing).
+fn data_file_holds(target: &Path, bytes: u64) -> bool {
+    run_dirs(target).iter().any(|d| {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.filter_map(|e| e.ok()).any(|e| {
+                    e.file_name().to_string_lossy().ends_with(".dat")
+                        && e.metadata().is_ok_and(|m| m.len() >= bytes)
+                })
+            })
+            .unwrap_or(false)
+    })
+}
+
 fn no_panic(err: &str) {
     assert!(
         !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
@@ -612,11 +626,12 @@ fn signal_at(sig: i32, name: &str, moment: Moment) {
     );
     match moment {
         Moment::Setup => wait_for("the run directory", 30, || !run_dirs(dir.path()).is_empty()),
-        Moment::DuringTest => {
-            wait_for("a test to start", 60, || data_file_exists(dir.path()));
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        Moment::AfterFirstTest => wait_for("the first result", 120, || json.exists()),
+        Moment::DuringTest => wait_for("a test to have written 1 MiB", 60, || {
+            data_file_holds(dir.path(), 1 << 20)
+        }),
+        Moment::AfterFirstTest => wait_for("the first result", 120, || {
+            candor_model::load_result(&json).is_ok_and(|d| !d.results.is_empty())
+        }),
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, sig) };
@@ -653,7 +668,12 @@ fn signal_at(sig: i32, name: &str, moment: Moment) {
         assert_eq!(r.repetitions, 5, "{moment:?}: {} is whole", r.test);
     }
     if matches!(moment, Moment::AfterFirstTest) {
-        assert!(!doc.results.is_empty());
+        // What finished is kept: at least the write test, first.
+        assert_eq!(
+            doc.results.first().map(|r| r.test.as_str()),
+            Some("write"),
+            "{moment:?}"
+        );
     }
 }
 
