@@ -67,6 +67,11 @@ pub trait Special: Sync + std::fmt::Debug {
     }
     /// Untimed, after the pass.
     fn cleanup(&self, _work: &Work) {}
+    /// A metadata operation: its name and the inodes each adds to the filesystem (the
+    /// witness reconciles the test by them); None for copy.
+    fn meta(&self) -> Option<(&'static str, i64)> {
+        None
+    }
 }
 
 /// UnixBench's file copy: read a file and write a copy of it, `record_size` bytes at a time.
@@ -164,6 +169,18 @@ impl Special for Meta {
         stats: &mut ThreadStats,
     ) -> Result<u64, EngineError> {
         meta_pass(&work.from, ctx.entries, self.0, stats).map(|_| 0)
+    }
+
+    fn meta(&self) -> Option<(&'static str, i64)> {
+        Some(match self.0 {
+            MetaOp::Create => ("create", 1),
+            MetaOp::Stat => ("stat", 0),
+            MetaOp::Open => ("open", 0),
+            MetaOp::Readdir => ("readdir", 0),
+            MetaOp::Unlink => ("unlink", -1),
+            MetaOp::Mkdir => ("mkdir", 1),
+            MetaOp::Rmdir => ("rmdir", -1),
+        })
     }
 }
 

@@ -136,6 +136,23 @@ pub struct Facts {
     pub loop_device: Option<LoopFacts>,
     /// The device's ceiling, when one was given (`--device-spec`).
     pub ceiling: Option<Ceiling>,
+    /// A metadata test (create, stat, open, readdir, unlink, mkdir, rmdir): what it did and
+    /// what the kernel counted of it.
+    pub meta: Option<MetaFacts>,
+}
+
+/// A metadata test's operations as the kernel counted them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct MetaFacts {
+    /// The operation ("create", "stat", ...).
+    pub op: String,
+    /// Inodes each operation adds to the filesystem (1 for create and mkdir, -1 for unlink
+    /// and rmdir, 0 for the others).
+    pub inodes_per_op: i64,
+    /// The change in the filesystem's inodes in use over the timed region, by statfs(2)
+    /// (`f_files - f_ffree`); None when the filesystem does not count its inodes (btrfs).
+    pub inodes_used: Option<i64>,
 }
 
 /// The operations a test made: how many, and how long each took (the runner's own
@@ -320,6 +337,9 @@ impl Facts {
             *a += b
         });
         add_opt(&mut self.cpu_seconds, &o.cpu_seconds, |a, b| *a += b);
+        if let (Some(a), Some(b)) = (self.meta.as_mut(), &o.meta) {
+            add_opt(&mut a.inodes_used, &b.inodes_used, |x, y| *x += y);
+        }
         self.threads = self.threads.max(o.threads);
         if let (Some(a), Some(b)) = (self.loop_device.as_mut(), &o.loop_device) {
             add_opt(&mut a.backing_window, &b.backing_window, |x, y| *x += y);

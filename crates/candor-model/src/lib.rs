@@ -17,7 +17,8 @@ pub mod units;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{
-    Ceiling, DiskDelta, Exact, Facts, LoopFacts, OpFacts, Placement, RequestFacts, RequestStat,
+    Ceiling, DiskDelta, Exact, Facts, LoopFacts, MetaFacts, OpFacts, Placement, RequestFacts,
+    RequestStat,
 };
 pub use load::{load_result, parse_result, LoadError};
 pub use operations::{Operations, Trap, TrapKind};

@@ -12,6 +12,7 @@ pub mod explain;
 pub mod facts;
 pub mod filecache;
 pub mod host;
+pub mod metadata;
 pub mod operations;
 pub mod rules;
 pub mod sample;
@@ -117,6 +118,9 @@ pub struct Outcome {
     pub cpu_seconds: Option<f64>,
     /// Threads that did the I/O.
     pub threads: u32,
+    /// A metadata test: its operation and the inodes each adds (the witness counts the
+    /// filesystem's inodes in use around the timed region into `inodes_used`).
+    pub meta: Option<candor_model::MetaFacts>,
 }
 
 /// The witness of one target for the whole run.
@@ -193,6 +197,25 @@ pub struct Watch {
     ceiling: Option<Ceiling>,
     /// The other processes of the job (`Config::job`).
     job: Vec<u32>,
+    /// The target, and its filesystem's inodes in use at begin and at the end of the timed
+    /// region (statfs; None when it does not count them).
+    target: PathBuf,
+    inodes_begin: Option<u64>,
+    inodes_end: Option<u64>,
+}
+
+/// The inodes in use on `path`'s filesystem (`f_files - f_ffree`); None when the
+/// filesystem does not count them (btrfs reports no total) or statfs fails.
+fn inodes_in_use(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain integers; zeroed is a valid value, and c is a valid path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path and st a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 || st.f_files == 0 {
+        return None;
+    }
+    Some((st.f_files as u64).saturating_sub(st.f_ffree as u64))
 }
 
 /// Where the target's bytes go, as the verdict rules see it, and the devices to count.
@@ -327,6 +350,9 @@ impl Witness {
                 loop_end: None,
                 ceiling: None,
                 job: Vec::new(),
+                target: self.target.clone(),
+                inodes_begin: None,
+                inodes_end: None,
             };
         }
         // Residency first and the sample last, so the sample sits next to the timed region.
@@ -335,6 +361,7 @@ impl Witness {
             let s = l.sample(true);
             (l, s)
         });
+        let inodes_begin = inodes_in_use(&self.target);
         let begin = Sample::take(&self.devices);
         // The probe starts after the sample, so its figures hold the test, not the witness.
         let probe = self.source.as_ref().map(|s| s.start(&files));
@@ -355,6 +382,9 @@ impl Witness {
             loop_end: None,
             ceiling: self.ceiling,
             job: self.config.job.clone(),
+            target: self.target.clone(),
+            inodes_begin,
+            inodes_end: None,
         }
     }
 }
@@ -370,6 +400,7 @@ impl Watch {
         }
         let devices = devices_of(&self.placement);
         let s = Sample::take(&devices);
+        self.inodes_end = inodes_in_use(&self.target);
         self.loop_end = self.looped.as_ref().map(|(l, _)| l.sample(false));
         self.timeline = self.sampler.stop(&s);
         self.end = Some(s);
@@ -414,6 +445,13 @@ impl Watch {
         );
         facts.exclusive = self.exclusive;
         facts.ceiling = self.ceiling;
+        facts.meta = outcome.meta.clone().map(|mut m| {
+            m.inodes_used = match (self.inodes_begin, self.inodes_end) {
+                (Some(a), Some(b)) => Some(b as i64 - a as i64),
+                _ => None,
+            };
+            m
+        });
         facts.loop_device = self.looped.as_ref().map(|(l, b)| LoopFacts {
             device: l.device.clone(),
             backing_file: l.backing_file.clone(),

@@ -209,6 +209,10 @@ pub fn judge(f: &Facts) -> Judgement {
         }
         Placement::Device { name } => name.clone(),
     };
+    // Metadata tests move no file data: judged by their operations.
+    if let Some(m) = f.meta.as_ref() {
+        return crate::metadata::judge(f, m, &device_name);
+    }
     let app_total = f.app_read + f.app_write;
     if app_total == 0 {
         j.verdict = Verdict::Unverified;

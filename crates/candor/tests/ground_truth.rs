@@ -586,3 +586,44 @@ fn tmpfs_is_memory() {
         "no device, no requests: {w:#}"
     );
 }
+
+/// Metadata tests move no bytes: they are reconciled by their operations. N creates on a
+/// filesystem nothing else touches are N more inodes in use, N unlinks N fewer; lookups of
+/// a tree made before the timed region are the kernel's caches.
+#[test]
+fn metadata_operations_are_counted_by_the_filesystem() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "create,stat,unlink,mkdir,rmdir",
+            "--files",
+            "500",
+        ],
+    ) else {
+        return;
+    };
+    for (test, per) in [
+        ("create", 1i64),
+        ("stat", 0),
+        ("unlink", -1),
+        ("mkdir", 1),
+        ("rmdir", -1),
+    ] {
+        let w = witness(&rs, test);
+        let meta = &w["extra"]["facts"]["meta"];
+        assert_eq!(meta["op"], test, "{w:#}");
+        assert_eq!(meta["inodes_used"].as_i64(), Some(per * 500), "{w:#}");
+        assert_ne!(w["verdict"], "unverified", "{w:#}");
+        assert_eq!(w["disturbed"], false, "{w:#}");
+        let e = w["explanation"].as_str().unwrap_or_default();
+        if per == 0 {
+            assert_eq!(w["verdict"], "cache", "{w:#}");
+            assert!(e.contains("inode and dentry caches"), "{e}");
+        } else {
+            assert!(e.contains(&format!("one per {test}")), "{e}");
+        }
+    }
+}
