@@ -53,7 +53,7 @@ fn throughput(doc: &serde_json::Value, test: &str) -> f64 {
 }
 
 #[test]
-fn osync_close_in_timing_and_stride_are_recorded_and_applied() {
+fn osync_close_in_timing_stride_and_seed_are_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("t");
     std::fs::create_dir(&work).unwrap();
@@ -68,12 +68,15 @@ fn osync_close_in_timing_and_stride_are_recorded_and_applied() {
             "--close-in-timing",
             "--stride",
             "5",
+            "--seed",
+            "7",
         ],
     );
     let doc = json_of(&json);
     assert_eq!(doc["options"]["osync"], true);
     assert_eq!(doc["options"]["close_in_timing"], true);
     assert_eq!(doc["options"]["stride"], 5);
+    assert_eq!(doc["options"]["seed"], 7);
     assert_eq!(results(&doc).len(), 2);
     for r in results(&doc) {
         assert_eq!(r["status"], "ok", "{r}");
@@ -96,6 +99,7 @@ fn osync_close_in_timing_and_stride_are_recorded_and_applied() {
     assert_eq!(doc["options"]["osync"], false);
     assert_eq!(doc["options"]["close_in_timing"], false);
     assert_eq!(doc["options"]["stride"], 17);
+    assert_eq!(doc["options"]["seed"], 206229700);
     assert_eq!(results(&doc)[0]["osync"], false);
     assert_eq!(results(&doc)[0]["close_in_timing"], false);
 }
@@ -333,4 +337,188 @@ fn preset_iozone_prints_iozones_table_by_default() {
     assert!(s.contains("Output is in kBytes/sec"), "{s}");
     assert!(s.contains("reclen"), "{s}");
     assert!(!s.contains("verdict"), "not candor's table: {s}");
+}
+
+#[test]
+fn compare_csv_has_a_row_per_side_of_each_test_with_the_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    small_run(&work, &a, &[]);
+    small_run(&work, &b, &[]);
+    let out = candor()
+        .arg("compare")
+        .args([&a, &b])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    let mut rows = csv_rows(&s);
+    let header = rows.remove(0);
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (test, ratio, mean) = (at("test"), at("ratio"), at("throughput_mean"));
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{s}");
+    }
+    for t in ["write", "read"] {
+        let sides: Vec<&Vec<String>> = rows.iter().filter(|r| r[test] == t).collect();
+        assert_eq!(sides.len(), 2, "{t}: one row per side: {s}");
+        let m: Vec<f64> = sides.iter().map(|r| r[mean].parse().unwrap()).collect();
+        assert_eq!(m[0], throughput(&json_of(&a), t));
+        assert_eq!(m[1], throughput(&json_of(&b), t));
+        // The second side's ratio is its throughput over the first's.
+        let r: f64 = sides[1][ratio].parse().expect("a ratio");
+        assert!(
+            (r - m[1] / m[0]).abs() <= 1e-3 * r,
+            "{r} vs {}",
+            m[1] / m[0]
+        );
+    }
+}
+
+#[test]
+fn doctor_verbose_says_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |verbose: bool| {
+        let mut c = candor();
+        c.arg("doctor");
+        if verbose {
+            c.arg("--verbose");
+        }
+        let out = c.arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let (short, long) = (run(false), run(true));
+    assert!(
+        long.lines().count() > short.lines().count(),
+        "--verbose:\n{long}\nplain:\n{short}"
+    );
+}
+
+#[test]
+fn report_to_json_writes_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    small_run(&work, &a, &[]);
+    let out = candor()
+        .arg("report")
+        .arg(&a)
+        .arg("-o")
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(json_of(&b), json_of(&a));
+}
+
+#[test]
+fn clean_removes_a_dead_runs_directory_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    // A run directory whose owner has exited: a child of ours, waited for.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let stale = dir.path().join(".candor-stale");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(
+        stale.join("CANDOR-RUN"),
+        format!("{{\"pid\":{pid},\"boot_id\":\"{}\"}}", boot.trim()),
+    )
+    .unwrap();
+    std::fs::write(stale.join("candor.0.dat"), b"old data").unwrap();
+    // Not candor's: a file and a directory without the marker.
+    std::fs::write(dir.path().join("mine.txt"), b"keep").unwrap();
+    std::fs::create_dir(dir.path().join(".candor-notours")).unwrap();
+    let out = candor()
+        .arg("clean")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!stale.exists(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains(".candor-stale"),
+        "{}",
+        text(&out.stdout)
+    );
+    let mut left: Vec<String> = entries(dir.path())
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".candor-notours", "mine.txt"]);
+    assert_eq!(std::fs::read(dir.path().join("mine.txt")).unwrap(), b"keep");
+}
+
+#[test]
+fn html_is_written_self_contained_with_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    let (json, html) = (dir.path().join("a.json"), dir.path().join("r.html"));
+    small_run(&work, &json, &["--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).expect("the HTML report was written");
+    assert!(
+        page.trim_start()
+            .to_lowercase()
+            .starts_with("<!doctype html"),
+        "{}",
+        &page[..80.min(page.len())]
+    );
+    assert!(page.trim_end().ends_with("</html>"));
+    for t in ["write", "read"] {
+        assert!(page.contains(t), "no {t} in the page");
+    }
+    // Self-contained: nothing fetched from elsewhere.
+    for ext in ["<script src", "<link ", "src=\"http", "href=\"http"] {
+        assert!(!page.contains(ext), "{ext} in the page");
+    }
+}
+
+#[test]
+fn audit_quiet_keeps_the_commands_output_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |quiet: bool| {
+        let mut c = candor();
+        c.args(["audit", "--witness", "procfs"]);
+        if quiet {
+            c.arg("-q");
+        }
+        let out = c
+            .args(["--", "sh", "-c", "echo output-of-the-command"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(run(false).contains("output-of-the-command"));
+    assert!(!run(true).contains("output-of-the-command"));
+}
+
+#[test]
+fn audit_of_a_command_that_cannot_start_exits_126() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("not-executable.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = candor()
+        .args(["audit", "--witness", "procfs", "--"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("could not be started"), "{err}");
+    assert!(
+        !text(&out.stdout).lines().any(|l| l.trim() == "hi"),
+        "the script ran"
+    );
 }
