@@ -729,10 +729,17 @@ mod tests {
     fn bpf_requested_falls_back_with_one_line() {
         let dir = tempfile::tempdir().unwrap();
         let (w, note) = Witness::new(dir.path(), config(Mode::Bpf));
-        if w.source_name() == "procfs" {
-            let note = note.expect("a fallback line");
-            assert!(note.contains("procfs") || note.contains("/proc"), "{note}");
-            assert!(!note.contains('\n'));
+        match w.source_name() {
+            "procfs" => {
+                let note = note.expect("a fallback line");
+                assert!(note.contains("procfs") || note.contains("/proc"), "{note}");
+                assert!(!note.contains('\n'));
+            }
+            // eBPF loaded: nothing to say, and no other source.
+            source => {
+                assert_eq!(source, "bpf");
+                assert!(note.is_none(), "{note:?}");
+            }
         }
     }
 
