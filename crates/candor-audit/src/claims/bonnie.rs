@@ -52,6 +52,32 @@ const FILE_TESTS: [(&str, &str); 6] = [
 ];
 
 /// A latency as bonnie++ prints it: "4812us", "170ms", "2s".
+/// A CSV rate field as a number, or why not in `unread`: `+++++` (bonnie++'s mark of a test
+/// too short for its timer) or anything else that is not a number.
+fn rate_of(
+    rate: &str,
+    field: usize,
+    name: &str,
+    line: usize,
+    unread: &mut Vec<Unread>,
+) -> Option<f64> {
+    let why = if rate.starts_with('+') {
+        format!("bonnie++ printed no {name} figure: the test took under half a second, too short for its timer")
+    } else {
+        match rate.parse::<f64>() {
+            Ok(v) => return Some(v),
+            Err(_) => format!("field {field} ({name}) is not a number"),
+        }
+    };
+    unread.push(Unread::new(
+        "bonnie++",
+        line,
+        &format!("{name}: {rate}"),
+        why,
+    ));
+    None
+}
+
 fn latency_ns(s: &str) -> Option<f64> {
     let (v, unit) = number_prefix(s)?;
     let m = match unit.trim() {
@@ -195,22 +221,7 @@ pub fn read(text: &str) -> Parsed {
             if rate.is_empty() {
                 continue;
             }
-            if rate.starts_with('+') {
-                unread.push(Unread::new(
-                    "bonnie++",
-                    run.line,
-                    &format!("{name}: {rate}"),
-                    format!("bonnie++ printed no {name} figure: the test took under half a second, too short for its timer"),
-                ));
-                continue;
-            }
-            let Ok(v) = rate.parse::<f64>() else {
-                unread.push(Unread::new(
-                    "bonnie++",
-                    run.line,
-                    &format!("{name}: {rate}"),
-                    format!("field {} ({name}) is not a number", 9 + 2 * t),
-                ));
+            let Some(v) = rate_of(rate, 9 + 2 * t, name, run.line, &mut unread) else {
                 continue;
             };
             let seeks = *name == "seeks";
@@ -262,22 +273,7 @@ pub fn read(text: &str) -> Parsed {
             if rate.is_empty() {
                 continue;
             }
-            if rate.starts_with('+') {
-                unread.push(Unread::new(
-                    "bonnie++",
-                    run.line,
-                    &format!("{name}: {rate}"),
-                    format!("bonnie++ printed no {name} figure: the test took under half a second, too short for its timer"),
-                ));
-                continue;
-            }
-            let Ok(v) = rate.parse::<f64>() else {
-                unread.push(Unread::new(
-                    "bonnie++",
-                    run.line,
-                    &format!("{name}: {rate}"),
-                    format!("field {} ({name}) is not a number", 26 + 2 * t),
-                ));
+            let Some(v) = rate_of(rate, 26 + 2 * t, name, run.line, &mut unread) else {
                 continue;
             };
             let mut c = Claim {
