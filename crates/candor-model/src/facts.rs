@@ -181,6 +181,11 @@ pub struct RequestStat {
 pub struct RequestFacts {
     pub read: RequestStat,
     pub write: RequestStat,
+    /// Of `read` and `write`, the kernel threads' requests outside any inode's writeback
+    /// (journal and transaction commits): every process of a job on one machine sees them,
+    /// so a merge of side-by-side processes counts them once per machine.
+    pub kernel_read: RequestStat,
+    pub kernel_write: RequestStat,
 }
 
 /// A loop device under the target: the file behind it and what the disk under that file
@@ -329,6 +334,8 @@ impl Facts {
             (Some(a), Some(b)) => {
                 a.read.add(&b.read);
                 a.write.add(&b.write);
+                a.kernel_read.add(&b.kernel_read);
+                a.kernel_write.add(&b.kernel_write);
             }
             _ => self.requests = None,
         }

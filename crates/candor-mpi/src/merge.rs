@@ -7,7 +7,7 @@
 
 use crate::clock::to_rank0;
 use candor_model::{Cpu, HistogramDump, Latency, Repetition, Summary, TestResult};
-use candor_model::{DiskDelta, Facts, Intent, Status, Verdict, Witness};
+use candor_model::{DiskDelta, Facts, Intent, RequestStat, Status, Verdict, Witness};
 use candor_stats::{summarize, Welford};
 use candor_witness::combine;
 use serde::{Deserialize, Serialize};
@@ -218,7 +218,8 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
 /// rank sees of its whole node is counted once per node, because every rank on a node sees
 /// it (its neighbours' I/O would otherwise be counted several times and taken for another
 /// process's): the device and system counters, the other processes' counters, and with
-/// eBPF the kernel threads' requests (journal) and the foreign ones. Of the node's ranks,
+/// eBPF the kernel threads' requests (journal: their bytes and their count, so the
+/// operations are reconciled with every request once) and the foreign ones. Of the node's ranks,
 /// the one whose window saw the most (each field's largest delta) is taken: the windows all
 /// open before the common release, and the one that closed last covers every rank's I/O on
 /// that node. What each rank saw of the job's other ranks (`job_io`, `exact.job_bytes`) is
@@ -290,6 +291,31 @@ struct NodeWide {
     /// and foreign bytes.
     kernel: [u64; 4],
     foreign: u64,
+    /// eBPF: the kernel threads' requests of the timed region ([read, write]), those of the
+    /// rank that counted the most.
+    kernel_requests: [RequestStat; 2],
+}
+
+/// `a - b` for a request count of which `b` is a part (bucket by bucket for the latency).
+fn without(a: &RequestStat, b: &RequestStat) -> RequestStat {
+    let mut less: BTreeMap<u64, u64> = b.latency.buckets.iter().map(|x| (x[0], x[1])).collect();
+    let buckets = a
+        .latency
+        .buckets
+        .iter()
+        .filter_map(|x| {
+            let n = x[1].saturating_sub(less.remove(&x[0]).unwrap_or(0));
+            (n > 0).then_some([x[0], n])
+        })
+        .collect();
+    RequestStat {
+        count: a.count.saturating_sub(b.count),
+        bytes: a.bytes.saturating_sub(b.bytes),
+        latency: HistogramDump {
+            relative_error: a.latency.relative_error,
+            buckets,
+        },
+    }
 }
 
 impl NodeWide {
@@ -312,6 +338,17 @@ impl NodeWide {
                 *a = (*a).max(b);
             }
             self.foreign = self.foreign.max(e.foreign_bytes);
+        }
+        if let Some(r) = &f.requests {
+            for (wide, k) in self
+                .kernel_requests
+                .iter_mut()
+                .zip([&r.kernel_read, &r.kernel_write])
+            {
+                if k.count > wide.count {
+                    *wide = k.clone();
+                }
+            }
         }
     }
 
@@ -347,6 +384,21 @@ impl NodeWide {
             ] = k;
             e.foreign_bytes = if first_on_node { self.foreign } else { 0 };
             e.job_bytes = 0;
+        }
+        // The requests: every rank's own, and the kernel threads' of the node on its first
+        // rank only (each rank counted them all).
+        if let Some(r) = f.requests.as_mut() {
+            let [kr, kw] = if first_on_node {
+                self.kernel_requests.clone()
+            } else {
+                Default::default()
+            };
+            r.read = without(&r.read, &r.kernel_read);
+            r.read.add(&kr);
+            r.write = without(&r.write, &r.kernel_write);
+            r.write.add(&kw);
+            r.kernel_read = kr;
+            r.kernel_write = kw;
         }
     }
 }
@@ -895,6 +947,64 @@ mod tests {
         let t = NodeTraffic::of(&w).unwrap();
         assert!(w.disturbed);
         assert_eq!(t.foreign_bytes, 20 * mib);
+    }
+
+    #[test]
+    fn the_kernel_threads_requests_count_once_per_node() {
+        let mib = 1u64 << 20;
+        let lat = |b: &[(u64, u64)]| HistogramDump {
+            relative_error: 0.25,
+            buckets: b.iter().map(|&(lo, n)| [lo, n]).collect(),
+        };
+        // Each rank wrote 4 MiB in 1024 O_DIRECT 4 KiB writes, each its own request of
+        // about 40 us; every rank's window also saw the journal's requests on its node
+        // (about 160 us each): 12 on node 0 (rank 1's window, which closed last; rank 0's
+        // saw 10 of them), 5 on node 1.
+        let rank = |journal: u64| {
+            let mut w = witness(4, 4, 1.0);
+            let f = w.extra.facts.as_mut().unwrap();
+            f.placement = device();
+            f.direct = true;
+            f.ops = Some(candor_model::OpFacts {
+                count: 1024,
+                latency: lat(&[(40960, 1024)]),
+            });
+            let kernel = RequestStat {
+                count: journal,
+                bytes: journal * 16384,
+                latency: lat(&[(163840, journal)]),
+            };
+            let mut write = RequestStat {
+                count: 1024,
+                bytes: 4 * mib,
+                latency: lat(&[(32768, 1024)]),
+            };
+            write.add(&kernel);
+            f.requests = Some(candor_model::RequestFacts {
+                write,
+                kernel_write: kernel,
+                ..Default::default()
+            });
+            w
+        };
+        let w = combine_parallel(vec![(0, rank(10)), (0, rank(12)), (1, rank(5))]).unwrap();
+        let r = w.extra.facts.as_ref().unwrap().requests.clone().unwrap();
+        // Every rank's own 1024, and the journal's once per node: 12 + 5, not 10 + 12 + 5.
+        assert_eq!(r.write.count, 3 * 1024 + 12 + 5);
+        assert_eq!(r.write.bytes, 3 * 4 * mib + 17 * 16384);
+        assert_eq!(r.kernel_write.count, 17);
+        assert_eq!(r.write.latency.count(), r.write.count);
+        assert_eq!(
+            r.write.latency.buckets,
+            vec![[32768, 3 * 1024], [163840, 17]]
+        );
+        // And so the operations are reconciled with every request once.
+        let o = w.operations.expect("operations");
+        assert_eq!((o.ops, o.requests), (3 * 1024, 3 * 1024 + 17));
+        // A rank alone keeps its journal.
+        let one = combine_parallel(vec![(0, rank(10))]).unwrap();
+        let r = one.extra.facts.unwrap().requests.unwrap();
+        assert_eq!((r.write.count, r.kernel_write.count), (1034, 10));
     }
 
     #[test]

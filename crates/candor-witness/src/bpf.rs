@@ -242,8 +242,10 @@ fn no_exact(w: &mut candor_model::Witness, why: &str) {
 /// The test's own requests in the timed region, per direction, with their service times
 /// (the same owners as [`exact`]).
 fn requests(window: &Snapshot, devices: &[DevId]) -> RequestFacts {
-    let stat = |dir| {
-        let c = window.block_sum(devices, dir, |o| o.is_own() || o == Owner::Kernel);
+    let stat = |dir, kernel_only: bool| {
+        let c = window.block_sum(devices, dir, |o| {
+            o == Owner::Kernel || (!kernel_only && o.is_own())
+        });
         RequestStat {
             count: c.completions,
             bytes: c.bytes,
@@ -251,8 +253,10 @@ fn requests(window: &Snapshot, devices: &[DevId]) -> RequestFacts {
         }
     };
     RequestFacts {
-        read: stat(Direction::Read),
-        write: stat(Direction::Write),
+        read: stat(Direction::Read, false),
+        write: stat(Direction::Write, false),
+        kernel_read: stat(Direction::Read, true),
+        kernel_write: stat(Direction::Write, true),
     }
 }
 

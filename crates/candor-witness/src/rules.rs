@@ -1129,6 +1129,7 @@ mod write_and_mix_tests {
                 bytes: 32 * MIB,
                 latency: dump(&[(32768, 8192)]),
             },
+            ..Default::default()
         });
         f
     }
