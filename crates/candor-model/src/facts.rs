@@ -200,6 +200,8 @@ pub struct LoopFacts {
     pub direct_io: bool,
     /// The disk under the backing file ("vda"), when known.
     pub backing_disk: Option<String>,
+    /// The filesystem type the backing file lies on ("ext4", "tmpfs"), when known.
+    pub backing_fs: Option<String>,
     /// That disk's diskstats over the timed region (every process's traffic).
     pub backing_window: Option<DiskDelta>,
     /// Pages of the backing file, and how many were in the host's page cache when the

@@ -3,7 +3,6 @@
 //! when the device was disturbed (docs/witness.md, "Explanations").
 
 use crate::rules::{Attribution, Judgement};
-use crate::traps::MEMORY_SPEED_US;
 use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{Facts, Fadvise, Intent, Operations, Verdict};
 
@@ -92,6 +91,13 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             "{} of the bytes read and written moved to or from the device ({dev}) inside the timed region: this is the device's figure.",
             pct(share)
         ),
+        // A loop device over a file in memory: its trap says where the bytes went.
+        (Verdict::Cache, true, _) if loop_memory(f) => format!(
+            "The bytes read came from the loop device ({dev}), whose file is in memory: none came from storage, so this is memory speed."
+        ),
+        (Verdict::Cache, _, true) if loop_memory(f) => format!(
+            "The written bytes reached the loop device ({dev}), whose file is in memory: none reached storage, so this is memory speed."
+        ),
         (Verdict::Cache, true, _) => {
             format!("{} of these reads came from the page cache: this is memory speed.", pct(hit))
         }
@@ -129,28 +135,40 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         s.push_str(&t.sentence);
     }
     if j.contradicts_intent {
-        s.push(' ');
         let both = f.app_read > 0 && f.app_write > 0;
-        match (f.intent, f.is_write || writes) {
-            (Intent::Cache, _) => s.push_str(cache_fix),
+        let loop_fix =
+            "Give the loop device direct I/O to its file (losetup --direct-io=on; candor lab does).";
+        let fix: Option<&str> = match (f.intent, f.is_write || writes) {
+            (Intent::Cache, _) => Some(cache_fix),
             // A mix whose writes stayed in the page cache: the flush; one whose reads did not
             // wait: a file the cache cannot hold, or O_DIRECT.
             (_, true) if both && flushed < crate::rules::DEVICE_SHARE_MIN && !f.direct => {
-                s.push_str(flush_fix)
+                Some(flush_fix)
             }
-            (_, true) if both => s.push_str(&device_fix),
+            (_, true) if both => Some(&device_fix),
+            _ if loop_cached(f, a) && loop_memory(f) => Some(
+                "Put the loop device's file on a disk and give it direct I/O (losetup --direct-io=on; candor lab does).",
+            ),
+            // Writes that reached the loop device but not the disk under its file.
+            (_, true)
+                if !reads && loop_cached(f, a) && (f.direct || f.osync || f.flush_in_timing) =>
+            {
+                Some(loop_fix)
+            }
             // O_DIRECT and O_SYNC writes that did not wait: the cause is named above.
-            (_, true) if !reads && (f.direct || f.osync) => {}
-            (_, true) if !reads => s.push_str(flush_fix),
-            _ if j.mixed_by_operations && f.fadvise != Fadvise::Random => s.push_str(
+            (_, true) if !reads && (f.direct || f.osync) => None,
+            (_, true) if !reads => Some(flush_fix),
+            _ if j.mixed_by_operations && f.fadvise != Fadvise::Random => Some(
                 "Tell the kernel the access is random (--fadvise random, what fio does by default) or use --direct.",
             ),
-            _ if j.mixed_by_operations => s.push_str("Use --direct."),
-            _ if loop_cached(f, a) => s.push_str(
-                "Give the loop device direct I/O to its file (losetup --direct-io=on; candor lab does).",
-            ),
-            _ if j.verdict == Verdict::Device => {}
-            _ => s.push_str(&device_fix),
+            _ if j.mixed_by_operations => Some("Use --direct."),
+            _ if loop_cached(f, a) => Some(loop_fix),
+            _ if j.verdict == Verdict::Device => None,
+            _ => Some(&device_fix),
+        };
+        if let Some(fix) = fix {
+            s.push(' ');
+            s.push_str(fix);
         }
     }
     if j.disturbed {
@@ -198,14 +216,13 @@ fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option
                 pct(waited),
                 o.ops
             );
-            if let Some(svc) = o
-                .service_us
-                .filter(|u| o.service_basis == "ebpf" && *u < MEMORY_SPEED_US)
+            // Completed at memory speed: the trap below says by what.
+            if j
+                .traps
+                .iter()
+                .any(|t| t.kind == candor_model::TrapKind::FasterThanDevice)
             {
-                s.push_str(&format!(
-                    "; its write requests completed in {} at the median, as fast as memory: a volatile write cache took them (the device's own, or the host's under a virtual disk or a loop device over a cached file), so this is that cache's figure, not the medium's",
-                    us(svc)
-                ));
+                s.push_str(", but at memory speed: this is not a storage device's figure");
             } else {
                 s.push_str(": this is the device's figure");
             }
@@ -295,6 +312,13 @@ fn mixed_sentence(j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
         w.ops,
         pct(ww)
     ))
+}
+
+/// The loop device's file lies in memory (tmpfs).
+fn loop_memory(f: &Facts) -> bool {
+    f.loop_device
+        .as_ref()
+        .is_some_and(crate::traps::loop_in_memory)
 }
 
 /// The loop device's traffic was partly the host's page cache (its trap says so).

@@ -147,6 +147,16 @@ struct Looped {
     backing_file: String,
     /// The whole disks under the backing file, as diskstats names them.
     backing_disks: Vec<String>,
+    /// The filesystem type the backing file lies on.
+    backing_fs: Option<String>,
+}
+
+impl Looped {
+    /// The backing file lies on a filesystem that keeps its data in memory (tmpfs): the
+    /// loop device's storage is memory, and no disk moves a byte for it.
+    fn in_memory(&self) -> bool {
+        self.backing_fs.as_deref().is_some_and(host::is_memory_fs)
+    }
 }
 
 /// What the loop device's file and disk looked like at one instant.
@@ -276,6 +286,11 @@ impl Witness {
                     .as_ref()
                     .map(|b| b.counted.clone())
                     .unwrap_or_default(),
+                backing_fs: d
+                    .backing_file
+                    .as_deref()
+                    .and_then(|b| host::place(Path::new(b)))
+                    .map(|b| b.mount.fs_type),
             })
         });
         let mut note = None;
@@ -457,11 +472,14 @@ impl Watch {
             backing_file: l.backing_file.clone(),
             direct_io: b.direct_io,
             backing_disk: (!l.backing_disks.is_empty()).then(|| l.backing_disks.join("+")),
+            backing_fs: l.backing_fs.clone(),
             backing_window: match (
                 &b.disk,
                 self.loop_end.as_ref().and_then(|e| e.disk.as_ref()),
             ) {
                 (Some(x), Some(y)) => Some(disk_stat_delta(&y.delta(x))),
+                // A file in memory: no disk moved anything for it.
+                _ if l.in_memory() => Some(DiskDelta::default()),
                 _ => None,
             },
             backing_pages: b.pages,

@@ -233,12 +233,13 @@ pub fn judge(f: &Facts) -> Judgement {
             write_in_window = (share * traps::given_bytes(f) as f64).round() as u64;
         }
     }
-    // A loop device without direct I/O: only what the disk under its file moved came from
-    // storage; the rest was the host's page cache.
+    // A loop device without direct I/O, or over a file in memory: only what the disk under
+    // its file moved came from storage; the rest was the host's page cache (a file in
+    // memory has no disk: all of it).
     if let Some(b) = f
         .loop_device
         .as_ref()
-        .filter(|l| !l.direct_io)
+        .filter(|l| traps::loop_through_memory(l))
         .and_then(|l| l.backing_window)
     {
         read_from_device = read_from_device.min(b.read_bytes);
@@ -776,6 +777,7 @@ mod tests {
             }),
             backing_pages: 32768,
             backing_resident: Some(32768),
+            ..Default::default()
         });
         let j = judge(&f);
         assert_eq!(j.verdict, Verdict::Cache);
@@ -972,7 +974,8 @@ mod write_and_mix_tests {
     }
 
     #[test]
-    fn direct_writes_acknowledged_at_memory_speed_name_a_write_cache() {
+    fn direct_writes_completed_at_memory_speed_are_a_trap() {
+        // eBPF: the write requests completed in 3.5 us at the median, the writes in 4.5.
         let mut f = direct_write();
         if let Some(r) = f.requests.as_mut() {
             r.write.latency = dump(&[(3072, 16384)]);
@@ -982,15 +985,150 @@ mod write_and_mix_tests {
             latency: dump(&[(4096, 16384)]),
         });
         let j = judge(&f);
+        // Every write waited for its request, but the requests were memory's.
         assert_eq!(j.verdict, Verdict::Device);
+        let t = j
+            .traps
+            .iter()
+            .find(|t| t.kind == TrapKind::FasterThanDevice)
+            .expect("the trap");
+        assert_eq!(t.value, Some(3.456));
+        assert!(j.contradicts_intent);
+        assert_eq!(
+            j.explanation,
+            "100% of the written bytes reached the device (loop0) inside the timed region and \
+             100% of the 16384 writes (O_DIRECT) waited for it, but at memory speed: this is not \
+             a storage device's figure. The device's write requests took 3.5 us at the median, \
+             faster than any storage device completes a write, even into its own write cache: \
+             memory took them (a RAM disk, a loop device over a cached file, or the host's \
+             cache under a virtual disk), so the figure is memory's, not storage's."
+        );
+        // procfs: no requests to time, but each O_SYNC write lasts at least its request.
+        f.requests = None;
+        f.direct = false;
+        f.osync = true;
+        let j = judge(&f);
+        let t = j
+            .traps
+            .iter()
+            .find(|t| t.kind == TrapKind::FasterThanDevice)
+            .expect("the trap from the writes' own latency");
+        assert_eq!(t.value, Some(4.608));
+        assert!(t.sentence.starts_with(
+            "The O_SYNC writes, each waiting for a request of its own, took 4.6 us at the median"
+        ));
+        assert!(j.contradicts_intent);
+        // Requests of 20 us and more: a device.
+        let j = judge(&direct_write());
+        assert!(j.traps.is_empty(), "{:?}", j.traps);
+        assert!(!j.contradicts_intent);
+        // Buffered writes are copies into the page cache: never this trap.
+        let mut f = buffered_write(0, 0.3, true, 64 * MIB);
+        f.requests = Some(candor_model::RequestFacts {
+            write: RequestStat {
+                count: 100,
+                bytes: 64 * MIB,
+                latency: dump(&[(3072, 100)]),
+            },
+            ..Default::default()
+        });
+        assert!(judge(&f)
+            .traps
+            .iter()
+            .all(|t| t.kind != TrapKind::FasterThanDevice));
+    }
+
+    #[test]
+    fn direct_writes_beyond_the_spec_contradict_the_device() {
+        // 16384 O_DIRECT writes in 0.5 s: 32768 IOPS against a ceiling of 10000.
+        let mut f = direct_write();
+        f.timed_seconds = 0.5;
+        f.ceiling = Some(candor_model::Ceiling {
+            write_iops: Some(10_000.0),
+            ..Default::default()
+        });
+        let j = judge(&f);
+        assert_eq!(j.traps[0].kind, TrapKind::FasterThanSpec);
+        assert!((j.traps[0].value.unwrap_or(0.0) - 3.2768).abs() < 1e-9);
+        assert!(j.contradicts_intent);
         assert!(
-            j.explanation.contains(
-                "its write requests completed in 3.5 us at the median, as fast as memory: a \
-                 volatile write cache took them"
+            j.explanation
+                .contains("32768 IOPS, is 3.3x the ceiling given with --device-spec"),
+            "{}",
+            j.explanation
+        );
+    }
+
+    #[test]
+    fn a_loop_device_over_a_file_in_memory_is_memory_whatever_its_requests_took() {
+        // O_DIRECT writes on a loop device over a file on tmpfs: its requests took 13 us
+        // (the loop device's worker), the writes 55 us; no disk moved a byte.
+        let mut f = direct_write();
+        f.loop_device = Some(candor_model::LoopFacts {
+            device: "loop1".into(),
+            backing_file: "/dev/shm/x.img".into(),
+            direct_io: false,
+            backing_fs: Some("tmpfs".into()),
+            backing_window: Some(candor_model::DiskDelta::default()),
+            backing_pages: 65536,
+            backing_resident: Some(65536),
+            ..Default::default()
+        });
+        if let Some(r) = f.requests.as_mut() {
+            r.write.latency = dump(&[(12288, 16384)]);
+        }
+        f.ops = Some(OpFacts {
+            count: 16384,
+            latency: dump(&[(53248, 16384)]),
+        });
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Cache, "{}", j.explanation);
+        assert_eq!(j.flushed_in_window, Some(0.0));
+        assert!(j.contradicts_intent);
+        assert!(
+            j.explanation.starts_with(
+                "The written bytes reached the loop device (loop0), whose file is in memory: \
+                 none reached storage, so this is memory speed. The target's device loop1 is"
             ),
             "{}",
             j.explanation
         );
+        let t = &j.traps[0];
+        assert_eq!(t.kind, TrapKind::LoopDevice);
+        assert!(
+            t.sentence.contains(
+                "which lies on tmpfs: its storage is memory, so every byte it moved was \
+                 memory's, whatever its requests took (its write requests took 13.8 us at the \
+                 median: the loop device's own work, not a disk's)."
+            ),
+            "{}",
+            t.sentence
+        );
+        assert!(
+            j.explanation.ends_with(
+                "Put the loop device's file on a disk and give it direct I/O (losetup \
+                 --direct-io=on; candor lab does)."
+            ),
+            "{}",
+            j.explanation
+        );
+        // With direct I/O to its file it is memory all the same.
+        if let Some(l) = f.loop_device.as_mut() {
+            l.direct_io = true;
+        }
+        assert_eq!(judge(&f).verdict, Verdict::Cache);
+        // Reads too.
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.loop_device = Some(candor_model::LoopFacts {
+            device: "loop1".into(),
+            backing_file: "/dev/shm/x.img".into(),
+            backing_fs: Some("tmpfs".into()),
+            backing_window: Some(candor_model::DiskDelta::default()),
+            ..Default::default()
+        });
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert_eq!(j.cache_hit_ratio, Some(1.0));
     }
 
     #[test]

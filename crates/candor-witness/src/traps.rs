@@ -10,7 +10,7 @@ use crate::explain::pct;
 use crate::operations::quantile_ns;
 use crate::rules::Attribution;
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{Facts, Operations, Trap, TrapKind, Verdict};
+use candor_model::{Facts, LoopFacts, Operations, Trap, TrapKind, Verdict};
 
 /// A median request served faster than this is memory, not storage: the fastest storage
 /// media answer a 4 KiB read in about 10 us at the device (3D XPoint; NAND flash 50-100
@@ -53,12 +53,27 @@ pub fn given_bytes(f: &Facts) -> u64 {
     dirtied.map_or(f.app_write, |d| d.min(f.app_write))
 }
 
+/// The loop device's file lies on a filesystem that keeps its data in memory (tmpfs): its
+/// storage is memory, whatever its requests took.
+pub fn loop_in_memory(l: &LoopFacts) -> bool {
+    l.backing_fs
+        .as_deref()
+        .is_some_and(crate::host::is_memory_fs)
+}
+
+/// The loop device's requests do not reach a disk as they are: it goes through the host's
+/// page cache (no direct I/O to its file), or its file is in memory.
+pub fn loop_through_memory(l: &LoopFacts) -> bool {
+    !l.direct_io || loop_in_memory(l)
+}
+
 /// The share of the bytes that went to a loop device that the disk under its file moved
-/// in the timed region; None when the loop device uses direct I/O (its requests reach the
-/// disk as they are) or the disk's counters are unknown. The disk's counters hold every
-/// process's traffic, so this is an upper bound.
+/// in the timed region; None when the loop device uses direct I/O to a file on a disk (its
+/// requests reach the disk as they are) or the disk's counters are unknown. The disk's
+/// counters hold every process's traffic, so this is an upper bound. A file in memory has
+/// no disk: the share is 0.
 pub fn loop_disk_share(f: &Facts, own_read: u64, own_write_window: u64) -> Option<f64> {
-    let l = f.loop_device.as_ref().filter(|l| !l.direct_io)?;
+    let l = f.loop_device.as_ref().filter(|l| loop_through_memory(l))?;
     let b = l.backing_window?;
     let through = own_read.min(f.app_read) + own_write_window.min(f.app_write);
     if through == 0 {
@@ -125,9 +140,33 @@ fn loop_device(f: &Facts, a: &Attribution) -> Option<Trap> {
         })
         .unwrap_or_default();
     let mut s = format!(
-        "The target's device {} is a loop device over the file {}{on}{cached_words}",
+        "The target's device {} is a loop device over the file {}{on}",
         l.device, l.backing_file
     );
+    if !loop_in_memory(l) {
+        s.push_str(&cached_words);
+    } else {
+        let fs = l.backing_fs.as_deref().unwrap_or("memory");
+        let took = f
+            .requests
+            .as_ref()
+            .and_then(|r| {
+                let (what, st) = if f.app_write > f.app_read {
+                    ("write", &r.write)
+                } else {
+                    ("read", &r.read)
+                };
+                let p50 = quantile_ns(&st.latency, 0.5)? / 1000.0;
+                Some(format!(
+                    " (its {what} requests took {p50:.1} us at the median: the loop device's own work, not a disk's)"
+                ))
+            })
+            .unwrap_or_default();
+        s.push_str(&format!(
+            ", which lies on {fs}: its storage is memory, so every byte it moved was memory's, whatever its requests took{took}."
+        ));
+        return Some(trap(TrapKind::LoopDevice, cached, s));
+    }
     if l.direct_io {
         s.push_str(": it uses direct I/O, so its requests reach the disk as a disk's own would.");
         return Some(trap(TrapKind::LoopDevice, cached, s));
@@ -150,19 +189,84 @@ fn loop_device(f: &Facts, a: &Attribution) -> Option<Trap> {
 }
 
 fn faster_than_device(f: &Facts, ops: Option<&Operations>) -> Option<Trap> {
-    let r = f.requests.as_ref()?;
-    // Reads only: a write request can complete into a device's (or the host's) write cache,
-    // which is what such caches are for.
-    if r.read.count == 0 || ops.is_some_and(|o| o.direction == "write") {
+    faster_reads(f, ops).or_else(|| faster_writes(f, ops))
+}
+
+/// The operations of one direction: the whole when the test goes that way only, its part
+/// of a test that reads and writes.
+fn of_direction<'a>(o: Option<&'a Operations>, dir: &str) -> Option<&'a Operations> {
+    let o = o?;
+    if o.direction == dir {
+        Some(o)
+    } else if o.direction == "both" {
+        if dir == "read" {
+            o.reads.as_deref()
+        } else {
+            o.writes.as_deref()
+        }
+    } else {
+        None
+    }
+}
+
+/// Reads whose requests (eBPF), or whose O_DIRECT operations (each one its own request),
+/// completed faster than storage answers.
+fn faster_reads(f: &Facts, ops: Option<&Operations>) -> Option<Trap> {
+    let o = of_direction(ops, "read");
+    let (p50, whose) = match f.requests.as_ref() {
+        Some(r) if r.read.count > 0 => (
+            quantile_ns(&r.read.latency, 0.5)? / 1000.0,
+            "The device's read requests took",
+        ),
+        Some(_) => return None,
+        None if f.direct => (
+            o?.op_p50_us,
+            "The O_DIRECT reads, each a request of its own, took",
+        ),
+        None => return None,
+    };
+    if f.app_read == 0 || ops.is_some_and(|o| o.direction == "write") {
         return None;
     }
-    let p50 = quantile_ns(&r.read.latency, 0.5)? / 1000.0;
-    (p50 < MEMORY_SPEED_US).then(|| {
+    (p50 > 0.0 && p50 < MEMORY_SPEED_US).then(|| {
         trap(
             TrapKind::FasterThanDevice,
             Some(p50),
             format!(
-                "The device's read requests took {p50:.1} us at the median, faster than any storage device answers: memory answered them (a RAM disk, a loop device over a cached file, or a cache of the host's)."
+                "{whose} {p50:.1} us at the median, faster than any storage device answers: memory answered them (a RAM disk, a loop device over a cached file, or a cache of the host's)."
+            ),
+        )
+    })
+}
+
+/// O_DIRECT and O_SYNC writes, each of which returns once its own request has completed,
+/// whose requests (eBPF), or the writes themselves, completed faster than storage takes a
+/// write, even into its own write cache. Buffered writes are copies into the page cache
+/// and are judged otherwise (operations.rs).
+fn faster_writes(f: &Facts, ops: Option<&Operations>) -> Option<Trap> {
+    let o = of_direction(ops, "write")?;
+    let flag = match o.write_mode.as_deref() {
+        Some("direct") => "O_DIRECT",
+        Some("sync") => "O_SYNC",
+        _ => return None,
+    };
+    let (p50, whose) = match f.requests.as_ref() {
+        Some(r) if r.write.count > 0 => (
+            quantile_ns(&r.write.latency, 0.5)? / 1000.0,
+            "The device's write requests took".to_string(),
+        ),
+        Some(_) => return None,
+        None => (
+            o.op_p50_us,
+            format!("The {flag} writes, each waiting for a request of its own, took"),
+        ),
+    };
+    (p50 > 0.0 && p50 < MEMORY_SPEED_US).then(|| {
+        trap(
+            TrapKind::FasterThanDevice,
+            Some(p50),
+            format!(
+                "{whose} {p50:.1} us at the median, faster than any storage device completes a write, even into its own write cache: memory took them (a RAM disk, a loop device over a cached file, or the host's cache under a virtual disk), so the figure is memory's, not storage's."
             ),
         )
     })

@@ -627,3 +627,121 @@ fn metadata_operations_are_counted_by_the_filesystem() {
         }
     }
 }
+
+/// O_DIRECT and O_SYNC writes on a loop device over a file on tmpfs: each write waits for
+/// its own request, but the loop device's storage is memory. Its requests take as long as
+/// the loop device's worker takes to copy them (10-30 us here, as slow as a fast disk), so
+/// no latency floor can tell; where its file lies does.
+#[test]
+fn writes_to_a_loop_device_over_a_file_in_memory_are_memory() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let shm = Path::new("/dev/shm");
+    if !need_bpf() || !candor_testkit::need_path(shm, "no tmpfs at /dev/shm") {
+        return;
+    }
+    let Some(fs) = candor_testkit::need_or(
+        candor_lab::scratch_in(Some(shm), "ext4", 160 << 20),
+        candor_lab::LabError::is_unsupported,
+    ) else {
+        return;
+    };
+    let off = std::process::Command::new("losetup")
+        .args(["--direct-io=off", &fs.loop_device])
+        .output()
+        .expect("run losetup");
+    assert!(off.status.success(), "{}", text(&off.stderr));
+    for flag in ["--direct", "--osync"] {
+        let Some(rs) = run(
+            fs.path(),
+            &[
+                "--tests",
+                "randwrite",
+                "--engine",
+                "psync",
+                "--file-size",
+                "16m",
+                "--record-size",
+                "4k",
+                flag,
+            ],
+        ) else {
+            return;
+        };
+        let w = witness(&rs, "randwrite");
+        let facts = &w["extra"]["facts"];
+        eprintln!(
+            "{flag}: write requests {:?}",
+            facts["requests"]["write"]["latency"]["buckets"]
+        );
+        assert_eq!(facts["loop_device"]["backing_fs"], "tmpfs", "{w:#}");
+        // Every write waited for its request...
+        let o = &w["operations"];
+        assert!(f(&o["waited_share"]) >= 0.95, "{o:#}");
+        // ...but no storage took a byte of it.
+        assert_eq!(w["verdict"], "cache", "{w:#}");
+        assert!(f(&w["flushed_in_window"]) <= 0.05, "{w:#}");
+        assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+        let traps = w["traps"].as_array().cloned().unwrap_or_default();
+        let lp = traps
+            .iter()
+            .find(|t| t["kind"] == "loop_device")
+            .unwrap_or_else(|| panic!("no loop_device trap: {w:#}"));
+        let s = lp["sentence"].as_str().unwrap_or_default();
+        assert!(
+            s.contains("which lies on tmpfs: its storage is memory"),
+            "{s}"
+        );
+        let e = w["explanation"].as_str().unwrap_or_default();
+        assert!(
+            e.starts_with("The written bytes reached the loop device"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("Put the loop device's file on a disk and give it direct I/O (losetup --direct-io=on; candor lab does)."),
+            "{e}"
+        );
+    }
+}
+
+/// O_DIRECT writes faster than the ceiling `--device-spec` gives: the device (a loop device
+/// with direct I/O to its file on the virtio disk) takes thousands of 4 KiB writes a second,
+/// the ceiling says 100.
+#[test]
+fn direct_writes_beyond_the_device_spec_are_named() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let Some(rs) = run(
+        fs.path(),
+        &[
+            "--tests",
+            "randwrite",
+            "--engine",
+            "psync",
+            "--file-size",
+            "8m",
+            "--record-size",
+            "4k",
+            "--direct",
+            "--device-spec",
+            "iops-write=100",
+        ],
+    ) else {
+        return;
+    };
+    let w = witness(&rs, "randwrite");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    let traps = w["traps"].as_array().cloned().unwrap_or_default();
+    let t = traps
+        .iter()
+        .find(|t| t["kind"] == "faster_than_spec")
+        .unwrap_or_else(|| panic!("no faster_than_spec trap: {w:#}"));
+    assert!(f(&t["value"]) > 1.1, "{t:#}");
+    assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+    assert!(
+        t["sentence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the ceiling given with --device-spec (100 IOPS)"),
+        "{t:#}"
+    );
+}
