@@ -43,7 +43,7 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
     let by_ops = if writes {
         ops.and_then(|o| write_sentence(f, j, o, dev))
     } else if !reads {
-        ops.and_then(|o| mixed_sentence(j, o, dev))
+        ops.and_then(|o| mixed_sentence(f, j, o, dev))
     } else {
         None
     };
@@ -142,9 +142,7 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             (Intent::Cache, _) => Some(cache_fix),
             // A mix whose writes stayed in the page cache: the flush; one whose reads did not
             // wait: a file the cache cannot hold, or O_DIRECT.
-            (_, true) if both && flushed < crate::rules::DEVICE_SHARE_MIN && !f.direct => {
-                Some(flush_fix)
-            }
+            (_, true) if both && !f.direct && mix_writes_stayed(f, j) => Some(flush_fix),
             (_, true) if both => Some(&device_fix),
             _ if loop_cached(f, a) && loop_memory(f) => Some(
                 "Put the loop device's file on a disk and give it direct I/O (losetup --direct-io=on; candor lab does).",
@@ -290,14 +288,47 @@ fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option
     Some(s)
 }
 
-/// The sentence of a test that reads and writes, each direction reconciled apart.
-fn mixed_sentence(j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
+/// The sentence of a test that reads and writes, each direction reconciled apart; its
+/// writes said as writes of their kind are judged (O_DIRECT and O_SYNC by the writes that
+/// waited, buffered by their bytes and the time they spent waiting for the device).
+fn mixed_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
     let (r, w) = (o.reads.as_deref()?, o.writes.as_deref()?);
-    let rw = r.waited_share?;
-    let ww = crate::rules::writes_reached(j, w)?;
-    let wverb = match w.write_mode.as_deref() {
-        Some("direct") | Some("sync") => "waited for it".to_string(),
-        _ => "of their bytes reached it inside the timed region".to_string(),
+    let rw = crate::rules::reads_waited(j, r)?;
+    let ww = crate::rules::writes_reached(f, j, w)?;
+    let flushed = j.flushed_in_window.unwrap_or(0.0);
+    let held = w.waited_share.unwrap_or(0.0);
+    let t = w.waited_time_share.unwrap_or(0.0);
+    let writes = match w.write_mode.as_deref() {
+        Some("direct") | Some("sync") => format!("{} waited for it", pct(ww)),
+        _ if f.flush_in_timing => {
+            let mut parts = vec![format!("{} in the flush", pct(w.flush_share.unwrap_or(0.0)))];
+            if held > 0.0 {
+                parts.push(format!("{} held back by writeback", pct(held)));
+            }
+            format!(
+                "{} of their bytes reached it inside the timed region, and they spent {} of their time waiting for it ({}) and the rest copying into the page cache",
+                pct(flushed),
+                pct(t),
+                parts.join(", ")
+            )
+        }
+        _ if ww == 0.0 => {
+            let mut s =
+                "none waited for it: the page cache took them at memory speed".to_string();
+            if flushed > 0.0 {
+                s.push_str(&format!(
+                    ", although the kernel's flushers wrote {} of their bytes to the device meanwhile",
+                    pct(flushed)
+                ));
+            }
+            s
+        }
+        _ => format!(
+            "{} were held back until writeback caught up, {} of their time, and {} of their bytes reached it inside the timed region",
+            pct(held),
+            pct(t),
+            pct(flushed)
+        ),
     };
     let tail = match j.verdict {
         Verdict::Device => "this is the device's figure",
@@ -305,13 +336,22 @@ fn mixed_sentence(j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
         _ => "the figure mixes memory and device speed",
     };
     Some(format!(
-        "Of the {} reads, {} waited for the device ({dev}) and {} were served from memory; of the {} writes, {} {wverb}: {tail}.",
+        "Of the {} reads, {} waited for the device ({dev}) and {} were served from memory; of the {} writes, {writes}: {tail}.",
         r.ops,
         pct(rw),
         pct(1.0 - rw),
         w.ops,
-        pct(ww)
     ))
+}
+
+/// A mix whose writes did not reach the device as writes of their kind do.
+fn mix_writes_stayed(f: &Facts, j: &Judgement) -> bool {
+    j.operations
+        .as_ref()
+        .and_then(|o| o.writes.as_deref())
+        .and_then(|w| crate::rules::writes_reached(f, j, w))
+        .unwrap_or(j.flushed_in_window.unwrap_or(0.0))
+        < crate::rules::DEVICE_SHARE_MIN
 }
 
 /// The loop device's file lies in memory (tmpfs).

@@ -232,17 +232,30 @@ fn buffered_writes(f: &Facts, ops: &OpFacts, o: &mut Operations) {
     o.basis = "throttle".into();
     o.waited_above_us = Some(boundary / 1000.0);
     o.waited_share = Some(held as f64 / ops.count as f64);
-    if f.timed_seconds > 0.0 {
-        let flush = if f.flush_in_timing {
-            f.flush_seconds
-        } else {
-            0.0
-        };
-        let held_s = held_ns / 1e9 / f.threads.max(1) as f64;
-        o.waited_time_share = Some(((held_s + flush) / f.timed_seconds).clamp(0.0, 1.0));
-        o.flush_share = f
-            .flush_in_timing
-            .then(|| (flush / f.timed_seconds).clamp(0.0, 1.0));
+    let flush = if f.flush_in_timing {
+        f.flush_seconds
+    } else {
+        0.0
+    };
+    let threads = f.threads.max(1) as f64;
+    let held_s = held_ns / 1e9 / threads;
+    // The time the shares are of: the timed region for a test that only writes; for a test
+    // that also reads (randmix), the writes' own time (their operations, per thread, and
+    // the flush), since the reads' time is theirs.
+    let of = if f.app_read > 0 {
+        let writes_ns: f64 = ops
+            .latency
+            .buckets
+            .iter()
+            .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
+            .sum();
+        writes_ns / 1e9 / threads + flush
+    } else {
+        f.timed_seconds
+    };
+    if of > 0.0 {
+        o.waited_time_share = Some(((held_s + flush) / of).clamp(0.0, 1.0));
+        o.flush_share = f.flush_in_timing.then(|| (flush / of).clamp(0.0, 1.0));
     }
 }
 

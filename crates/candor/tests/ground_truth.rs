@@ -745,3 +745,92 @@ fn direct_writes_beyond_the_device_spec_are_named() {
         "{t:#}"
     );
 }
+
+/// A buffered mix's writes are judged by their operations, as buffered writes are: with
+/// the flush in the timing their time waiting for the device is named; without it, writes
+/// that the page cache took at memory speed did not wait, even when something else (here
+/// syncfs(2) every 5 ms from this test) wrote their bytes to the device meanwhile, which
+/// made the bytes alone say `device`.
+#[test]
+fn a_buffered_mix_writes_wait_only_when_held_back() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = scratch() else { return };
+    let mix = [
+        "--tests",
+        "randmix",
+        "--engine",
+        "psync",
+        "--file-size",
+        "64m",
+        "--record-size",
+        "4k",
+    ];
+    // The flush in the timing (the default): every byte on the device before the timer
+    // stops; the reads each waited (POSIX_FADV_RANDOM), the writes' time is mostly the flush.
+    let Some(rs) = run(fs.path(), &mix) else {
+        return;
+    };
+    let w = witness(&rs, "randmix");
+    assert_eq!(w["verdict"], "device", "{w:#}");
+    let (r, wr) = directions(w);
+    assert!(f(&r["waited_share"]) >= 0.95, "{r:#}");
+    assert_eq!(wr["write_mode"], "buffered", "{wr:#}");
+    assert!(f(&wr["flush_share"]) > 0.0, "{wr:#}");
+    assert!(
+        f(&wr["waited_time_share"]) >= f(&wr["flush_share"]),
+        "{wr:#}"
+    );
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(e.contains("of their time waiting for it"), "{e}");
+
+    // Without the flush, while the filesystem is synced every 5 ms by this process.
+    let stop = AtomicBool::new(false);
+    let rs = std::thread::scope(|s| {
+        let syncer = s.spawn(|| {
+            let dir = std::fs::File::open(fs.path()).expect("open the mount point");
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                use std::os::fd::AsRawFd;
+                // SAFETY: a valid open descriptor.
+                assert_eq!(unsafe { libc::syncfs(dir.as_raw_fd()) }, 0, "syncfs");
+                n += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            n
+        });
+        let mut args = mix.to_vec();
+        args.push("--no-fsync-in-timing");
+        let rs = run(fs.path(), &args);
+        stop.store(true, Ordering::Relaxed);
+        assert!(syncer.join().expect("the syncing thread") > 0);
+        rs
+    });
+    let Some(rs) = rs else { return };
+    let w = witness(&rs, "randmix");
+    let (r, wr) = directions(w);
+    eprintln!(
+        "writes: waited {} time {} flushed in window {}",
+        wr["waited_share"], wr["waited_time_share"], w["flushed_in_window"]
+    );
+    // The syncs put most of the written bytes on the device inside the timed region...
+    assert!(f(&w["flushed_in_window"]) >= 0.5, "{w:#}");
+    // ...but no write waited for it: they were copies into the page cache.
+    assert!(f(&wr["waited_share"]) <= 0.05, "{wr:#}");
+    assert!(f(&wr["waited_time_share"]) <= 0.05, "{wr:#}");
+    assert!(f(&r["waited_share"]) >= 0.95, "{r:#}");
+    // The reads did the device's work, the writes memory's: mixed, by the operations.
+    assert_eq!(w["verdict"], "mixed", "{w:#}");
+    let share = f(&w["device_share"]);
+    let nr = f(&r["ops"]);
+    let expect =
+        nr * f(&r["waited_share"]).min(1.0 - f(&w["cache_hit_ratio"])) / (nr + f(&wr["ops"]));
+    assert!((share - expect).abs() < 1e-9, "{share} vs {expect}: {w:#}");
+    assert!((0.3..0.7).contains(&share), "{w:#}");
+    assert!(w["contradicts_intent"].as_bool().unwrap_or(false));
+    let e = w["explanation"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("none waited for it: the page cache took them at memory speed"),
+        "{e}"
+    );
+    assert!(e.contains("Include the flush in the timing"), "{e}");
+}
