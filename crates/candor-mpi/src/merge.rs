@@ -1008,6 +1008,28 @@ mod tests {
     }
 
     #[test]
+    fn a_rank_that_moved_nothing_does_not_make_the_test_unverified() {
+        // Rank 1 was stopped (a stonewall) before its first operation; rank 0 wrote 100 MiB.
+        let on_device = |w: Witness| {
+            let mut w = w;
+            w.extra.facts.as_mut().unwrap().placement = device();
+            let f = w.extra.facts.clone().unwrap();
+            candor_witness::facts::apply(&f, &mut w);
+            w
+        };
+        let idle = on_device(witness(0, 0, 1.0));
+        assert_eq!(idle.verdict, Verdict::Unverified);
+        for ws in [
+            vec![(0, on_device(witness(100, 100, 1.0))), (0, idle.clone())],
+            vec![(0, idle.clone()), (1, on_device(witness(100, 100, 1.0)))],
+        ] {
+            let w = combine_parallel(ws).unwrap();
+            assert_eq!(w.verdict, Verdict::Device, "{}", w.explanation);
+            assert_eq!(w.unverified_reason, None);
+        }
+    }
+
+    #[test]
     fn bucket_widths_follow_the_histogram() {
         // Every value lands in the bucket whose [lo, lo + width) holds it.
         for v in [0u64, 5, 127, 128, 129, 1000, 65_535, 1 << 40, u64::MAX / 3] {

@@ -71,28 +71,34 @@ pub fn combine(reps: Vec<Witness>) -> Option<Witness> {
     if let Some(f) = facts.as_mut() {
         f.repetitions = f.repetitions.max(1);
     }
+    let moved = |w: &Witness| w.app.read_bytes + w.app.write_bytes > 0;
+    // The judgement that stands when the repetitions cannot be summed: the last one's that
+    // moved bytes (a repetition stopped before its first operation moved none, and its
+    // "no bytes moved" is not the test's).
+    let mut judged: Option<Witness> = None;
     let mut out = first;
-    let mut last = None;
     for w in it {
         match (facts.as_mut(), w.extra.facts.as_ref()) {
             (Some(f), Some(g)) => f.add(g),
             _ => facts = None,
         }
         merge_observations(&mut out, &w);
-        last = Some(w);
+        if moved(&w) || judged.as_ref().is_none_or(|j| !moved(j)) {
+            judged = Some(w);
+        }
     }
-    match (facts, last) {
+    match (facts, judged) {
         (Some(f), _) => apply(&f, &mut out),
-        // Repetitions without facts (witness off, or a source that keeps none): the last
-        // repetition's judgement stands rather than an invented one.
-        (None, Some(w)) => {
+        // Repetitions without facts (witness off, or a source that keeps none): a
+        // repetition's own judgement stands rather than an invented one.
+        (None, Some(w)) if moved(&w) || !moved(&out) => {
             out.verdict = w.verdict;
             out.device_share = w.device_share;
             out.explanation = w.explanation;
             out.contradicts_intent = w.contradicts_intent;
             out.unverified_reason = w.unverified_reason;
         }
-        (None, None) => {}
+        _ => {}
     }
     Some(out)
 }
@@ -252,6 +258,49 @@ mod tests {
         assert_eq!(dev.write_bytes_in_window, 32 * MIB);
         assert_eq!(c.extra.facts.as_ref().expect("facts").repetitions, 2);
         assert!(combine(vec![]).is_none());
+    }
+
+    /// The paths by which a test that moved bytes could say "the test reported no bytes
+    /// moved": a repetition that moved none (stopped before its first operation by the
+    /// runtime cap, a stonewall or a signal) beside others that did.
+    #[test]
+    fn a_repetition_that_moved_nothing_does_not_speak_for_the_test() {
+        let mut none = Witness::default();
+        apply(&write_facts(0, 0, 0, 0), &mut none);
+        assert_eq!(none.verdict, Verdict::Unverified);
+        assert_eq!(
+            none.unverified_reason.as_deref(),
+            Some("the test reported no bytes moved")
+        );
+        let mut some = Witness::default();
+        apply(
+            &write_facts(32 * MIB, 32 * MIB, 32 * MIB, 32 * MIB),
+            &mut some,
+        );
+        // Summed, in either order: the bytes that moved are judged.
+        for reps in [
+            vec![none.clone(), some.clone()],
+            vec![some.clone(), none.clone()],
+        ] {
+            let c = combine(reps).expect("combined");
+            assert_eq!(c.verdict, Verdict::Device, "{}", c.explanation);
+            assert_eq!(c.unverified_reason, None);
+        }
+        // Repetitions that cannot be summed (one kept no facts): the judgement of the last
+        // one that moved bytes stands, not the last one's.
+        let mut bare = none.clone();
+        bare.extra.facts = None;
+        for reps in [
+            vec![some.clone(), bare.clone()],
+            vec![bare.clone(), some.clone(), bare.clone()],
+        ] {
+            let c = combine(reps).expect("combined");
+            assert_eq!(c.verdict, Verdict::Device, "{}", c.explanation);
+            assert_eq!(c.unverified_reason, None);
+        }
+        // A test none of whose repetitions moved anything says so.
+        let c = combine(vec![bare.clone(), none.clone()]).expect("combined");
+        assert_eq!(c.verdict, Verdict::Unverified);
     }
 
     #[test]

@@ -104,7 +104,7 @@ impl Engine for MmapEngine {
         let maplen = self.len;
         let path = self.fd.path.as_path();
         let Some(buf) = self.buf.as_mut() else {
-            return Ok(());
+            return Err(EngineError::not_open(path));
         };
         let len = buf.len();
         timed_loop(job, stats, buf, |buf, off, w| {

@@ -215,6 +215,29 @@ mod tests {
     }
 
     #[test]
+    fn an_engine_that_is_not_open_says_so_instead_of_moving_nothing() {
+        let stop = AtomicBool::new(false);
+        let job = Job {
+            pattern: Pattern::sequential(16),
+            record_size: 4096,
+            direction: Direction::Read,
+            read_pct: 100,
+            seed: 1,
+            stop: &stop,
+            deadline_ns: None,
+            verify: None,
+            base: 0,
+        };
+        for e in ENGINES.iter().filter(|e| e.kind != EngineKind::Null) {
+            let mut engine = (e.make)();
+            let mut stats = ThreadStats::default();
+            let r = engine.run(&job, &mut stats);
+            assert!(r.is_err(), "{}: a run before open returned Ok", e.name);
+            assert_eq!(stats.ops, 0);
+        }
+    }
+
+    #[test]
     fn mix_respects_the_read_share() {
         let stop = AtomicBool::new(false);
         let job = Job {

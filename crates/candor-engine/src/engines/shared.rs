@@ -202,6 +202,17 @@ pub struct EngineError {
 }
 
 impl EngineError {
+    /// An engine asked to run before it was opened (or after it was closed): an error, so
+    /// that a pass can never report no bytes moved without saying why.
+    pub fn not_open(path: &Path) -> Self {
+        EngineError::new(
+            "run",
+            path,
+            None,
+            io::Error::other("the engine was not open (run before open, or after close)"),
+        )
+    }
+
     pub fn new(op: &'static str, path: &Path, offset: Option<u64>, source: io::Error) -> Self {
         EngineError {
             op,
@@ -509,7 +520,7 @@ impl<M: MoveRecord> Engine for RecordEngine<M> {
     fn run(&mut self, job: &Job, stats: &mut ThreadStats) -> Result<(), EngineError> {
         let RecordEngine { fd, buf, mover } = self;
         let Some(buf) = buf.as_mut() else {
-            return Ok(());
+            return Err(EngineError::not_open(&fd.path));
         };
         let raw = fd.raw();
         let path = fd.path.as_path();

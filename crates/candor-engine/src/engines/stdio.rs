@@ -52,7 +52,7 @@ impl Engine for StdioEngine {
         let fp = self.fp;
         let path = self.fd.path.as_path();
         let Some(buf) = self.buf.as_mut() else {
-            return Ok(());
+            return Err(EngineError::not_open(&self.fd.path));
         };
         let len = buf.len();
         let mut pos = u64::MAX;

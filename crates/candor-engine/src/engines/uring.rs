@@ -92,7 +92,7 @@ impl Engine for UringEngine {
             ..
         } = self;
         let Some(ring) = ring.as_mut() else {
-            return Ok(());
+            return Err(EngineError::not_open(&fd.path));
         };
         let (fixed_bufs, fixed_file) = (*fixed_bufs, *fixed_file);
         let path = &fd.path;
