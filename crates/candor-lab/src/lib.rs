@@ -15,7 +15,7 @@ pub use lab::{
     create, destroy, lab_root, list, CreateReport, CreateRequest, CreatedMember, DestroyReport,
     LabState, Member, MemberStatus, MemberView, Outcome,
 };
-pub use scratch::{scratch, scratch_device, scratch_in, ScratchFs};
+pub use scratch::{scratch, scratch_device, scratch_in, scratch_parent, ScratchFs};
 pub use spec::{check_size, parse_fs_list, parse_size, FsKind};
 pub use sys::loop_direct_io;
 

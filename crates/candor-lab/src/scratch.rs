@@ -58,7 +58,7 @@ impl Drop for ScratchFs {
 }
 
 /// Makes a `fs` filesystem of `size_bytes` on a loop device under a fresh directory in
-/// `parent` (the system temporary directory when None). `Err(Unsupported)` means this
+/// `parent` ([`scratch_parent`] when None). `Err(Unsupported)` means this
 /// machine cannot make it (not root, no loop devices, a program missing) and the test
 /// should be skipped with that reason; any other error is a failure.
 pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
@@ -69,9 +69,7 @@ pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<Sc
     }
     let (mkfs, flags) =
         mkfs_args(fs).ok_or_else(|| LabError::Usage(format!("no recipe for filesystem {fs}")))?;
-    let parent = parent
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
+    let parent = parent.map(Path::to_path_buf).unwrap_or_else(scratch_parent);
     let dir = parent.join(format!(
         "candor-scratch-{fs}-{}-{}",
         std::process::id(),
@@ -111,13 +109,13 @@ pub fn scratch_in(parent: Option<&Path>, fs: &str, size_bytes: u64) -> Result<Sc
 }
 
 /// A bare loop device (no filesystem, not mounted) over a zeroed file of `size_bytes` in
-/// a fresh directory under the system temporary directory; detached and removed when
+/// a fresh directory under [`scratch_parent`]; detached and removed when
 /// dropped. `fs` is "none" and `mount_point` a directory nothing is mounted on.
 pub fn scratch_device(size_bytes: u64) -> Result<ScratchFs, LabError> {
     if !is_root() {
         return Err(LabError::Unsupported("needs root for losetup".into()));
     }
-    let dir = std::env::temp_dir().join(format!(
+    let dir = scratch_parent().join(format!(
         "candor-scratch-dev-{}-{}",
         std::process::id(),
         unique()
@@ -146,7 +144,20 @@ pub fn scratch_device(size_bytes: u64) -> Result<ScratchFs, LabError> {
     })
 }
 
-/// [`scratch_in`] under the system temporary directory.
+/// Where scratch loop devices keep their backing files: the system temporary directory,
+/// unless it lives in memory (tmpfs, ramfs), where a loop device would answer at memory
+/// speed and the witness rightly calls its figures the page cache's; then /var/tmp,
+/// which the filesystem hierarchy keeps on storage.
+pub fn scratch_parent() -> PathBuf {
+    let tmp = std::env::temp_dir();
+    if crate::sys::in_memory(&tmp) && Path::new("/var/tmp").is_dir() {
+        PathBuf::from("/var/tmp")
+    } else {
+        tmp
+    }
+}
+
+/// [`scratch_in`] under [`scratch_parent`].
 pub fn scratch(fs: &str, size_bytes: u64) -> Result<ScratchFs, LabError> {
     scratch_in(None, fs, size_bytes)
 }
@@ -160,6 +171,21 @@ fn unique() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_backing_files_are_kept_off_memory_filesystems() {
+        // /dev/shm is tmpfs on Linux: it must be seen as memory, and a scratch parent
+        // must never be one while /var/tmp is on storage.
+        assert!(
+            crate::sys::in_memory(Path::new("/dev/shm")),
+            "/dev/shm is tmpfs"
+        );
+        assert!(!crate::sys::in_memory(Path::new("/proc/nonexistent")));
+        if !crate::sys::in_memory(Path::new("/var/tmp")) {
+            let p = scratch_parent();
+            assert!(!crate::sys::in_memory(&p), "{} is in memory", p.display());
+        }
+    }
 
     #[test]
     fn scratch_ext4_mounts_and_goes_away() {

@@ -154,6 +154,23 @@ pub(crate) fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// Whether `dir` is on a filesystem held in memory (tmpfs, ramfs); false when unknown.
+pub(crate) fn in_memory(dir: &Path) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs is plain old data; zeroed is a valid value to be overwritten.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path and st a valid out pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    let t = st.f_type as i64;
+    t == TMPFS_MAGIC || t == RAMFS_MAGIC
+}
+
 /// Bytes available to an unprivileged writer on the filesystem holding `dir`.
 pub(crate) fn free_bytes(dir: &Path) -> Result<u64, LabError> {
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
