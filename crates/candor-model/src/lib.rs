@@ -270,6 +270,19 @@ pub struct Repetition {
     pub truncated: bool,
     /// Seconds since the run started at which this repetition's timed region began.
     pub started_s: f64,
+    /// With `--cpus`: where each thread ran, as the thread saw it (absent without pinning).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<Pinned>,
+}
+
+/// One pinned thread of a repetition (`--cpus`), in thread order.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct Pinned {
+    /// The CPUs the kernel let the thread run on once pinned (its affinity, read back).
+    pub allowed: Vec<u32>,
+    /// The CPU the thread was on when its I/O ended (`sched_getcpu`).
+    pub last_cpu: Option<u32>,
 }
 
 /// One test at one point of the plan (target x test x sizes x threads x depth).

@@ -1,11 +1,12 @@
 //! `--time-based` and `--cpus`, driven through the real binary: a time-based run keeps
-//! going over the file until its runtime ends (so it moves more than one pass), pinning
-//! runs on the CPUs it was given, and bad values get exit code 2 and one sentence.
+//! going over the file until its runtime ends (so it moves more than one pass), pinned
+//! threads run on the CPUs they were given (as the run records it and as /proc shows it
+//! while the run goes on), and bad values get exit code 2 and one sentence.
 
 use std::process::Output;
 
 mod common;
-use common::run_in;
+use common::{candor, run_in};
 
 fn first_result(out: &Output) -> serde_json::Value {
     assert!(
@@ -58,8 +59,53 @@ fn time_based_goes_over_the_file_until_the_runtime_ends() {
     );
 }
 
+/// The CPUs a task may run on, from its `Cpus_allowed_list` line ("0-1,3").
+fn allowed_list(status: &str) -> Option<Vec<u32>> {
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(a.parse::<u32>().ok()?..=b.parse::<u32>().ok()?);
+    }
+    Some(cpus)
+}
+
+/// Each of the process's tasks: its CPUs allowed and the CPU it last ran on (field 39 of
+/// its stat line). Tasks that end while being read are left out.
+fn tasks(pid: u32) -> Vec<(Vec<u32>, u32)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|t| {
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // The fields after the command name, which may hold spaces, start at 3.
+            let after = &stat[stat.rfind(')')? + 2..];
+            let cpu = after.split(' ').nth(39 - 3)?.parse().ok()?;
+            Some((allowed_list(&status)?, cpu))
+        })
+        .collect()
+}
+
 #[test]
-fn pinned_threads_run_and_bad_cpu_lists_are_refused() {
+fn pinned_threads_run_where_they_were_pinned_and_bad_cpu_lists_are_refused() {
+    let mine = allowed_list(&std::fs::read_to_string("/proc/self/status").unwrap())
+        .expect("this process's Cpus_allowed_list");
+    if mine.len() < 2 {
+        common::skip(format!(
+            "pinning is not observable on one CPU (this process may use {mine:?})"
+        ));
+        return;
+    }
+    // The last CPU and the first, in that order: thread i goes to the i-th listed, wrapping
+    // around, so three threads land on last, first, last; unpinned they could run on any.
+    let (first, last) = (mine[0], mine[mine.len() - 1]);
+    let list = format!("{last},{first}");
+    let want = [last, first, last];
     let dir = tempfile::tempdir().unwrap();
     let out = run_in(
         dir.path(),
@@ -69,6 +115,73 @@ fn pinned_threads_run_and_bad_cpu_lists_are_refused() {
             "--iodepth",
             "4",
             "--threads",
+            "3",
+            "--tests",
+            "randread",
+            "--file-size",
+            "1m",
+            "--record-size",
+            "4k",
+            "--keep-cache",
+            "--repeat",
+            "2",
+            "--cpus",
+            &list,
+            "--witness",
+            "off",
+            "--format",
+            "json",
+        ],
+    );
+    let doc: serde_json::Value = {
+        let r = first_result(&out);
+        assert_eq!(r["status"], "ok");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(doc["options"]["cpus"], serde_json::json!([last, first]));
+    for (k, rep) in doc["results"][0]["reps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let pinned = rep["pinned"].as_array().expect("pinned threads recorded");
+        assert_eq!(pinned.len(), 3, "rep {k}: one record per thread");
+        for (i, (p, &cpu)) in pinned.iter().zip(&want).enumerate() {
+            assert_eq!(p["allowed"], serde_json::json!([cpu]), "rep {k} thread {i}");
+            assert_eq!(p["last_cpu"], cpu, "rep {k} thread {i} ran elsewhere");
+        }
+    }
+    // Without --cpus nothing is pinned and nothing is recorded.
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "randread",
+            "--threads",
+            "2",
+            "--file-size",
+            "64k",
+            "--keep-cache",
+            "--witness",
+            "off",
+            "--format",
+            "json",
+        ],
+    );
+    let r = first_result(&out);
+    assert!(r["reps"][0].get("pinned").is_none(), "{}", r["reps"][0]);
+
+    // Seen from outside, as the kernel shows it: while a time-based run of two threads
+    // pinned to the last CPU goes on, two of its tasks may run there alone and last ran
+    // there. Watched until seen or the run ends, whichever comes first.
+    let child = candor()
+        .arg("run")
+        .arg(dir.path())
+        .args([
+            "--engine",
+            "psync",
+            "--threads",
             "2",
             "--tests",
             "randread",
@@ -77,15 +190,46 @@ fn pinned_threads_run_and_bad_cpu_lists_are_refused() {
             "--record-size",
             "4k",
             "--keep-cache",
+            "--runtime",
+            "2s",
+            "--time-based",
             "--cpus",
-            "0",
+            &last.to_string(),
             "--witness",
             "off",
-            "--format",
-            "json",
-        ],
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("candor runs");
+    let pid = child.id();
+    let mut seen = Vec::new();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        let now = tasks(pid);
+        let pinned: Vec<_> = now.iter().filter(|(a, _)| a == &[last]).collect();
+        if pinned.len() >= 2 {
+            seen = now;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit {:?}", status.code());
+    let pinned: Vec<_> = seen.iter().filter(|(a, _)| a == &[last]).collect();
+    assert!(
+        pinned.len() >= 2,
+        "no two tasks pinned to CPU {last} were seen during the run: {seen:?}"
     );
-    assert_eq!(first_result(&out)["status"], "ok");
+    assert!(
+        pinned.iter().all(|&&(_, cpu)| cpu == last),
+        "a pinned task last ran elsewhere: {pinned:?}"
+    );
+    // The main thread is not pinned: it may still use every CPU this process may.
+    assert!(
+        seen.iter().any(|(a, _)| a == &mine),
+        "the main thread keeps the process's CPUs: {seen:?}"
+    );
 
     for bad in ["x", "3-1", "100000", ","] {
         let out = run_in(

@@ -186,6 +186,13 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// The CPU the calling thread is on now (`None` if the kernel cannot say).
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes no arguments and only returns a number.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +209,14 @@ mod tests {
             .join()
             .unwrap();
         assert_eq!(got.unwrap(), vec![first]);
+        let on = std::thread::spawn(move || pin_to_cpu(first).map(|_| current_cpu()))
+            .join()
+            .unwrap();
+        assert_eq!(
+            on.unwrap(),
+            Some(first as u32),
+            "a pinned thread runs there"
+        );
         assert!(pin_to_cpu(libc::CPU_SETSIZE as usize).is_err());
     }
 

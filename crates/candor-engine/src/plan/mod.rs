@@ -686,6 +686,9 @@ fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
     put("runtime_s", s.runtime_ns.map(|n| n as f64 / 1e9).into());
     put("time_based", s.time_based.into());
     put("seed", s.seed.into());
+    if !s.cpus.is_empty() {
+        put("cpus", s.cpus.clone().into());
+    }
     put("witness", o.witness.name().into());
     put("trace_syscalls", o.trace_syscalls.into());
     put("verify", o.verify.into());

@@ -19,6 +19,8 @@ pub(super) struct Merged {
     pub close_seconds: f64,
     /// Whether every thread covered its whole file at least once.
     pub all_ran: bool,
+    /// With `--cpus`: where each thread ran.
+    pub pinned: Vec<candor_model::Pinned>,
 }
 
 /// Merges a record test's threads; the first thread's error, if any, instead.
@@ -43,7 +45,9 @@ pub(super) fn records(
     let mut headline_end = start;
     let mut close_max = 0u64;
     let mut all_ran = true;
+    let mut pinned = Vec::new();
     for o in outs {
+        pinned.extend(o.pinned);
         if first_error.is_none() {
             first_error = o.error;
         }
@@ -72,6 +76,7 @@ pub(super) fn records(
         flush_seconds: (flush_end - io_end) as f64 / 1e9,
         close_seconds: close_max as f64 / 1e9,
         all_ran,
+        pinned,
     })
 }
 
@@ -106,6 +111,7 @@ pub(super) fn special(outs: Vec<SpecialOut>) -> Result<Merged, EngineError> {
         flush_seconds: flush_max as f64 / 1e9,
         close_seconds: 0.0,
         all_ran: true,
+        pinned: Vec::new(),
     })
 }
 
@@ -126,6 +132,7 @@ mod tests {
             close_ns: close,
             error: None,
             ran_all: true,
+            pinned: None,
         }
     }
 

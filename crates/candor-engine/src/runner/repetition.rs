@@ -96,6 +96,7 @@ fn measure(
             close_seconds: m.close_seconds,
             truncated,
             started_s: m.start.saturating_sub(run_t0) as f64 / 1e9,
+            pinned: m.pinned,
         },
         threads: m.threads,
         cpu: (

@@ -5,7 +5,10 @@
 
 use super::prepare::drop_pages;
 use crate::clock::now_ns;
-use crate::engines::{entry, pin_to_cpu, EngineError, EngineKind, Job, OpenSpec, ThreadStats};
+use crate::engines::{
+    allowed_cpus, current_cpu, entry, pin_to_cpu, EngineError, EngineKind, Job, OpenSpec,
+    ThreadStats,
+};
 use crate::verify::FileVerify;
 use crate::workload::{Direction, PatternKind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +85,8 @@ pub(super) struct WorkerOut {
     pub error: Option<EngineError>,
     /// Whether it covered the whole file at least once.
     pub ran_all: bool,
+    /// With `--cpus`: where the thread ran, as it saw it.
+    pub pinned: Option<candor_model::Pinned>,
 }
 
 impl Worker {
@@ -93,6 +98,12 @@ impl Worker {
         let pinned = self.pin.map_or(Ok(()), pin_to_cpu).map_err(|e| {
             EngineError::new("pin the thread to a CPU (--cpus)", &self.open.path, None, e)
         });
+        if pinned.is_ok() && self.pin.is_some() {
+            out.pinned = Some(candor_model::Pinned {
+                allowed: allowed_cpus().into_iter().map(|c| c as u32).collect(),
+                last_cpu: None,
+            });
+        }
         if let Err(e) = pinned.and_then(|_| engine.open(&self.open)) {
             out.error = Some(e);
             g.abort.store(true, Ordering::SeqCst);
@@ -145,6 +156,9 @@ impl Worker {
                 r = engine.run(&job, &mut out.stats);
             }
             out.t_io_end = now_ns();
+            if let Some(p) = out.pinned.as_mut() {
+                p.last_cpu = current_cpu();
+            }
             out.ran_all = out.stats.ops >= self.records;
             if let Err(e) = r {
                 out.error = Some(e);

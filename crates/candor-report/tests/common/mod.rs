@@ -107,6 +107,7 @@ pub fn result(
             close_seconds: 0.0,
             truncated: false,
             started_s: 2.0 + i as f64 * (secs + 0.5),
+            pinned: Vec::new(),
         })
         .collect();
     let dev_share = match verdict {
