@@ -20,6 +20,9 @@ pub struct Topology {
     pub library: String,
     /// Per rank: its process id on its node.
     pub pids: Vec<u32>,
+    /// This rank's clock as the job sees it runs this far ahead of the node's own
+    /// (`clock::SKEW_VAR`, for tests; 0 otherwise).
+    pub skew_ns: i64,
 }
 
 /// Node names in order of first appearance, and each rank's node.
@@ -39,12 +42,24 @@ pub fn nodes_from_names(names: &[String]) -> (Vec<String>, Vec<u32>) {
     (nodes, of_rank)
 }
 
+/// Per rank: whether it reads the very clock rank 0 reads (on rank 0's node, with the same
+/// test skew).
+fn shares_rank0_clock(rank_nodes: &[u32], skews: &[i64]) -> Vec<bool> {
+    let home = (rank_nodes.first(), skews.first());
+    rank_nodes
+        .iter()
+        .enumerate()
+        .map(|(r, n)| (Some(n), skews.get(r)) == home)
+        .collect()
+}
+
 /// Exchanges kept per rank to estimate its clock offset (the shortest round trip wins).
 const CLOCK_ROUNDS: usize = 32;
 
 impl Topology {
-    /// Learns the topology; collective: every rank calls it.
-    pub fn learn(world: &World, now: fn() -> u64) -> Topology {
+    /// Learns the topology; collective: every rank calls it. `skew_ns` (0 but in tests, see
+    /// `clock::SKEW_VAR`) shifts this rank's clock as the job sees it.
+    pub fn learn(world: &World, now: fn() -> u64, skew_ns: i64) -> Topology {
         let names: Vec<String> = world
             .all_gather_bytes(world.processor_name().as_bytes())
             .iter()
@@ -59,12 +74,23 @@ impl Topology {
                     .map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
             })
             .collect();
-        let mut offsets = world.clock_offsets(now, CLOCK_ROUNDS);
-        // Ranks on rank 0's node read the very same monotonic clock: their offset is zero
-        // exactly, not the estimate's few microseconds of noise.
-        let home = rank_nodes.first().copied();
-        for (o, n) in offsets.iter_mut().zip(&rank_nodes) {
-            if Some(*n) == home {
+        let skews: Vec<i64> = world
+            .all_gather_bytes(&skew_ns.to_le_bytes())
+            .iter()
+            .map(|b| {
+                b.get(..8)
+                    .map_or(0, |x| i64::from_le_bytes(x.try_into().unwrap()))
+            })
+            .collect();
+        let skewed = move || now().wrapping_add_signed(skew_ns);
+        let mut offsets = world.clock_offsets(&skewed, CLOCK_ROUNDS);
+        // Ranks that read the very same clock as rank 0 (its node's, unskewed alike): their
+        // offset is zero exactly, not the estimate's few microseconds of noise.
+        for (o, same) in offsets
+            .iter_mut()
+            .zip(shares_rank0_clock(&rank_nodes, &skews))
+        {
+            if same {
                 *o = Offset::default();
             }
         }
@@ -74,6 +100,7 @@ impl Topology {
             offsets,
             library: world.library(),
             pids,
+            skew_ns,
         }
     }
 
@@ -294,7 +321,7 @@ impl Coordinator for MpiCoordinator<'_> {
             own.extend(results.iter().cloned());
         }
         let payload = Payload {
-            t0_ns: self.t0_ns,
+            t0_ns: self.t0_ns.wrapping_add_signed(self.topo.skew_ns),
             results,
         };
         let bytes = serde_json::to_vec(&payload).unwrap_or_default();
@@ -322,6 +349,7 @@ mod tests {
             offsets: vec![Offset::default(); 5],
             library: String::new(),
             pids: vec![11, 12, 13, 14, 15],
+            skew_ns: 0,
         };
         let info = topo.info(false, true);
         assert_eq!((info.ranks, info.nodes), (5, 3));
@@ -346,7 +374,18 @@ mod tests {
             offsets: vec![Offset::default(); rank_nodes.len()],
             library: String::new(),
             pids: Vec::new(),
+            skew_ns: 0,
         }
+    }
+
+    #[test]
+    fn only_ranks_reading_rank_0s_very_clock_get_offset_zero() {
+        // Ranks 0-2 on node 0, rank 3 on node 1; rank 2's clock skewed for a test.
+        let got = shares_rank0_clock(&[0, 0, 0, 1], &[0, 0, 5_000_000_000, 0]);
+        assert_eq!(got, [true, true, false, false]);
+        // Rank 0 skewed: only a rank skewed alike on its node shares its clock.
+        let got = shares_rank0_clock(&[0, 0, 0], &[7, 0, 7]);
+        assert_eq!(got, [true, false, true]);
     }
 
     #[test]
@@ -387,6 +426,7 @@ mod tests {
             offsets: vec![Offset::default(); 2],
             library: String::new(),
             pids: Vec::new(),
+            skew_ns: 0,
         };
         let mine = vec![TestResult {
             test: "write".into(),

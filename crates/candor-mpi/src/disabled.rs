@@ -37,7 +37,7 @@ impl World {
     pub fn broadcast_bytes(&self, _data: Vec<u8>) -> Vec<u8> {
         match self.0 {}
     }
-    pub fn clock_offsets(&self, _now: fn() -> u64, _rounds: usize) -> Vec<Offset> {
+    pub fn clock_offsets(&self, _now: &dyn Fn() -> u64, _rounds: usize) -> Vec<Offset> {
         match self.0 {}
     }
     pub fn first_done(&self, _stop: &std::sync::atomic::AtomicBool) -> bool {

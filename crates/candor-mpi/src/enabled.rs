@@ -146,7 +146,7 @@ impl World {
 
     /// Each rank's clock offset against rank 0 (see `clock`), on every rank. Rank 0 answers
     /// the ranks one after another, `rounds` exchanges each.
-    pub fn clock_offsets(&self, now: fn() -> u64, rounds: usize) -> Vec<Offset> {
+    pub fn clock_offsets(&self, now: &dyn Fn() -> u64, rounds: usize) -> Vec<Offset> {
         let me = self.comm.rank();
         let mine = if me == 0 {
             for r in 1..self.comm.size() {

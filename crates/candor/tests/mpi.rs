@@ -31,7 +31,13 @@ fn has_mpirun() -> bool {
 
 /// Runs candor as `ranks` MPI processes.
 fn mpirun(ranks: u32, args: &[&str]) -> Output {
+    mpirun_env(ranks, args, &[])
+}
+
+/// Runs candor as `ranks` MPI processes with `env` added to every rank's environment.
+fn mpirun_env(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new("mpirun");
+    c.envs(env.iter().copied());
     if is_root() {
         c.arg("--allow-run-as-root");
     }
@@ -117,6 +123,15 @@ fn f64s(v: &serde_json::Value, key: &str) -> Vec<f64> {
 }
 
 fn run_ranks(ranks: u32, dir: &Path, extra: &[&str]) -> candor_model::RunDoc {
+    run_ranks_env(ranks, dir, extra, &[])
+}
+
+fn run_ranks_env(
+    ranks: u32,
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> candor_model::RunDoc {
     let json = dir.join("out.json");
     let target = dir.join("target");
     std::fs::create_dir(&target).unwrap();
@@ -134,7 +149,7 @@ fn run_ranks(ranks: u32, dir: &Path, extra: &[&str]) -> candor_model::RunDoc {
         json.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = mpirun(ranks, &args);
+    let out = mpirun_env(ranks, &args, env);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -278,6 +293,112 @@ fn four_ranks_aggregate_barrier_and_merged_percentiles() {
             "a rank started at {next_start} before another ended at {last_end}"
         );
     }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
+fn skewed_clocks_are_estimated_and_every_rank_is_put_on_rank_0s_clock() {
+    if !need_mpirun() {
+        return;
+    }
+    // On one machine every rank reads the same clock, so the offsets are 0 (the test
+    // above). Here rank 1's clock is made to run 5 s ahead and rank 2's 3 s behind, as the
+    // job sees them (the exchange and each rank's run start): the estimate must find both,
+    // and the merge must put the ranks' repetitions side by side again.
+    let (ahead, behind) = (5_000_000_000i64, -3_000_000_000i64);
+    let skew = format!("1:{ahead},2:{behind}");
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_ranks_env(
+        3,
+        dir.path(),
+        &["--keep-cache"],
+        &[("CANDOR_MPI_CLOCK_SKEW_NS", &skew)],
+    );
+    let mpi = doc.mpi.as_ref().expect("the run records MPI");
+    assert_eq!((mpi.ranks, mpi.nodes), (3, 1));
+    let (off, bound) = (&mpi.clock_offsets_ns, &mpi.clock_uncertainty_ns);
+    assert_eq!((off[0], bound[0]), (0, 0), "rank 0 is the reference");
+    for (rank, want) in [(1, ahead), (2, behind)] {
+        let error = (off[rank] - want).unsigned_abs();
+        eprintln!(
+            "rank {rank}: skew {want} ns, estimated {} ns (off by {error}, bound {})",
+            off[rank], bound[rank]
+        );
+        assert!(
+            bound[rank] > 0 && bound[rank] < 100_000_000,
+            "rank {rank}: a bound of {} ns is no estimate of a round trip on one machine",
+            bound[rank]
+        );
+        assert!(
+            error <= bound[rank],
+            "rank {rank}: offset {} ns for a skew of {want}: off by {error}, bound {}",
+            off[rank],
+            bound[rank]
+        );
+    }
+    // The ranks pass a barrier before each repetition, so on rank 0's clock they start
+    // together; had the skews stood, rank 1 would start 5 s after rank 0 and rank 2 3 s
+    // before it.
+    for r in &doc.results {
+        assert_eq!(
+            r.status,
+            candor_model::Status::Ok,
+            "{}: {:?}",
+            r.test,
+            r.error
+        );
+        let per = r.ranks.as_ref().unwrap()["per_rank"]
+            .as_array()
+            .unwrap()
+            .clone();
+        for k in 0..2 {
+            let starts: Vec<f64> = per.iter().map(|p| f64s(p, "started_s")[k]).collect();
+            let first = starts.iter().cloned().fold(f64::INFINITY, f64::min);
+            let last = starts.iter().cloned().fold(0.0, f64::max);
+            assert!(
+                last - first < 0.5,
+                "{} rep {k}: the ranks started at {starts:?} s",
+                r.test
+            );
+            assert!(
+                first >= 0.0 && r.reps[k].seconds < 2.5,
+                "{} rep {k}: span {} s from {first} s",
+                r.test,
+                r.reps[k].seconds
+            );
+        }
+    }
+    // A value that cannot be read stops every rank, each with one sentence, before anything
+    // runs (exit 2, as for any bad input).
+    let target = dir.path().join("bad");
+    std::fs::create_dir(&target).unwrap();
+    let out = mpirun_env(
+        2,
+        &[
+            target.to_str().unwrap(),
+            "--tests",
+            "write",
+            "--file-size",
+            "1m",
+        ],
+        &[("CANDOR_MPI_CLOCK_SKEW_NS", "1:5s")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // Each rank says it; mpirun ends the job at the first rank's exit, so the other's
+    // sentence may not get out, and the two may interleave: count sentences, not lines.
+    let said = err
+        .matches("CANDOR_MPI_CLOCK_SKEW_NS=1:5s: '1:5s' is not RANK:NS")
+        .count();
+    assert!((1..=2).contains(&said), "one sentence per rank: {err}");
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 #[test]

@@ -18,7 +18,8 @@ pub struct Session {
 impl Session {
     fn start() -> Result<Session, Failure> {
         let world = World::init().map_err(|e| Failure::usage(e.to_string()))?;
-        let topo = Topology::learn(&world, candor_engine::clock::now_ns);
+        let skew = candor_mpi::clock::skew_from_env(world.rank()).map_err(Failure::usage)?;
+        let topo = Topology::learn(&world, candor_engine::clock::now_ns, skew);
         Ok(Session { world, topo })
     }
 
