@@ -522,3 +522,404 @@ fn audit_of_a_command_that_cannot_start_exits_126() {
         "the script ran"
     );
 }
+
+const MIB: u64 = 1 << 20;
+
+/// A block device's bytes at `off`, read past the page cache (`candor` wrote them with
+/// O_DIRECT; whatever the cache held before is dropped first).
+fn device_bytes(dev: &str, off: u64, len: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(dev).expect("open the device to read it");
+    // SAFETY: a valid descriptor; advice only.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let mut b = vec![0u8; len];
+    f.read_exact_at(&mut b, off).expect("read the device");
+    b
+}
+
+/// Overwrites `len` bytes of a device at `off` with zeros, durably.
+fn zero_device(dev: &str, off: u64, len: usize) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dev)
+        .expect("open the device to zero it");
+    f.write_all_at(&vec![0u8; len], off)
+        .expect("zero the device");
+    f.sync_all().expect("sync the device");
+}
+
+/// The bytes a write test with `--seed seed` leaves in its file. The run's files are
+/// removed after a run on a directory, so the test writes to a raw loop device instead
+/// (`--allow-device-writes`), where "the file" is the device's first `--file-size` bytes
+/// and nothing is removed; the buffers are filled by the same engines either way. The
+/// region is zeroed before each run, so what is read back is what that run wrote.
+fn written_with_seed(dev: &str, seed: u64) -> Vec<u8> {
+    let len = 4 * MIB as usize;
+    zero_device(dev, 0, len);
+    let out = candor()
+        .args(["run", "--allow-device-writes", dev, "--quiet"])
+        .args([
+            "--tests",
+            "write",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "64k",
+        ])
+        .args(["--witness", "off", "--seed", &seed.to_string()])
+        .output()
+        .expect("candor runs");
+    assert!(out.status.success(), "--seed {seed}: {}", text(&out.stderr));
+    device_bytes(dev, 0, len)
+}
+
+#[test]
+fn seed_decides_the_data_written() {
+    if !common::need_root("for a loop device") {
+        return;
+    }
+    let Some(d) = common::need_or(
+        candor_lab::scratch_device(16 * MIB),
+        candor_lab::LabError::is_unsupported,
+    ) else {
+        return;
+    };
+    let dev = d.loop_device.clone();
+    let a = written_with_seed(&dev, 7);
+    let zeros = a.iter().filter(|&&b| b == 0).count();
+    assert!(
+        zeros < a.len() / 100,
+        "the write test wrote its data: {zeros} zero bytes of {}",
+        a.len()
+    );
+    assert!(
+        a == written_with_seed(&dev, 7),
+        "the same seed, the same bytes"
+    );
+    // Another seed, and seeds that differ only in their lowest bit.
+    assert!(
+        a != written_with_seed(&dev, 8),
+        "seeds 7 and 8 wrote the same bytes"
+    );
+    let two = written_with_seed(&dev, 2);
+    assert!(
+        two != written_with_seed(&dev, 3),
+        "seeds 2 and 3 wrote the same bytes"
+    );
+    // Nothing past the file was touched.
+    assert!(device_bytes(&dev, 4 * MIB, MIB as usize)
+        .iter()
+        .all(|&b| b == 0));
+}
+
+/// How many of a file's pages are in the page cache, and of how many (mincore).
+fn resident(path: &Path) -> (usize, usize) {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(path).expect("open the file");
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let pages = len.div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: a shared read-only mapping of an open file of `len` bytes, looked at by
+    // mincore (which reads no page in) and unmapped before return.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED, "mmap {}", path.display());
+        assert_eq!(libc::mincore(p, len, vec.as_mut_ptr()), 0, "mincore");
+        libc::munmap(p, len);
+    }
+    (vec.iter().filter(|&&v| v & 1 == 1).count(), pages)
+}
+
+#[test]
+fn drop_caches_drops_every_clean_page_and_needs_root() {
+    if !common::need_root("to write /proc/sys/vm/drop_caches") {
+        return;
+    }
+    let Some(fs) = common::scratch("ext4", 64 * MIB) else {
+        return;
+    };
+    // A file of the user's beside the run: written, synced, read, so all of it is cached
+    // and clean. candor never touches it; only dropping every cache drops its pages.
+    let theirs = fs.path().join("theirs.dat");
+    std::fs::write(&theirs, vec![0x5au8; 4 * MIB as usize]).unwrap();
+    std::fs::File::open(&theirs).unwrap().sync_all().unwrap();
+    let _ = std::fs::read(&theirs).unwrap();
+    let (cached, pages) = resident(&theirs);
+    assert_eq!(cached, pages, "the user's file is cached before the runs");
+    let json = fs.path().join("r.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--tests", "write,read", "--file-size", "1m"];
+        args.extend(["--record-size", "64k", "--witness", "off"]);
+        args.extend(["-o", json.to_str().unwrap()]);
+        args.extend(extra);
+        let out = run_in(fs.path(), &args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        json_of(&json)
+    };
+    // Without the option candor drops only its own files' pages.
+    let doc = run(&[]);
+    assert_eq!(doc["options"]["drop_caches"], false);
+    assert_eq!(
+        resident(&theirs),
+        (pages, pages),
+        "a run without --drop-caches left the user's file cached"
+    );
+    let doc = run(&["--drop-caches"]);
+    assert_eq!(doc["options"]["drop_caches"], true);
+    let (left, _) = resident(&theirs);
+    assert!(
+        left <= pages / 100,
+        "--drop-caches left {left} of the user's {pages} pages cached"
+    );
+    assert_eq!(
+        std::fs::read(&theirs).unwrap(),
+        vec![0x5au8; 4 * MIB as usize]
+    );
+
+    // Without root it is refused, not silently skipped.
+    let Some(mut nobody) = common::candor_as_nobody() else {
+        return;
+    };
+    let open = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        open.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out = nobody
+        .arg("run")
+        .arg(open.path())
+        .args([
+            "--tests",
+            "read",
+            "--file-size",
+            "64k",
+            "--drop-caches",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--drop-caches") && err.contains("run as root"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert!(entries(open.path()).is_empty(), "nothing left behind");
+}
+
+/// The times of a witness timeline's samples, seconds from the start of the timed region.
+fn sample_times(r: &serde_json::Value) -> Vec<f64> {
+    r["witness"]["timeline"]
+        .as_array()
+        .expect("a timeline")
+        .iter()
+        .map(|p| p["t"].as_f64().expect("a sample time"))
+        .collect()
+}
+
+#[test]
+fn witness_interval_sets_the_timelines_sample_spacing() {
+    let dir = tempfile::tempdir().unwrap();
+    // 600 ms of cached random reads, sampled every 20 ms and every 100 ms.
+    let timeline = |interval: &str| {
+        let out = run_in(
+            dir.path(),
+            &[
+                "--tests",
+                "randread",
+                "--file-size",
+                "4m",
+                "--record-size",
+                "4k",
+                "--engine",
+                "psync",
+                "--keep-cache",
+                "--runtime",
+                "600ms",
+                "--time-based",
+                "--witness",
+                "procfs",
+                "--witness-interval",
+                interval,
+                "--format",
+                "json",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        sample_times(&doc["results"][0])
+    };
+    for (interval, secs) in [("20ms", 0.020), ("100ms", 0.100)] {
+        let t = timeline(interval);
+        // A sample every interval from the start of the timed region, and one more at its
+        // end: the first never comes before one interval, and on average they are one
+        // interval apart (a busy machine delays some and leaves out others, never more
+        // often than asked).
+        assert!(t.len() >= 4, "{interval}: {t:?}");
+        assert!(
+            t[0] >= secs * 0.95,
+            "{interval}: first sample at {} s",
+            t[0]
+        );
+        let sampled = &t[..t.len() - 1];
+        let mean = (sampled[sampled.len() - 1] - sampled[0]) / (sampled.len() - 1) as f64;
+        assert!(
+            mean >= secs * 0.9 && mean <= secs * 2.0,
+            "{interval}: samples {mean} s apart on average: {t:?}"
+        );
+    }
+    // A bad value: exit 2, one sentence naming the option, nothing left behind.
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "read",
+            "--file-size",
+            "64k",
+            "--witness-interval",
+            "0",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--witness-interval"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert!(entries(dir.path()).is_empty(), "left behind");
+}
+
+#[test]
+fn audit_interval_sets_how_often_the_command_is_sampled() {
+    // The audit samples /proc, then looks whether the command has ended, then sleeps the
+    // interval: a 300 ms command is seen to end at the first sample after it did.
+    let dir = tempfile::tempdir().unwrap();
+    let wall = |interval: &str| {
+        let json = dir.path().join(format!("a{interval}.json"));
+        let out = candor()
+            .args([
+                "audit",
+                "--witness",
+                "procfs",
+                "--interval",
+                interval,
+                "-q",
+                "-o",
+            ])
+            .arg(&json)
+            .args(["--", "sleep", "0.3"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let doc = json_of(&json);
+        let notes = doc["audit"]["notes"].to_string();
+        assert!(
+            notes.contains(&format!("sampling /proc every {interval} ms")),
+            "{notes}"
+        );
+        doc["audit"]["wall_s"]
+            .as_f64()
+            .expect("the audit's wall time")
+    };
+    let fine = wall("5");
+    assert!(
+        (0.3..0.8).contains(&fine),
+        "every 5 ms: seen to end at {fine} s"
+    );
+    let coarse = wall("1000");
+    assert!(
+        (1.0..2.5).contains(&coarse),
+        "every 1000 ms: seen to end at {coarse} s (the first sample after 300 ms is at 1 s)"
+    );
+    for bad in ["0", "x", "10001"] {
+        let out = candor()
+            .args(["audit", "--interval", bad, "--", "true"])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--interval {bad}: {err}");
+        assert!(err.contains("--interval"), "--interval {bad}: {err}");
+    }
+}
+
+#[test]
+fn the_default_run_on_a_directory_runs_its_documented_plan() {
+    // The README's first command, `candor run` in a directory, with nothing but where to
+    // save the result. On a small filesystem the default plan scales down (its file is
+    // halved until eight times it fits, 16 MiB at least), so it ends in seconds.
+    if !common::need_root("for a loop-device filesystem") {
+        return;
+    }
+    let Some(fs) = common::scratch("ext4", 160 * MIB) else {
+        return;
+    };
+    let before = entries(fs.path());
+    let json = std::env::temp_dir().join(format!("candor-default-{}.json", std::process::id()));
+    let out = candor()
+        .args(["run", "--quiet", "-o"])
+        .arg(&json)
+        .current_dir(fs.path())
+        .output()
+        .expect("candor runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json_of(&json);
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(doc["options"]["default_run"], true);
+    assert_eq!(doc["options"]["repeat"], 3);
+    assert_eq!(doc["options"]["runtime_s"], 2.0);
+    let got: Vec<(String, u64, u64)> = results(&doc)
+        .iter()
+        .map(|r| {
+            (
+                r["test"].as_str().unwrap().to_string(),
+                r["record_size"].as_u64().unwrap(),
+                r["iodepth"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, u64)> = [
+        ("write", MIB, 1),
+        ("write", MIB, 8),
+        ("read", MIB, 1),
+        ("read", MIB, 8),
+        ("randread", 4096, 1),
+        ("randread", 4096, 32),
+        ("randwrite", 4096, 1),
+        ("randwrite", 4096, 32),
+    ]
+    .iter()
+    .map(|&(t, r, q)| (t.to_string(), r, q))
+    .collect();
+    assert_eq!(got, want, "the default run's eight points");
+    // About 140 MiB free: 1 GiB halved until eight files fit would be 16 MiB.
+    for r in results(&doc) {
+        let what = format!("{} qd{}", r["test"], r["iodepth"]);
+        assert_eq!(r["status"], "ok", "{what}: {}", r["error"]);
+        assert_eq!(r["engine"], "io_uring", "{what}");
+        assert_eq!(r["direct"], true, "{what}: ext4 takes O_DIRECT");
+        assert_eq!(r["threads"], 1, "{what}");
+        assert_eq!(r["file_size"], 16 * MIB, "{what}: sized to the filesystem");
+        let reps = r["reps"].as_array().unwrap();
+        assert_eq!(reps.len(), 3, "{what}: 3 repetitions");
+        for rep in reps {
+            let io = rep["io_seconds"].as_f64().unwrap();
+            assert!(io > 0.0 && io < 2.5, "{what}: capped at 2 s, ran {io} s");
+        }
+        assert!(
+            r["witness"].is_object(),
+            "{what}: every figure has its witness"
+        );
+    }
+    assert_eq!(entries(fs.path()), before, "nothing left behind");
+}

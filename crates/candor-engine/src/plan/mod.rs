@@ -135,7 +135,7 @@ impl Plan {
                 .as_deref()
                 .map(parse_duration)
                 .transpose()
-                .map_err(PlanError::usage)?,
+                .map_err(|e| PlanError::usage(format!("--runtime: {e}")))?,
         };
         let threads = o
             .threads
@@ -234,6 +234,9 @@ impl Plan {
         }
         check_free_space(&points, infos)?;
         check_devices(&points, dirs)?;
+        if o.drop_caches {
+            check_drop_caches()?;
+        }
         check_warmups(o, &points, infos)?;
 
         let settings = RunSettings {
@@ -306,7 +309,8 @@ fn witness_config(o: &RunOptions) -> Result<candor_witness::Config, PlanError> {
     }
     Ok(candor_witness::Config {
         mode: o.witness,
-        interval: parse_duration(&o.witness_interval).map_err(PlanError::usage)?,
+        interval: parse_duration(&o.witness_interval)
+            .map_err(|e| PlanError::usage(format!("--witness-interval: {e}")))?,
         trace_syscalls: o.trace_syscalls,
         job: Vec::new(),
     })
@@ -647,6 +651,21 @@ fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
         }
     }
     Ok(())
+}
+
+/// `--drop-caches` writes /proc/sys/vm/drop_caches, which only root may: refused up front
+/// rather than silently not done. Opening it for writing drops nothing (writing does).
+fn check_drop_caches() -> Result<(), PlanError> {
+    const PATH: &str = "/proc/sys/vm/drop_caches";
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(PATH)
+        .map(drop)
+        .map_err(|e| {
+            PlanError::usage(format!(
+                "--drop-caches writes {PATH}, which this process may not ({e}): run as root or leave it out"
+            ))
+        })
 }
 
 /// `--shared-file` needs engines that write at an offset: the stdio and mmap tests cannot

@@ -106,7 +106,9 @@ pub struct Args {
     #[arg(long)]
     pub keep_cache: bool,
 
-    /// Also write /proc/sys/vm/drop_caches before read tests (root only).
+    /// Also write /proc/sys/vm/drop_caches before read tests meant for the device: every
+    /// clean page on the machine is dropped, not only the test's files' (root only; refused
+    /// otherwise).
     #[arg(long)]
     pub drop_caches: bool,
 
