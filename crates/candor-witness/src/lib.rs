@@ -653,6 +653,7 @@ mod tests {
     use super::*;
     use candor_model::Verdict;
     use std::io::{Read, Write};
+    use std::time::Instant;
 
     fn config(mode: Mode) -> Config {
         Config {
@@ -663,62 +664,141 @@ mod tests {
         }
     }
 
+    /// This process's sampler threads (named "candor-witness"), each with whether it has
+    /// taken a sample yet: a sampler reads /proc on every tick and on nothing else, so its
+    /// own `rchar` (/proc/self/task/TID/io) is 0 until its first.
+    fn samplers() -> Vec<(u32, bool)> {
+        let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+        tasks
+            .flatten()
+            .filter_map(|t| {
+                let tid: u32 = t.file_name().to_str()?.parse().ok()?;
+                let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+                if comm.trim_end() != "candor-witness" {
+                    return None;
+                }
+                let io = std::fs::read_to_string(t.path().join("io")).ok()?;
+                let rchar: u64 = io
+                    .lines()
+                    .find_map(|l| l.strip_prefix("rchar:"))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some((tid, rchar > 0))
+            })
+            .collect()
+    }
+
+    /// A 16 MiB file just written, read 4 times through the procfs witness with a 10 ms
+    /// timeline. Its pages are all in the page cache before the watch begins (the witness
+    /// says so), so reading them moves nothing on the device: the verdict must be `cache`
+    /// on a block device, and `memory` where the temporary directory has none.
+    ///
+    /// As root the witness reads every process's counters and takes the device's reads
+    /// that no other process accounts for as the test's (the filesystem's work for it), so
+    /// a shared disk's reads by processes it cannot see (one that came and went between
+    /// two samples) could make the verdict `device`: the file is then on a scratch ext4
+    /// on a loop device nobody else reads. Otherwise, in the temporary directory, only this
+    /// process's own reads are the test's.
     #[test]
     fn a_watch_on_a_real_file_fills_every_procfs_figure() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        let data = vec![1u8; 1 << 20];
-        std::fs::File::create(&p).unwrap().write_all(&data).unwrap();
-        let (w, note) = Witness::new(dir.path(), config(Mode::Procfs));
-        assert!(note.is_none(), "procfs asked, procfs given");
-        let mut watch = w.begin(std::slice::from_ref(&p));
-        let mut buf = Vec::new();
-        std::fs::File::open(&p)
+        // The mkfs and mount of other tests of this process would join /proc/self/io when
+        // reaped, as device reads of this one: none runs while this watch does.
+        let _one = crate::testkit::scratch_lock();
+        const SIZE: u64 = 16 << 20;
+        const READS: u64 = 4;
+        let tmp = tempfile::tempdir().unwrap();
+        let scratch = if candor_testkit::is_root() {
+            let Some(fs) = candor_testkit::need_or(
+                candor_lab::scratch("ext4", 128 << 20),
+                candor_lab::LabError::is_unsupported,
+            ) else {
+                return;
+            };
+            Some(fs)
+        } else {
+            None
+        };
+        let dir = scratch.as_ref().map_or(tmp.path(), |fs| fs.path());
+        let p = dir.join("f");
+        std::fs::File::create(&p)
             .unwrap()
-            .read_to_end(&mut buf)
+            .write_all(&vec![1u8; SIZE as usize])
             .unwrap();
-        std::thread::sleep(Duration::from_millis(40));
+        let (w, note) = Witness::new(dir, config(Mode::Procfs));
+        assert!(note.is_none(), "procfs asked, procfs given");
+        let (expected, words) = match &w.placement {
+            Placement::Device { .. } => (
+                Verdict::Cache,
+                "of these reads came from the page cache: this is memory speed",
+            ),
+            Placement::Memory { .. } => (Verdict::Memory, "every figure is memory speed"),
+            Placement::Unobservable { reason } => panic!("a temporary directory: {reason}"),
+        };
+        let before: Vec<u32> = samplers().into_iter().map(|(tid, _)| tid).collect();
+        let mut watch = w.begin(std::slice::from_ref(&p));
+        let t0 = Instant::now();
+        let mut buf = Vec::new();
+        for _ in 0..READS {
+            buf.clear();
+            std::fs::File::open(&p)
+                .unwrap()
+                .read_to_end(&mut buf)
+                .unwrap();
+            assert_eq!(buf.len() as u64, SIZE);
+        }
+        // The timed region ends once this watch's sampler has taken a sample of its own
+        // (every sampler begun since, still running, has).
+        let deadline = t0 + Duration::from_secs(30);
+        loop {
+            let new: Vec<bool> = samplers()
+                .into_iter()
+                .filter(|(tid, _)| !before.contains(tid))
+                .map(|(_, sampled)| sampled)
+                .collect();
+            if !new.is_empty() && new.iter().all(|s| *s) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no sample in 30 s at 10 ms");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let secs = t0.elapsed().as_secs_f64();
         watch.timed_end();
         let out = watch.finish(&Outcome {
             test: "reread".into(),
             intent: Intent::Cache,
-            app_read_bytes: buf.len() as u64,
-            timed_seconds: 0.04,
-            headline_bps: buf.len() as f64 / 0.04,
+            app_read_bytes: READS * SIZE,
+            timed_seconds: secs,
+            headline_bps: (READS * SIZE) as f64 / secs,
             ..Default::default()
         });
         assert_eq!(out.source, "procfs");
-        assert!(!out.explanation.is_empty());
-        assert_eq!(out.app.read_bytes, 1 << 20);
+        assert_eq!(out.app.read_bytes, READS * SIZE);
         assert!(out.memory.is_some());
         assert!(!out.vmstat.is_empty());
-        assert!(
-            !out.timeline.is_empty(),
-            "the sampler ran for 40 ms at 10 ms"
-        );
+        // At least one tick inside the timed region, and the point that closes it.
+        assert!(out.timeline.len() >= 2, "{:?}", out.timeline);
+        assert!(out.timeline.windows(2).all(|p| p[0].t < p[1].t));
         let fc = out.file_cache.clone().expect("file cache");
-        assert_eq!(fc.file_pages * 4096, 1 << 20);
+        assert_eq!(fc.file_pages * 4096, SIZE);
+        assert_eq!(
+            fc.resident_before, fc.file_pages,
+            "the whole file in memory"
+        );
         let pio = out.process_io.expect("process io");
         // Other tests run in this process at the same time, so rchar is only bounded below
         // here (the subtraction of the witness's own reads is tested in sample.rs).
-        assert!(pio.rchar >= 1 << 20, "rchar {}", pio.rchar);
-        // The verdict itself is checked in tests/behaviour.rs, one test at a time: here other
-        // tests of this process spawn mkfs and mount, whose I/O joins /proc/self/io when
-        // they are reaped.
-        assert!(
-            [
-                Verdict::Memory,
-                Verdict::Cache,
-                Verdict::Mixed,
-                Verdict::Device
-            ]
-            .contains(&out.verdict),
-            "verdict {}: {}",
-            out.verdict,
-            out.explanation
-        );
+        assert!(pio.rchar >= READS * SIZE, "rchar {}", pio.rchar);
+        assert_eq!(out.verdict, expected, "{}", out.explanation);
+        assert!(!out.contradicts_intent, "{}", out.explanation);
+        assert!(out.explanation.contains(words), "{}", out.explanation);
+        if expected == Verdict::Cache {
+            let hit = out.cache_hit_ratio.expect("a cache hit ratio");
+            assert!(hit >= 0.95, "{hit}: {}", out.explanation);
+        }
         let combined = combine(vec![out.clone(), out]).expect("combined");
-        assert_eq!(combined.app.read_bytes, 2 << 20);
+        assert_eq!(combined.app.read_bytes, 2 * READS * SIZE);
+        assert_eq!(combined.verdict, expected);
     }
 
     #[test]
