@@ -59,6 +59,101 @@ fn time_based_goes_over_the_file_until_the_runtime_ends() {
     );
 }
 
+/// Copy and metadata tests pin their threads as record tests do, and record it: thread i
+/// on the i-th CPU listed (wrapping around), in every repetition.
+#[test]
+fn copy_and_metadata_threads_are_pinned_and_recorded() {
+    let mine = allowed_list(&std::fs::read_to_string("/proc/self/status").unwrap())
+        .expect("this process's Cpus_allowed_list");
+    if mine.len() < 2 {
+        common::skip(format!(
+            "pinning is not observable on one CPU (this process may use {mine:?})"
+        ));
+        return;
+    }
+    let (first, last) = (mine[0], mine[mine.len() - 1]);
+    let list = format!("{last},{first}");
+    let want = [last, first, last];
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "copy,create,stat,unlink",
+            "--threads",
+            "3",
+            "--file-size",
+            "256k",
+            "--record-size",
+            "64k",
+            "--files",
+            "50",
+            "--repeat",
+            "2",
+            "--cpus",
+            &list,
+            "--witness",
+            "off",
+            "--format",
+            "json",
+        ],
+    );
+    first_result(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["copy", "create", "stat", "unlink"], "{doc}");
+    for r in results {
+        let test = &r["test"];
+        assert_eq!(r["status"], "ok", "{test}: {r}");
+        let reps = r["reps"].as_array().unwrap();
+        assert_eq!(reps.len(), 2, "{test}");
+        for (k, rep) in reps.iter().enumerate() {
+            let pinned = rep["pinned"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{test} rep {k}: no pinned threads recorded: {rep}"));
+            assert_eq!(pinned.len(), 3, "{test} rep {k}: one record per thread");
+            for (i, (p, &cpu)) in pinned.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    p["allowed"],
+                    serde_json::json!([cpu]),
+                    "{test} rep {k} thread {i}"
+                );
+                assert_eq!(
+                    p["last_cpu"], cpu,
+                    "{test} rep {k} thread {i} ran elsewhere"
+                );
+            }
+        }
+    }
+    // Without --cpus nothing is pinned and nothing is recorded.
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "copy,create",
+            "--threads",
+            "2",
+            "--file-size",
+            "64k",
+            "--files",
+            "10",
+            "--witness",
+            "off",
+            "--format",
+            "json",
+        ],
+    );
+    first_result(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in doc["results"].as_array().unwrap() {
+        assert!(r["reps"][0].get("pinned").is_none(), "{}", r["reps"][0]);
+    }
+}
+
 /// The CPUs a task may run on, from its `Cpus_allowed_list` line ("0-1,3").
 fn allowed_list(status: &str) -> Option<Vec<u32>> {
     let list = status

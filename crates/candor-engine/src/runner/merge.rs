@@ -81,8 +81,15 @@ pub(super) fn records(
 }
 
 /// One thread of a special workload: its statistics, the clock at its start and end, the
-/// part of it spent flushing, and its error.
-pub(super) type SpecialOut = (ThreadStats, u64, u64, u64, Option<EngineError>);
+/// part of it spent flushing, its error, and where it ran when pinned (`--cpus`).
+pub(super) type SpecialOut = (
+    ThreadStats,
+    u64,
+    u64,
+    u64,
+    Option<EngineError>,
+    Option<candor_model::Pinned>,
+);
 
 /// Merges a special workload's threads (whose passes include their flush).
 pub(super) fn special(outs: Vec<SpecialOut>) -> Result<Merged, EngineError> {
@@ -91,10 +98,12 @@ pub(super) fn special(outs: Vec<SpecialOut>) -> Result<Merged, EngineError> {
     let mut first = u64::MAX;
     let mut last = 0;
     let mut flush_max = 0;
-    for (st, t0, t1, flush, err) in outs {
+    let mut pinned = Vec::new();
+    for (st, t0, t1, flush, err, pin) in outs {
         if let Some(e) = err {
             return Err(e);
         }
+        pinned.extend(pin);
         first = first.min(t0);
         last = last.max(t1);
         flush_max = flush_max.max(flush);
@@ -111,7 +120,7 @@ pub(super) fn special(outs: Vec<SpecialOut>) -> Result<Merged, EngineError> {
         flush_seconds: flush_max as f64 / 1e9,
         close_seconds: 0.0,
         all_ran: true,
-        pinned: Vec::new(),
+        pinned,
     })
 }
 

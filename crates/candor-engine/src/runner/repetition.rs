@@ -304,16 +304,27 @@ pub(super) fn special(
     let outs: Vec<merge::SpecialOut> = std::thread::scope(|scope| {
         let handles: Vec<_> = work
             .iter()
-            .map(|w| {
+            .enumerate()
+            .map(|(i, w)| {
                 let (start, ctx) = (&start, &ctx);
+                // Thread i on the i-th CPU of --cpus, wrapping around, as record tests'.
+                let cpu = (!s.cpus.is_empty()).then(|| s.cpus[i % s.cpus.len()]);
                 scope.spawn(move || {
                     let mut st = ThreadStats::default();
+                    let pinned = super::worker::pin(cpu, &w.from);
                     start.wait();
+                    let mut pinned = match pinned {
+                        Ok(p) => p,
+                        Err(e) => return (st, 0, 0, 0, Some(e), None),
+                    };
                     let t0 = now_ns();
                     let r = workload.pass(w, ctx, &mut st);
                     let t1 = now_ns();
+                    if let Some(p) = pinned.as_mut() {
+                        p.last_cpu = crate::engines::current_cpu();
+                    }
                     let flush = *r.as_ref().unwrap_or(&0);
-                    (st, t0, t1, flush, r.err())
+                    (st, t0, t1, flush, r.err(), pinned)
                 })
             })
             .collect();
@@ -326,7 +337,7 @@ pub(super) fn special(
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| (ThreadStats::default(), 0, 0, 0, Some(panicked())))
+                    .unwrap_or_else(|_| (ThreadStats::default(), 0, 0, 0, Some(panicked()), None))
             })
             .collect()
     });

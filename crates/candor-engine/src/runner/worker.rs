@@ -11,6 +11,7 @@ use crate::engines::{
 };
 use crate::verify::FileVerify;
 use crate::workload::{Direction, PatternKind};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 
@@ -74,6 +75,24 @@ pub(super) struct Worker {
     pub close_in: bool,
 }
 
+/// Pins the calling thread to `cpu` (`--cpus`; nothing without it) and reads back where
+/// the kernel now lets it run. The caller sets `last_cpu` when its work ends. Record tests'
+/// workers and the copy and metadata threads pin themselves through this one function.
+pub(super) fn pin(
+    cpu: Option<usize>,
+    path: &Path,
+) -> Result<Option<candor_model::Pinned>, EngineError> {
+    let Some(cpu) = cpu else {
+        return Ok(None);
+    };
+    pin_to_cpu(cpu)
+        .map_err(|e| EngineError::new("pin the thread to a CPU (--cpus)", path, None, e))?;
+    Ok(Some(candor_model::Pinned {
+        allowed: allowed_cpus().into_iter().map(|c| c as u32).collect(),
+        last_cpu: None,
+    }))
+}
+
 /// What one thread measured.
 #[derive(Default)]
 pub(super) struct WorkerOut {
@@ -95,15 +114,7 @@ impl Worker {
     pub fn run(self, g: &Gates) -> WorkerOut {
         let mut out = WorkerOut::default();
         let mut engine = (entry(self.engine).make)();
-        let pinned = self.pin.map_or(Ok(()), pin_to_cpu).map_err(|e| {
-            EngineError::new("pin the thread to a CPU (--cpus)", &self.open.path, None, e)
-        });
-        if pinned.is_ok() && self.pin.is_some() {
-            out.pinned = Some(candor_model::Pinned {
-                allowed: allowed_cpus().into_iter().map(|c| c as u32).collect(),
-                last_cpu: None,
-            });
-        }
+        let pinned = pin(self.pin, &self.open.path).map(|p| out.pinned = p);
         if let Err(e) = pinned.and_then(|_| engine.open(&self.open)) {
             out.error = Some(e);
             g.abort.store(true, Ordering::SeqCst);
