@@ -735,6 +735,46 @@ fn candor_merge_of_the_ranks_own_results_gives_the_mpi_run_figures() {
     }
 }
 
+/// A block device is benchmarked by one process: over MPI every rank refuses it with that
+/// sentence before any rank claims it (a second rank used to find the device busy and say
+/// so instead), and nothing is written to it.
+#[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
+fn ranks_refuse_a_block_device_with_the_plans_sentence() {
+    if !need_mpirun() || !candor_testkit::need_root("for loop devices") {
+        return;
+    }
+    let dev = candor_lab::scratch_device(16 << 20).expect("a loop device as root");
+    let out = mpirun(
+        2,
+        &[
+            "--allow-device-writes",
+            "--tests",
+            "write",
+            "--file-size",
+            "1m",
+            &dev.loop_device,
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.matches("a block device is benchmarked by one candor process")
+            .count(),
+        1,
+        "the plan's sentence, once (rank 0): {err}"
+    );
+    assert!(!err.contains("busy"), "{err}");
+    let data = std::fs::read(&dev.loop_device).expect("read the device");
+    assert!(
+        data.iter().all(|&b| b == 0),
+        "a refused run wrote to the device"
+    );
+}
+
 /// An ext4 on a loop device made for the test, which nothing but the test uses, or why not.
 fn scratch_ext4() -> Option<candor_lab::ScratchFs> {
     if !need_mpirun() {

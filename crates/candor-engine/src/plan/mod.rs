@@ -91,6 +91,18 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A block device is benchmarked by one candor process: refused with `--mpi`. Asked by
+    /// [`Plan::new`], and by the MPI ranks before any of them claims the device (a second
+    /// rank's claim would fail as "busy" and hide this sentence).
+    pub fn one_process_per_device(on_device: bool, mpi: bool) -> Result<(), PlanError> {
+        if on_device && mpi {
+            return Err(PlanError::usage(
+                "a block device is benchmarked by one candor process: drop --mpi (or give each rank a directory)",
+            ));
+        }
+        Ok(())
+    }
+
     /// The plan for `o` on targets described by `infos`, whose run directories are `dirs`
     /// (where the O_DIRECT probe is made), for the run `run_id` (which `--verify` keys
     /// its records on).
@@ -161,11 +173,7 @@ impl Plan {
         };
         let mut notes = Vec::new();
         let on_device = dirs.iter().any(|d| d.device().is_some());
-        if on_device && o.mpi {
-            return Err(PlanError::usage(
-                "a block device is benchmarked by one candor process: drop --mpi (or give each rank a directory)",
-            ));
-        }
+        Plan::one_process_per_device(on_device, o.mpi)?;
         if on_device && o.verify {
             return Err(PlanError::usage(
                 "--verify keeps its records per file, not per slice of a block device: drop --verify or benchmark a directory on a filesystem",

@@ -360,6 +360,16 @@ fn run_with(a: Args, mpi: Option<&mpi::Session>) -> CmdResult {
         },
     )?;
     let paths = mpi::agree(mpi, target_paths(&a.targets, a.allow_device_writes))?;
+    // Before any rank claims a device: the ranks refuse it together with the plan's
+    // sentence, instead of every rank but the first finding it busy.
+    mpi::agree(
+        mpi,
+        Plan::one_process_per_device(
+            paths.iter().any(|t| device::is_block_device(t)),
+            mpi.is_some(),
+        )
+        .map_err(refused),
+    )?;
     signals::install();
     let region = Region::of(&a)?;
     let (id, dirs, infos) = prepare_targets(&paths, &region, mpi)?;
