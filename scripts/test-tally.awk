@@ -1,6 +1,7 @@
 # Tallies scripts/test's logs: one line per test, "source<TAB>test<TAB>outcome<TAB>reason"
 # (outcome passed, failed, skipped, ignored; "crashed" for a binary that stopped before its
-# summary, "stray" for a "skipped:" line that names no test of its binary).
+# summary, "stray" for a "skipped:" line that names no test of its binary, or a line that
+# says "skipped" some other way).
 # Inputs: the tsv of test binaries and their sources, then the logs; -v mainlog=the first
 # log, -v mpi_ran=1 when the second log re-ran tests/mpi.rs with the mpi feature: a test
 # of that binary then counts once, by its second run when it has one. When the second
@@ -64,6 +65,8 @@ block != "" && /^test result: / { summary = 1; next }
   }
   next
 }
+# A skip said some other way ("skipped (a case): ...") is not counted: it is reported.
+/^skipped[^:]/ { stray[++nstray] = $0; next }
 END {
   finish()
   for (t in held) if (!(t in rerun)) print held[t]

@@ -165,6 +165,56 @@ mod tests {
         let _ = need::<()>(Err(Failed("the loop device did not attach".into())));
     }
 
+    /// Set in the copies of this test binary that [`a_skip_is_counted_once_or_fails`]
+    /// starts: the test then skips (twice when asked) instead of starting copies.
+    const PROBE: &str = "CANDOR_TESTKIT_PROBE";
+
+    /// A skip, seen from outside as `scripts/test` sees it: one `skipped:` line naming the
+    /// test and the test passes; a second skip in the same test fails it; with
+    /// [`REQUIRE_ALL`] the skip itself fails the test. Each case runs this test again in a
+    /// process of its own, so the variables stay out of the other tests' way.
+    #[test]
+    fn a_skip_is_counted_once_or_fails() {
+        const NAME: &str = "tests::a_skip_is_counted_once_or_fails";
+        if let Some(probe) = std::env::var_os(PROBE) {
+            assert!(need::<()>(Err(Missing("no such device here".into()))).is_none());
+            if probe == "twice" {
+                skip("and no other either");
+            }
+            return;
+        }
+        let probe = |probe: &str, require_all: bool| {
+            let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+            c.args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+                .env(PROBE, probe)
+                .env_remove(REQUIRE_ALL);
+            if require_all {
+                c.env(REQUIRE_ALL, "1");
+            }
+            let out = c.output().expect("the test binary runs again");
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            let skips: Vec<String> = err
+                .lines()
+                .filter(|l| l.starts_with("skipped: "))
+                .map(str::to_string)
+                .collect();
+            (out.status.success(), skips, err)
+        };
+        let (ok, skips, err) = probe("once", false);
+        assert!(ok, "{err}");
+        assert_eq!(skips, [format!("skipped: {NAME}: no such device here")]);
+
+        let (ok, skips, err) = probe("twice", false);
+        assert!(!ok, "a second skip in one test fails it: {err}");
+        assert_eq!(skips.len(), 1, "{err}");
+        assert!(err.contains("skipped twice"), "{err}");
+
+        let (ok, skips, err) = probe("once", true);
+        assert!(!ok, "with {REQUIRE_ALL} a skip fails: {err}");
+        assert!(skips.is_empty(), "{err}");
+        assert!(err.contains("a skip here is a failure"), "{err}");
+    }
+
     #[test]
     fn have_finds_a_program_every_machine_has_and_not_a_made_up_one() {
         assert!(have("sh"));

@@ -254,16 +254,25 @@ fn the_warm_up_is_recorded_and_left_out_of_the_figures() {
     );
 }
 
+/// A refused plan: exit 2, one sentence containing `needle`, nothing left in `dir`.
+fn refused(dir: &Path, extra: &[&str], needle: &str) {
+    let mut args = vec!["--file-size", "64k", "--record-size", "4k"];
+    if !extra.contains(&"--tests") {
+        args.extend(["--tests", "write"]);
+    }
+    args.extend(extra.iter().copied());
+    let out = run_in(dir, &args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+    assert!(err.contains(needle), "{extra:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert!(entries(dir).is_empty(), "{extra:?} left files behind");
+}
+
 #[test]
-fn bad_steady_state_parameters_and_tmpfs_preconditioning_are_refused() {
-    let shm = Path::new("/dev/shm");
-    let tmp = if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        eprintln!("skipped (tmpfs case): no /dev/shm");
-        tempfile::tempdir().unwrap()
-    };
-    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+fn bad_steady_state_parameters_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--steady-state=window=5,max=3"],
             "can never fill a window of 5",
@@ -280,25 +289,23 @@ fn bad_steady_state_parameters_and_tmpfs_preconditioning_are_refused() {
             "create is not one",
         ),
     ];
-    if shm.is_dir() {
-        cases.push((vec!["--precondition"], "tmpfs with no block device"));
-    }
     for (extra, needle) in cases {
-        let mut args = vec!["--file-size", "64k", "--record-size", "4k"];
-        if !extra.contains(&"--tests") {
-            args.extend(["--tests", "write"]);
-        }
-        args.extend(extra.iter().copied());
-        let out = run_in(tmp.path(), &args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
-        assert!(err.contains(needle), "{extra:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
-        assert!(
-            entries(tmp.path()).is_empty(),
-            "{extra:?} left files behind"
-        );
+        refused(tmp.path(), &extra, needle);
     }
+}
+
+#[test]
+fn preconditioning_on_tmpfs_is_refused() {
+    let shm = Path::new("/dev/shm");
+    if !candor_testkit::need_path(shm, "no tmpfs at /dev/shm") {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(shm).unwrap();
+    refused(
+        tmp.path(),
+        &["--precondition"],
+        "tmpfs with no block device",
+    );
 }
 
 #[test]
