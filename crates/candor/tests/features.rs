@@ -82,15 +82,6 @@ fn osync_close_in_timing_stride_and_seed_are_recorded() {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["osync"], true, "{}", r["test"]);
         assert_eq!(r["close_in_timing"], true, "{}", r["test"]);
-        for rep in r["reps"].as_array().unwrap() {
-            let close = rep["close_seconds"].as_f64();
-            assert!(
-                close.is_some_and(|c| c >= 0.0),
-                "{}: close timed, close_seconds {}",
-                r["test"],
-                rep["close_seconds"]
-            );
-        }
     }
     // Without the options, the defaults are recorded instead.
     let json2 = dir.path().join("d.json");
@@ -102,6 +93,113 @@ fn osync_close_in_timing_stride_and_seed_are_recorded() {
     assert_eq!(doc["options"]["seed"], 206229700);
     assert_eq!(results(&doc)[0]["osync"], false);
     assert_eq!(results(&doc)[0]["close_in_timing"], false);
+}
+
+/// One thread's repetition: its headline span is its I/O, then its flush, then (with
+/// --close-in-timing) its close, each measured in whole nanoseconds.
+fn span_parts(rep: &serde_json::Value) -> (f64, f64, f64, f64) {
+    let f = |k: &str| rep[k].as_f64().unwrap_or_else(|| panic!("{k} in {rep}"));
+    (
+        f("seconds"),
+        f("io_seconds"),
+        f("flush_seconds"),
+        f("close_seconds"),
+    )
+}
+
+#[test]
+fn close_in_timing_puts_the_close_in_the_headline_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    for (closed, extra) in [(true, &["--close-in-timing"][..]), (false, &[][..])] {
+        let json = dir.path().join(format!("c{closed}.json"));
+        small_run(
+            &work,
+            &json,
+            &[&["--tests", "write", "--repeat", "3"], extra].concat(),
+        );
+        let doc = json_of(&json);
+        for rep in results(&doc)[0]["reps"].as_array().unwrap() {
+            let (secs, io, flush, close) = span_parts(rep);
+            assert!(flush > 0.0, "the write's flush is timed by default: {rep}");
+            if closed {
+                assert!(close > 0.0, "the close was timed: {rep}");
+                assert!((secs - (io + flush + close)).abs() < 1e-9, "{rep}");
+            } else {
+                assert_eq!(close, 0.0, "no close timed without the option: {rep}");
+                assert!((secs - (io + flush)).abs() < 1e-9, "{rep}");
+            }
+        }
+    }
+}
+
+/// The offsets of the 4 KiB reads candor made, in order, as strace saw them.
+fn pread_offsets(work: &Path, extra: &[&str]) -> Vec<u64> {
+    let trace = work.join("..").join("strace.txt");
+    let out = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=pread64",
+            "-e",
+            "signal=none",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .arg("run")
+        .arg(work)
+        .args([
+            "--tests",
+            "strideread",
+            "--engine",
+            "psync",
+            "--file-size",
+            "64k",
+            "--record-size",
+            "4k",
+            "--witness",
+            "off",
+            "--quiet",
+        ])
+        .args(extra)
+        .output()
+        .expect("strace runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = std::fs::read_to_string(&trace).expect("strace's output");
+    // "PID pread64(FD, "..."..., 4096, OFFSET) = 4096"
+    t.lines()
+        .filter(|l| l.contains("pread64(") && l.ends_with(") = 4096"))
+        .filter_map(|l| {
+            let args = l.rsplit_once(") = ")?.0;
+            let mut f = args.rsplit(", ");
+            let off = f.next()?.parse().ok()?;
+            (f.next()? == "4096").then_some(off)
+        })
+        .collect()
+}
+
+/// --stride decides the order strideread reads its records in: 16 records of 4 KiB with a
+/// stride of 5 are read 0, 5, 10, 15, 4, ... (each once); the default stride, 17, is one
+/// record at a time over 16 records.
+#[test]
+fn stride_decides_the_order_of_the_reads() {
+    if !common::need_programs(&["strace"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    let want: Vec<u64> = [0, 5, 10, 15, 4, 9, 14, 3, 8, 13, 2, 7, 12, 1, 6, 11]
+        .iter()
+        .map(|r| r * 4096)
+        .collect();
+    assert_eq!(pread_offsets(&work, &["--stride", "5"]), want);
+    let seq: Vec<u64> = (0..16).map(|r| r * 4096).collect();
+    assert_eq!(pread_offsets(&work, &[]), seq);
+    assert!(entries(&work).is_empty());
 }
 
 #[test]

@@ -228,8 +228,9 @@ fn a_normal_run_a_killed_run_and_a_clean_leave_the_target_as_it_was() {
             "50",
         ],
     );
-    wait_for("a test to start", 60, || data_file_exists(dir.path()));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for("a test to have written 1 MiB", 60, || {
+        data_file_holds(dir.path(), 1 << 20)
+    });
     child.kill().unwrap();
     let _ = child.wait();
     let stale = run_dirs(dir.path());
@@ -517,8 +518,9 @@ fn a_target_removed_during_the_run_fails_clearly() {
             json.to_str().unwrap(),
         ],
     );
-    wait_for("a test to start", 60, || data_file_exists(&target));
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for("a test to have written 1 MiB", 60, || {
+        data_file_holds(&target, 1 << 20)
+    });
     // candor may create a file between remove_dir_all's listing and its rmdir: try again
     // until the directory is gone (once it is, nothing can be created in it).
     let gone_by = Instant::now() + Duration::from_secs(10);
