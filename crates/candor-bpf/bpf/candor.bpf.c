@@ -21,7 +21,7 @@ volatile const __u32 candor_phases = 1;
  * sampling thread inside the traced process is not the workload. Empty: none. */
 volatile const char candor_quiet_comm[16] = {};
 
-#define NSLOTS 23
+#define NSLOTS 27
 #define SLOT_READ 0
 #define SLOT_WRITE 1
 #define SLOT_PREAD64 2
@@ -48,8 +48,15 @@ volatile const char candor_quiet_comm[16] = {};
 #define SLOT_STAT 20
 #define SLOT_RENAME 21
 #define SLOT_CREATE 22
+/* Calls that return bytes without being a file phase: a directory listing's records, and
+ * copies made in the kernel (what a copy benchmark may use instead of read and write). */
+#define SLOT_GETDENTS 23
+#define SLOT_COPY_FILE_RANGE 24
+#define SLOT_SENDFILE 25
+#define SLOT_SPLICE 26
 #define SLOT_FIRST_META SLOT_MKDIR
 #define X86_O_CREAT 0100
+#define AT_REMOVEDIR 0x200
 
 #define LL_BUCKETS 256
 #define L2_BUCKETS 64
@@ -393,6 +400,11 @@ static __always_inline int slot_of(__s32 nr)
 	case 85: /* creat */
 	case 133: /* mknod */
 	case 259: return SLOT_CREATE; /* mknodat */
+	case 78: /* getdents */
+	case 217: return SLOT_GETDENTS; /* getdents64 */
+	case 326: return SLOT_COPY_FILE_RANGE;
+	case 40: return SLOT_SENDFILE;
+	case 275: return SLOT_SPLICE;
 	}
 	return -1;
 }
@@ -598,6 +610,11 @@ int candor_sys_enter(__u64 *ctx)
 	int slot = slot_of((__s32)ctx[1]);
 	if (slot < 0)
 		return 0;
+	if (slot == SLOT_UNLINK && (__s32)ctx[1] == 263) {
+		/* unlinkat(dirfd, path, AT_REMOVEDIR) removes a directory: an rmdir. */
+		if (reg((const void *)ctx[0], PT_REGS_DX) & AT_REMOVEDIR)
+			slot = SLOT_RMDIR;
+	}
 	sp->slot = slot;
 	if (slot == SLOT_OPENAT) {
 		/* An open that may create: counted as a create too (its flags, the third argument). */
@@ -685,7 +702,7 @@ int candor_sys_exit(__u64 *ctx)
 		st->time_ns += lat;
 		if (ret < 0)
 			st->errors += 1;
-		else if (rd || wr)
+		else if (rd || wr || slot >= SLOT_GETDENTS)
 			st->bytes += ret;
 		st->lat[ll_bucket(lat)] += 1;
 	}

@@ -136,9 +136,20 @@ impl Tracer {
         })
     }
 
-    /// Whether system calls are traced (see [`TraceOptions::syscalls`]).
+    /// Whether system calls are traced right now (see [`TraceOptions::syscalls`] and
+    /// [`Tracer::count_syscalls`]).
     pub fn traces_syscalls(&self) -> bool {
         self.inner.traces_syscalls()
+    }
+
+    /// Attaches the syscall programs of a tracer loaded without them, for as long as a
+    /// caller needs the per-call counts (a test whose operations are system calls):
+    /// `true` asks for them, `false` lets them go; they are detached when every caller has
+    /// let go, so other tests pay nothing per call. A tracer loaded with
+    /// [`TraceOptions::syscalls`] has them throughout and this does nothing. A call already
+    /// in progress when they are attached is not counted.
+    pub fn count_syscalls(&mut self, on: bool) -> Result<(), TraceError> {
+        self.inner.count_syscalls(on)
     }
 
     /// Adds a process (and, from now on, its children) to the tracked set.

@@ -39,7 +39,7 @@ impl TracepointSpec {
 }
 
 /// The raw_syscalls tracepoints and their programs: what `TraceOptions::syscalls` turns on.
-const SYSCALL_PROGRAMS: [(&str, &str); 2] = [
+pub(crate) const SYSCALL_PROGRAMS: [(&str, &str); 2] = [
     ("sys_enter", "candor_sys_enter"),
     ("sys_exit", "candor_sys_exit"),
 ];

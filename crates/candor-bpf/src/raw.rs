@@ -8,7 +8,7 @@ pub const L2_BUCKETS: usize = 64;
 pub const PATH_MAX_BYTES: usize = 256;
 
 /// Syscall slots, in the order of the BPF program's `SLOT_*` numbers.
-pub const SLOT_NAMES: [&str; 23] = [
+pub const SLOT_NAMES: [&str; 27] = [
     "read",
     "write",
     "pread64",
@@ -32,12 +32,18 @@ pub const SLOT_NAMES: [&str; 23] = [
     "stat",
     "rename",
     "create",
+    "getdents64",
+    "copy_file_range",
+    "sendfile",
+    "splice",
 ];
 pub const SLOT_PAGE_FAULT: usize = 16;
 /// The first of the metadata slots (counted and timed, never a file phase): mkdir and
-/// mkdirat; rmdir; unlink and unlinkat; stat, lstat, newfstatat and statx; rename,
-/// renameat and renameat2; "create": openat with O_CREAT (counted when it is called,
-/// whatever its result), creat, mknod and mknodat.
+/// mkdirat; rmdir and unlinkat with AT_REMOVEDIR; unlink and unlinkat; stat, lstat,
+/// newfstatat and statx; rename, renameat and renameat2; "create": openat with O_CREAT
+/// (counted when it is called, whatever its result), creat, mknod and mknodat. After them,
+/// calls that return bytes without a file phase (their `bytes` are what they returned):
+/// getdents64 (and getdents), copy_file_range, sendfile, splice.
 pub const SLOT_FIRST_META: usize = 17;
 
 /// `diag` map indexes.

@@ -478,3 +478,121 @@ fn metadata_calls_are_counted_one_by_one() {
         .iter()
         .all(|p| p.closed && p.read_bytes + p.write_bytes == 0));
 }
+
+/// A tracer loaded without its syscall programs counts nothing per call until a caller asks
+/// (`count_syscalls(true)`), and nothing again once the last caller lets them go; while
+/// attached, the kinds a copy or a listing uses are counted with their bytes, and an
+/// unlinkat that removes a directory counts as an rmdir.
+#[test]
+fn syscall_programs_attach_on_demand() {
+    use std::ffi::CString;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut t) = tracer(
+        &TraceOptions::this_process()
+            .without_syscalls()
+            .without_phases(),
+    ) else {
+        return;
+    };
+    assert!(!t.traces_syscalls());
+    let dir = std::env::temp_dir().join(format!("candor-bpf-od-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let src = dir.join("src");
+    std::fs::write(&src, vec![7u8; 64 << 10]).expect("write");
+    let stats = |n: usize| {
+        for _ in 0..n {
+            std::fs::metadata(&src).expect("stat");
+        }
+    };
+    let s0 = t.snapshot().expect("snapshot");
+    stats(100);
+    let s1 = t.snapshot().expect("snapshot");
+    assert_eq!(s1.delta(&s0).syscall("stat").0, 0, "not attached yet");
+    // Two callers: the programs stay until both let go.
+    t.count_syscalls(true).expect("attach");
+    t.count_syscalls(true).expect("attach again");
+    assert!(t.traces_syscalls());
+    stats(100);
+    t.count_syscalls(false).expect("one lets go");
+    stats(10);
+    // copy_file_range, sendfile and splice of the whole file, a listing, an rmdir by
+    // unlinkat: each counted with the bytes it returned.
+    let src_c = CString::new(src.to_str().unwrap_or("")).expect("path");
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).expect("mkdir");
+    let sub_c = CString::new(sub.to_str().unwrap_or("")).expect("path");
+    // SAFETY: descriptors opened and closed here; buffers outlive the calls.
+    let listed = unsafe {
+        let fi = libc::open(src_c.as_ptr(), libc::O_RDONLY);
+        let out = dir.join("dst");
+        let out_c = CString::new(out.to_str().unwrap_or("")).expect("path");
+        let fo = libc::open(out_c.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o600);
+        assert!(fi >= 0 && fo >= 0);
+        let mut off: libc::loff_t = 0;
+        assert_eq!(
+            libc::copy_file_range(fi, &mut off, fo, std::ptr::null_mut(), 64 << 10, 0),
+            64 << 10
+        );
+        let mut off2: libc::off_t = 0;
+        assert_eq!(libc::sendfile(fo, fi, &mut off2, 64 << 10), 64 << 10);
+        let mut p = [0i32; 2];
+        assert_eq!(libc::pipe(p.as_mut_ptr()), 0);
+        let mut off3: libc::loff_t = 0;
+        assert_eq!(
+            libc::splice(fi, &mut off3, p[1], std::ptr::null_mut(), 4096, 0),
+            4096
+        );
+        let d = libc::open(
+            CString::new(dir.to_str().unwrap_or(""))
+                .expect("path")
+                .as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        );
+        let mut buf = [0u8; 4096];
+        let mut listed = 0u64;
+        loop {
+            let n = libc::syscall(libc::SYS_getdents64, d, buf.as_mut_ptr(), buf.len());
+            assert!(n >= 0);
+            if n == 0 {
+                break;
+            }
+            listed += n as u64;
+        }
+        assert_eq!(
+            libc::unlinkat(libc::AT_FDCWD, sub_c.as_ptr(), libc::AT_REMOVEDIR),
+            0
+        );
+        for fd in [fi, fo, p[0], p[1], d] {
+            libc::close(fd);
+        }
+        listed
+    };
+    let s2 = t.snapshot().expect("snapshot");
+    let d = s2.delta(&s1);
+    assert_eq!(d.syscall("stat").0, 110, "attached for 110 stats");
+    assert_eq!(d.syscall("copy_file_range"), (1, 64 << 10));
+    assert_eq!(d.syscall("sendfile"), (1, 64 << 10));
+    assert_eq!(d.syscall("splice"), (1, 4096));
+    assert_eq!(d.syscall("getdents64"), (2, listed));
+    assert_eq!(d.syscall("rmdir").0, 1);
+    assert_eq!(
+        d.syscall("unlink").0,
+        0,
+        "an rmdir by unlinkat is not an unlink"
+    );
+    t.count_syscalls(false).expect("the last lets go");
+    assert!(!t.traces_syscalls());
+    stats(100);
+    let s3 = t.snapshot().expect("snapshot");
+    assert_eq!(s3.delta(&s2).syscall("stat").0, 0, "detached");
+    // Attached again, counted again.
+    t.count_syscalls(true).expect("attach");
+    stats(5);
+    t.count_syscalls(false).expect("detach");
+    assert_eq!(
+        t.snapshot().expect("snapshot").delta(&s3).syscall("stat").0,
+        5
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,6 +8,8 @@ use crate::buffer::{AlignedBuf, BufferPattern};
 use crate::clock::now_ns;
 use crate::engines::{EngineError, ThreadStats};
 use crate::signals;
+use candor_model::CallCount;
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -28,6 +30,51 @@ pub struct SpecialCtx<'a> {
     pub copy_for_ns: Option<u64>,
     /// One complete data file per thread, when `needs_data_files` said so.
     pub data_files: &'a [PathBuf],
+}
+
+/// The system calls a timed pass made, per kind, by the names the witness's kernel count
+/// uses ("create" for an open with O_CREAT, beside its "openat"; "getdents64" with the
+/// bytes of the records read, its calls being the C library's choice). The witness checks
+/// them against what the kernel counted (`candor_model::CallFacts`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Calls(pub BTreeMap<String, CallCount>);
+
+impl Calls {
+    /// One more call of `kind` (returning `bytes`, for the calls that move bytes).
+    fn one(&mut self, kind: &str, bytes: Option<u64>) {
+        let c = self.0.entry(kind.to_string()).or_insert(CallCount {
+            calls: Some(0),
+            bytes: bytes.map(|_| 0),
+            errors: 0,
+        });
+        c.calls = c.calls.map(|n| n + 1);
+        if let (Some(a), Some(b)) = (c.bytes.as_mut(), bytes) {
+            *a += b;
+        }
+    }
+
+    /// Bytes returned by calls of `kind` whose number the runner does not decide.
+    fn bytes_only(&mut self, kind: &str, bytes: u64) {
+        let c = self.0.entry(kind.to_string()).or_insert(CallCount {
+            calls: None,
+            bytes: Some(0),
+            errors: 0,
+        });
+        c.bytes = c.bytes.map(|b| b + bytes);
+    }
+
+    /// Adds another thread's calls.
+    pub fn add(&mut self, o: &Calls) {
+        for (k, v) in &o.0 {
+            let c = self.0.entry(k.clone()).or_insert(CallCount {
+                calls: v.calls.map(|_| 0),
+                bytes: v.bytes.map(|_| 0),
+                errors: 0,
+            });
+            c.calls = c.calls.zip(v.calls).map(|(a, b)| a + b);
+            c.bytes = c.bytes.zip(v.bytes).map(|(a, b)| a + b);
+        }
+    }
 }
 
 /// One thread's work: a file and its copy, or a directory (twice).
@@ -53,13 +100,14 @@ pub trait Special: Sync + std::fmt::Debug {
     }
     /// Untimed: brings thread `i`'s tree or file to the state the pass starts from.
     fn prepare(&self, ctx: &SpecialCtx, i: usize) -> Result<Work, EngineError>;
-    /// One thread's timed pass, every operation into `stats`; returns the nanoseconds of
-    /// it spent flushing.
+    /// One thread's timed pass, every operation into `stats` and every system call into
+    /// `calls`; returns the nanoseconds of it spent flushing.
     fn pass(
         &self,
         work: &Work,
         ctx: &SpecialCtx,
         stats: &mut ThreadStats,
+        calls: &mut Calls,
     ) -> Result<u64, EngineError>;
     /// The bytes a repetition reports: copy counts what it read, metadata moves none.
     fn reported_bytes(&self, _stats: &ThreadStats) -> u64 {
@@ -124,13 +172,14 @@ impl Special for FileCopy {
         work: &Work,
         ctx: &SpecialCtx,
         stats: &mut ThreadStats,
+        calls: &mut Calls,
     ) -> Result<u64, EngineError> {
         copy_pass(
             &work.from,
             &work.to,
             ctx.record_size as usize,
             ctx.file_size,
-            stats,
+            (stats, calls),
             ctx.fsync,
             ctx.copy_for_ns,
         )
@@ -167,8 +216,9 @@ impl Special for Meta {
         work: &Work,
         ctx: &SpecialCtx,
         stats: &mut ThreadStats,
+        calls: &mut Calls,
     ) -> Result<u64, EngineError> {
-        meta_pass(&work.from, ctx.entries, self.0, stats).map(|_| 0)
+        meta_pass(&work.from, ctx.entries, self.0, stats, calls).map(|_| 0)
     }
 
     fn meta(&self) -> Option<(&'static str, i64)> {
@@ -266,11 +316,18 @@ fn ensure_tree(dir: &Path, n: u64, op: MetaOp) -> Result<(), EngineError> {
 }
 
 /// Runs one metadata pass over `n` entries of `dir`, timing every operation.
-fn meta_pass(dir: &Path, n: u64, op: MetaOp, stats: &mut ThreadStats) -> Result<(), EngineError> {
+fn meta_pass(
+    dir: &Path,
+    n: u64,
+    op: MetaOp,
+    stats: &mut ThreadStats,
+    calls: &mut Calls,
+) -> Result<(), EngineError> {
     if op == MetaOp::Readdir {
         let d = cpath(dir)?;
         // SAFETY: valid path; the stream is closed below.
         let stream = unsafe { libc::opendir(d.as_ptr()) };
+        calls.one("openat", None);
         if stream.is_null() {
             return Err(EngineError::new(
                 "opendir",
@@ -286,6 +343,10 @@ fn meta_pass(dir: &Path, n: u64, op: MetaOp, stats: &mut ThreadStats) -> Result<
             if ent.is_null() {
                 break;
             }
+            // The kernel's record of this entry, as getdents64 returned it (glibc hands
+            // the records over as they are).
+            // SAFETY: ent points at the entry readdir64 returned.
+            calls.bytes_only("getdents64", u64::from(unsafe { (*ent).d_reclen }));
             let t1 = now_ns();
             stats.latency.record(t1 - t0);
             stats.ops += 1;
@@ -293,6 +354,7 @@ fn meta_pass(dir: &Path, n: u64, op: MetaOp, stats: &mut ThreadStats) -> Result<
         }
         // SAFETY: closing the stream opened above.
         unsafe { libc::closedir(stream) };
+        calls.one("close", None);
         return Ok(());
     }
     let mut t0 = now_ns();
@@ -315,11 +377,15 @@ fn meta_pass(dir: &Path, n: u64, op: MetaOp, stats: &mut ThreadStats) -> Result<
                             | libc::O_NOFOLLOW,
                         0o600,
                     );
+                    calls.one("openat", None);
+                    calls.one("create", None);
                     check(fd, "create", &p)?;
                     libc::close(fd);
+                    calls.one("close", None);
                 }
                 MetaOp::Stat => {
                     let mut st: libc::stat64 = std::mem::zeroed();
+                    calls.one("stat", None);
                     check(libc::stat64(c.as_ptr(), &mut st), "stat", &p)?;
                 }
                 MetaOp::Open => {
@@ -327,12 +393,23 @@ fn meta_pass(dir: &Path, n: u64, op: MetaOp, stats: &mut ThreadStats) -> Result<
                         c.as_ptr(),
                         libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
                     );
+                    calls.one("openat", None);
                     check(fd, "open", &p)?;
                     libc::close(fd);
+                    calls.one("close", None);
                 }
-                MetaOp::Unlink => check(libc::unlink(c.as_ptr()), "unlink", &p)?,
-                MetaOp::Mkdir => check(libc::mkdir(c.as_ptr(), 0o700), "mkdir", &p)?,
-                MetaOp::Rmdir => check(libc::rmdir(c.as_ptr()), "rmdir", &p)?,
+                MetaOp::Unlink => {
+                    calls.one("unlink", None);
+                    check(libc::unlink(c.as_ptr()), "unlink", &p)?
+                }
+                MetaOp::Mkdir => {
+                    calls.one("mkdir", None);
+                    check(libc::mkdir(c.as_ptr(), 0o700), "mkdir", &p)?
+                }
+                MetaOp::Rmdir => {
+                    calls.one("rmdir", None);
+                    check(libc::rmdir(c.as_ptr()), "rmdir", &p)?
+                }
                 MetaOp::Readdir => {}
             }
         }
@@ -352,11 +429,12 @@ fn copy_pass(
     dst: &Path,
     chunk: usize,
     size: u64,
-    stats: &mut ThreadStats,
+    (stats, calls): (&mut ThreadStats, &mut Calls),
     fsync: bool,
     for_ns: Option<u64>,
 ) -> Result<u64, EngineError> {
     let _ = std::fs::remove_file(dst);
+    calls.one("unlink", None);
     let s = cpath(src)?;
     let d = cpath(dst)?;
     let mut buf = AlignedBuf::new(chunk, 1, BufferPattern::Random).ok_or_else(|| {
@@ -381,16 +459,20 @@ fn copy_pass(
             ),
         )
     };
-    let close = |fd: i32| {
+    calls.one("openat", None);
+    calls.one("openat", None);
+    calls.one("create", None);
+    let close = |fd: i32, calls: &mut Calls| {
         if fd >= 0 {
             // SAFETY: closing our own descriptor.
             unsafe { libc::close(fd) };
+            calls.one("close", None);
         }
     };
     if fi < 0 || fo < 0 {
         let e = io::Error::last_os_error();
-        close(fi);
-        close(fo);
+        close(fi, calls);
+        close(fo, calls);
         return Err(EngineError::new(
             "open",
             if fi < 0 { src } else { dst },
@@ -416,6 +498,8 @@ fn copy_pass(
                         libc::lseek(fi, 0, libc::SEEK_SET);
                         libc::lseek(fo, 0, libc::SEEK_SET);
                     }
+                    calls.one("lseek", None);
+                    calls.one("lseek", None);
                     round = 0;
                 }
                 None if moved >= size => break,
@@ -423,6 +507,7 @@ fn copy_pass(
             }
             // SAFETY: buf holds chunk bytes.
             let n = unsafe { libc::read(fi, buf.as_mut_ptr() as *mut _, chunk) };
+            calls.one("read", Some(n.max(0) as u64));
             if n < 0 {
                 return Err(EngineError::new(
                     "read",
@@ -444,6 +529,7 @@ fn copy_pass(
                 let w = unsafe {
                     libc::write(fo, buf.as_ptr().add(done) as *const _, n as usize - done)
                 };
+                calls.one("write", Some(w.max(0) as u64));
                 if w < 0 {
                     return Err(EngineError::new(
                         "write",
@@ -464,6 +550,7 @@ fn copy_pass(
         if fsync {
             let f0 = now_ns();
             // SAFETY: fo is open.
+            calls.one("fsync", None);
             if unsafe { libc::fsync(fo) } != 0 {
                 return Err(EngineError::new(
                     "fsync",
@@ -476,8 +563,8 @@ fn copy_pass(
         }
         Ok(())
     })();
-    close(fi);
-    close(fo);
+    close(fi, calls);
+    close(fo, calls);
     result?;
     stats.read_bytes += moved;
     stats.write_bytes += moved;
@@ -494,28 +581,47 @@ mod tests {
         let d = t.path().join("m");
         let mut st = ThreadStats::default();
         ensure_tree(&d, 50, MetaOp::Create).unwrap();
-        meta_pass(&d, 50, MetaOp::Create, &mut st).unwrap();
+        let mut calls = Calls::default();
+        meta_pass(&d, 50, MetaOp::Create, &mut st, &mut calls).unwrap();
+        let n = |c: &Calls, k: &str| c.0.get(k).and_then(|c| c.calls);
+        assert_eq!(
+            (n(&calls, "create"), n(&calls, "openat"), n(&calls, "close")),
+            (Some(50), Some(50), Some(50))
+        );
         assert_eq!(st.ops, 50);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 50);
         for op in [MetaOp::Stat, MetaOp::Open] {
             let mut st = ThreadStats::default();
             ensure_tree(&d, 50, op).unwrap();
-            meta_pass(&d, 50, op, &mut st).unwrap();
+            meta_pass(&d, 50, op, &mut st, &mut Calls::default()).unwrap();
             assert_eq!(st.ops, 50, "{op:?}");
         }
         let mut st = ThreadStats::default();
-        meta_pass(&d, 50, MetaOp::Readdir, &mut st).unwrap();
+        let mut calls = Calls::default();
+        meta_pass(&d, 50, MetaOp::Readdir, &mut st, &mut calls).unwrap();
         assert_eq!(st.ops, 52, "50 entries plus . and ..");
+        // Records of 19 bytes and the name with its NUL, 8-byte aligned: 32 for f00000000,
+        // 24 for . and ..
+        assert_eq!(
+            calls.0["getdents64"],
+            CallCount {
+                calls: None,
+                bytes: Some(50 * 32 + 2 * 24),
+                errors: 0
+            }
+        );
         let mut st = ThreadStats::default();
-        meta_pass(&d, 50, MetaOp::Unlink, &mut st).unwrap();
+        let mut calls = Calls::default();
+        meta_pass(&d, 50, MetaOp::Unlink, &mut st, &mut calls).unwrap();
+        assert_eq!(n(&calls, "unlink"), Some(50));
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
         ensure_tree(&d, 20, MetaOp::Mkdir).unwrap();
         let mut st = ThreadStats::default();
-        meta_pass(&d, 20, MetaOp::Mkdir, &mut st).unwrap();
+        meta_pass(&d, 20, MetaOp::Mkdir, &mut st, &mut Calls::default()).unwrap();
         assert!(d.join(entry_name(19)).is_dir());
         let mut st = ThreadStats::default();
         ensure_tree(&d, 20, MetaOp::Rmdir).unwrap();
-        meta_pass(&d, 20, MetaOp::Rmdir, &mut st).unwrap();
+        meta_pass(&d, 20, MetaOp::Rmdir, &mut st, &mut Calls::default()).unwrap();
         assert_eq!(st.ops, 20);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
     }
@@ -528,9 +634,26 @@ mod tests {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(&a, &data).unwrap();
         let mut st = ThreadStats::default();
-        copy_pass(&a, &b, 1024, data.len() as u64, &mut st, true, None).unwrap();
+        let mut calls = Calls::default();
+        copy_pass(
+            &a,
+            &b,
+            1024,
+            data.len() as u64,
+            (&mut st, &mut calls),
+            true,
+            None,
+        )
+        .unwrap();
         assert_eq!(std::fs::read(&b).unwrap(), data);
         assert_eq!(st.ops, 98, "ceil(100000 / 1024) chunks");
+        let rw = CallCount {
+            calls: Some(98),
+            bytes: Some(100_000),
+            errors: 0,
+        };
+        assert_eq!((calls.0["read"], calls.0["write"]), (rw, rw));
+        assert_eq!(calls.0["fsync"].calls, Some(1));
         assert_eq!(st.read_bytes, 100_000);
     }
 
@@ -548,7 +671,7 @@ mod tests {
             &b,
             256,
             data.len() as u64,
-            &mut st,
+            (&mut st, &mut Calls::default()),
             false,
             Some(200_000_000),
         )

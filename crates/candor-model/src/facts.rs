@@ -5,6 +5,7 @@
 
 use crate::{Access, Fadvise, HistogramDump, Intent, ProcessIo};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Where the target's bytes can go.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -139,6 +140,81 @@ pub struct Facts {
     /// A metadata test (create, stat, open, readdir, unlink, mkdir, rmdir): what it did and
     /// what the kernel counted of it.
     pub meta: Option<MetaFacts>,
+    /// Copy and metadata tests: the system calls the runner made in the timed region, and
+    /// what the kernel counted of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<CallFacts>,
+}
+
+/// A copy or metadata test's system calls, per kind: what the runner says it made in the
+/// timed region, and what the kernel counted of the test's process there. Kinds are the
+/// eBPF programs' names: "create" (openat with O_CREAT, creat), "openat", "close", "stat"
+/// (stat, lstat, newfstatat, statx), "unlink", "mkdir", "rmdir" (and unlinkat with
+/// AT_REMOVEDIR), "getdents64", "read", "write", "lseek", "fsync", "copy_file_range",
+/// "sendfile", "splice".
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct CallFacts {
+    /// What the runner made, per kind.
+    pub expected: BTreeMap<String, CallCount>,
+    /// eBPF: the calls of candor's own threads (the witness's sampler left out) the kernel
+    /// counted in the timed region, per kind (every kind, even those the runner did not
+    /// name). None when they were not counted.
+    pub counted: Option<BTreeMap<String, CallCount>>,
+    /// Without the per-kind count: /proc/<pid>/io's read-like (syscr) and write-like
+    /// (syscw) calls of candor's whole process over the timed region, the witness's own
+    /// reads of /proc included.
+    pub syscr: Option<u64>,
+    pub syscw: Option<u64>,
+    /// Why the kernel's per-kind count is missing.
+    pub not_counted: Option<String>,
+}
+
+/// Calls of one kind, and the bytes they returned (read-like and copy calls).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct CallCount {
+    /// None: the runner does not decide how many calls it takes (a directory listing's
+    /// getdents64 calls are the C library's choice; its bytes are the runner's).
+    pub calls: Option<u64>,
+    pub bytes: Option<u64>,
+    /// Calls that failed (kernel count only).
+    pub errors: u64,
+}
+
+impl CallFacts {
+    /// Adds another repetition's calls (per kind; a count one side lacks stays unknown).
+    pub fn add(&mut self, o: &CallFacts) {
+        fn sum(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+            Some(a? + b?)
+        }
+        // A kind one repetition lacks is one it made none of.
+        fn add_map(a: &mut BTreeMap<String, CallCount>, b: &BTreeMap<String, CallCount>) {
+            for (k, v) in b {
+                let e = a.entry(k.clone()).or_insert(CallCount {
+                    calls: Some(0),
+                    bytes: v.bytes.map(|_| 0),
+                    errors: 0,
+                });
+                e.calls = sum(e.calls, v.calls);
+                e.bytes = sum(e.bytes, v.bytes);
+                e.errors += v.errors;
+            }
+        }
+        add_map(&mut self.expected, &o.expected);
+        self.counted = match (self.counted.take(), o.counted.as_ref()) {
+            (Some(mut a), Some(b)) => {
+                add_map(&mut a, b);
+                Some(a)
+            }
+            _ => None,
+        };
+        self.syscr = sum(self.syscr, o.syscr);
+        self.syscw = sum(self.syscw, o.syscw);
+        if self.not_counted.is_none() {
+            self.not_counted = o.not_counted.clone();
+        }
+    }
 }
 
 /// A metadata test's operations as the kernel counted them.
@@ -348,6 +424,10 @@ impl Facts {
         add_opt(&mut self.cpu_seconds, &o.cpu_seconds, |a, b| *a += b);
         if let (Some(a), Some(b)) = (self.meta.as_mut(), &o.meta) {
             add_opt(&mut a.inodes_used, &b.inodes_used, |x, y| *x += y);
+        }
+        match (self.calls.as_mut(), &o.calls) {
+            (Some(a), Some(b)) => a.add(b),
+            _ => self.calls = None,
         }
         self.threads = self.threads.max(o.threads);
         if let (Some(a), Some(b)) = (self.loop_device.as_mut(), &o.loop_device) {

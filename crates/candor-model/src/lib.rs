@@ -17,11 +17,11 @@ pub mod units;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{
-    Ceiling, DiskDelta, Exact, Facts, LoopFacts, MetaFacts, OpFacts, Placement, RequestFacts,
-    RequestStat,
+    CallCount, CallFacts, Ceiling, DiskDelta, Exact, Facts, LoopFacts, MetaFacts, OpFacts,
+    Placement, RequestFacts, RequestStat,
 };
 pub use load::{load_result, parse_result, LoadError};
-pub use operations::{Operations, Trap, TrapKind};
+pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
 pub use vocab::{Access, Fadvise, Intent, Status, Verdict};
@@ -429,6 +429,10 @@ pub struct Witness {
     /// and how many were served from memory (docs/witness.md, "Operations").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operations: Option<Operations>,
+    /// Copy and metadata tests: their system calls as the runner made them against the
+    /// kernel's count (docs/witness.md, "Metadata tests").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syscalls_check: Option<CallCheck>,
     /// Traps of the host that make a figure other than it seems (a loop device over a
     /// cached file, a CPU-bound test...), each with its sentence.
     #[serde(skip_serializing_if = "Vec::is_empty")]

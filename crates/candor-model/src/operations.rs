@@ -4,6 +4,7 @@
 //! docs/witness.md says how each figure is computed.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The operations of a test against the device's requests, for the direction the test's
 /// figure is about (reads for read tests, writes for write tests).
@@ -100,4 +101,37 @@ pub struct Trap {
     /// over the bytes given.
     pub value: Option<f64>,
     pub sentence: String,
+}
+
+/// A copy or metadata test's system calls, the runner's against the kernel's count.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct CallCheck {
+    /// "match": the kernel counted every kind the runner made, call for call and byte for
+    /// byte; "mismatch": at least one kind differs (the result is then `unverified`);
+    /// "not_counted": no per-kind count (no eBPF), `reason` says why.
+    pub verdict: String,
+    /// Per kind the runner made ("create", "unlink", "read"...).
+    pub kinds: BTreeMap<String, KindCheck>,
+    /// The one sentence the reports show.
+    pub sentence: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One kind of call: what the runner made and what the kernel counted.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct KindCheck {
+    /// None: the runner does not decide how many calls it takes (getdents64).
+    pub expected: Option<u64>,
+    pub counted: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted_bytes: Option<u64>,
+    /// Calls the kernel saw fail.
+    pub errors: u64,
+    /// Whether this kind matched (None when it could not be counted).
+    pub matches: Option<bool>,
 }

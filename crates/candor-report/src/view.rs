@@ -169,6 +169,8 @@ pub enum NoteKind {
     Unverified,
     Noisy,
     Ranks,
+    /// A copy or metadata test's system calls against the kernel's count.
+    Syscalls,
 }
 
 /// A sentence printed under a table, numbered; the row carries the number.
@@ -235,6 +237,15 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
                 ),
                 units::size_long(w.foreign_device_bytes),
             );
+        }
+        // A mismatch is the test's `not verified` note; a match, or a check that could not be
+        // made, is said in its own.
+        if let Some(c) = w
+            .syscalls_check
+            .as_ref()
+            .filter(|c| c.verdict != "mismatch")
+        {
+            add(NoteKind::Syscalls, c.sentence.clone(), String::new());
         }
         if w.verdict == Verdict::Unverified {
             let why = w

@@ -7,7 +7,7 @@
 use crate::host::Placement;
 use crate::source::{Probe, Source};
 use candor_bpf::{DevId, Direction, Owner, Snapshot, TraceOptions, Tracer};
-use candor_model::{Exact, Facts, RequestFacts, RequestStat};
+use candor_model::{CallCount, Exact, Facts, RequestFacts, RequestStat};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -117,10 +117,25 @@ impl Source for Bpf {
         "bpf"
     }
 
-    fn start(&self, _files: &[PathBuf]) -> Box<dyn Probe> {
+    fn start(&self, _files: &[PathBuf], calls: bool) -> Box<dyn Probe> {
+        // A test counted by its calls gets the syscall programs for this repetition, before
+        // its first snapshot; a run traced with --trace-syscalls has them already.
+        let counting = calls.then(|| {
+            let mut t = self
+                .tracer
+                .lock()
+                .map_err(|_| "the tracer's lock was poisoned".to_string())?;
+            if t.traces_syscalls() {
+                return Ok(false);
+            }
+            t.count_syscalls(true)
+                .map(|()| true)
+                .map_err(|e| e.to_string())
+        });
         Box::new(BpfProbe {
             tracer: self.tracer.clone(),
             syscalls: self.syscalls,
+            counting,
             devices: self.devices.clone(),
             begin: snapshot(&self.tracer),
             window: None,
@@ -132,10 +147,49 @@ impl Source for Bpf {
 struct BpfProbe {
     tracer: Shared,
     syscalls: bool,
+    /// A test counted by its calls: whether this probe attached the syscall programs
+    /// (and must let them go), or why they could not be; None for the other tests.
+    counting: Option<Result<bool, String>>,
     devices: Vec<DevId>,
     begin: Result<Snapshot, String>,
     window: Option<Result<Snapshot, String>>,
     last: Option<Result<Snapshot, String>>,
+}
+
+impl BpfProbe {
+    /// Lets the syscall programs go if this probe attached them.
+    fn release(&mut self) {
+        if let Some(Ok(true)) = self.counting {
+            self.counting = Some(Ok(false));
+            if let Ok(mut t) = self.tracer.lock() {
+                let _ = t.count_syscalls(false);
+            }
+        }
+    }
+}
+
+impl Drop for BpfProbe {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The calls of candor's threads the kernel counted, per kind (the programs' names).
+fn counted_calls(s: &Snapshot) -> std::collections::BTreeMap<String, CallCount> {
+    s.syscalls
+        .iter()
+        .filter(|(name, _)| name.as_str() != "page_fault")
+        .map(|(name, c)| {
+            (
+                name.clone(),
+                CallCount {
+                    calls: Some(c.count),
+                    bytes: Some(c.bytes),
+                    errors: c.errors,
+                },
+            )
+        })
+        .collect()
 }
 
 impl Probe for BpfProbe {
@@ -145,10 +199,34 @@ impl Probe for BpfProbe {
 
     fn before_last(&mut self) {
         self.last = Some(snapshot(&self.tracer));
+        self.release();
     }
 
     fn finish(&mut self, facts: &mut Facts, w: &mut candor_model::Witness) {
         let last = self.last.take().unwrap_or_else(|| snapshot(&self.tracer));
+        self.release();
+        // The test's calls over the timed region, when they were counted.
+        if let Some(c) = facts.calls.as_mut() {
+            let window = match (&self.begin, &self.window) {
+                (Ok(b), Some(Ok(e))) => Ok(e.delta(b)),
+                (Err(e), _) | (_, Some(Err(e))) => Err(e.clone()),
+                (Ok(_), None) => Err("the end of the timed region was not marked".into()),
+            };
+            match (&self.counting, window) {
+                (Some(Ok(_)), Ok(d)) => {
+                    c.counted = Some(counted_calls(&d));
+                    c.not_counted = None;
+                }
+                (Some(Err(why)), _) => {
+                    c.not_counted =
+                        Some(format!("the syscall programs could not be attached: {why}"));
+                }
+                (None, _) => {
+                    c.not_counted = Some("the runner did not ask the witness to count them".into());
+                }
+                (_, Err(why)) => c.not_counted = Some(why),
+            }
+        }
         let (begin, last) = match (&self.begin, last) {
             (Ok(b), Ok(l)) => (b, l),
             (Err(e), _) => return no_exact(w, e),

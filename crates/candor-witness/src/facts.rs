@@ -57,6 +57,7 @@ pub fn apply(facts: &Facts, w: &mut Witness) {
     w.foreign_device_bytes = j.foreign_device_bytes;
     w.precision = j.precision;
     w.operations = j.operations;
+    w.syscalls_check = j.syscalls_check;
     w.traps = j.traps;
     w.extra.facts = Some(facts.clone());
 }

@@ -7,6 +7,7 @@
 //! test's witness. `describe_host` and `describe_target` give the host description.
 
 pub mod bpf;
+pub mod calls;
 pub mod device;
 pub mod explain;
 pub mod facts;
@@ -22,8 +23,8 @@ mod testkit;
 pub mod traps;
 
 use candor_model::{
-    Access, Ceiling, DiskDelta, Facts, Fadvise, FileCache, HistogramDump, Host, Intent, LoopFacts,
-    MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
+    Access, CallFacts, Ceiling, DiskDelta, Facts, Fadvise, FileCache, HistogramDump, Host, Intent,
+    LoopFacts, MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
 };
 use candor_procfs as procfs;
 use filecache::Residency;
@@ -121,6 +122,10 @@ pub struct Outcome {
     /// A metadata test: its operation and the inodes each adds (the witness counts the
     /// filesystem's inodes in use around the timed region into `inodes_used`).
     pub meta: Option<candor_model::MetaFacts>,
+    /// Copy and metadata tests: the system calls the runner made in the timed region, per
+    /// kind (`CallFacts::expected`); the watch must have begun with `begin_counting_calls`
+    /// for the kernel to count them. None for the other tests.
+    pub calls: Option<std::collections::BTreeMap<String, candor_model::CallCount>>,
 }
 
 /// The witness of one target for the whole run.
@@ -346,6 +351,18 @@ impl Witness {
 
     /// Takes the first sample before a repetition's timed region; `files` are the test's files.
     pub fn begin(&self, files: &[PathBuf]) -> Watch {
+        self.begin_with(files, false)
+    }
+
+    /// `begin` for a test whose operations are system calls the runner counts (copy,
+    /// metadata; `Outcome::calls`): the eBPF source counts the test's calls per kind over
+    /// the timed region, attaching its syscall programs for this repetition only when
+    /// `--trace-syscalls` has not attached them for the whole run.
+    pub fn begin_counting_calls(&self, files: &[PathBuf]) -> Watch {
+        self.begin_with(files, true)
+    }
+
+    fn begin_with(&self, files: &[PathBuf], calls: bool) -> Watch {
         let files = files.to_vec();
         if self.source.is_none() {
             let begin = Sample::take(&[]);
@@ -379,7 +396,7 @@ impl Witness {
         let inodes_begin = inodes_in_use(&self.target);
         let begin = Sample::take(&self.devices);
         // The probe starts after the sample, so its figures hold the test, not the witness.
-        let probe = self.source.as_ref().map(|s| s.start(&files));
+        let probe = self.source.as_ref().map(|s| s.start(&files, calls));
         let sampler = Sampler::start(&begin, self.devices.clone(), self.config.interval);
         Watch {
             source: self.source.clone(),
@@ -442,6 +459,11 @@ impl Watch {
             facts::apply(&facts, &mut w);
             return w;
         };
+        // Without a source that counts them, the calls stay uncounted, and why.
+        let uncounted = format!(
+            "the {} witness does not count system calls per kind; the eBPF witness does",
+            source.name()
+        );
         // A runner that did not mark the end of the timed region gets the end here.
         self.timed_end();
         if let Some(p) = self.probe.as_mut() {
@@ -495,6 +517,9 @@ impl Watch {
                     reason: format!("/proc/diskstats has no line for {name}"),
                 };
             }
+        }
+        if let Some(c) = facts.calls.as_mut() {
+            c.not_counted = Some(uncounted);
         }
         if let Some(p) = self.probe.as_mut() {
             p.finish(&mut facts, &mut w);
@@ -592,6 +617,16 @@ fn facts_from(
         cpu_seconds: o.cpu_seconds,
         threads: o.threads.max(1),
         dirty_at_begin: begin.mem.map(|m| m.dirty),
+        calls: o.calls.as_ref().map(|expected| {
+            let io = sample::io_delta(begin, end);
+            CallFacts {
+                expected: expected.clone(),
+                counted: None,
+                syscr: io.map(|d| d.syscr),
+                syscw: io.map(|d| d.syscw),
+                not_counted: Some("the witness was turned off (--witness off)".into()),
+            }
+        }),
         ..Default::default()
     }
 }

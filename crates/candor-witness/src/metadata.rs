@@ -177,6 +177,42 @@ mod tests {
         assert!(j.explanation.contains("does not count its inodes"));
     }
 
+    /// The kernel's count of the calls decides whether the operation count stands: the
+    /// same facts are judged by their journal when it agrees, and are `unverified`, the
+    /// difference named, when it does not (a runner claiming 1000 unlinks of which the
+    /// kernel saw 998).
+    #[test]
+    fn unlinks_the_kernel_did_not_see_make_the_result_unverified() {
+        use candor_model::{CallCount, CallFacts};
+        let n = |c: u64| CallCount {
+            calls: Some(c),
+            bytes: None,
+            errors: 0,
+        };
+        let mut f = meta("unlink", -1, Some(-1000), 4 * MIB, 4 * MIB);
+        let calls = |counted: u64| CallFacts {
+            expected: [("unlink".to_string(), n(1000))].into(),
+            counted: Some([("unlink".to_string(), n(counted))].into()),
+            ..Default::default()
+        };
+        f.calls = Some(calls(1000));
+        let j = rules::judge(&f);
+        assert_eq!(j.verdict, Verdict::Device, "{}", j.explanation);
+        let c = j.syscalls_check.expect("checked");
+        assert_eq!(c.verdict, "match");
+        assert_eq!(c.kinds["unlink"].counted, Some(1000));
+        f.calls = Some(calls(998));
+        let j = rules::judge(&f);
+        assert_eq!(j.verdict, Verdict::Unverified, "{}", j.explanation);
+        let why = j.unverified_reason.unwrap_or_default();
+        assert!(
+            why.contains("998 unlink calls for the runner's 1000"),
+            "{why}"
+        );
+        assert!(j.explanation.starts_with(&why), "{}", j.explanation);
+        assert!(!j.contradicts_intent);
+    }
+
     #[test]
     fn lookups_are_the_caches_unless_the_device_was_read() {
         let f = meta("stat", 0, Some(0), 0, 0);

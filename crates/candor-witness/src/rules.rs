@@ -173,6 +173,8 @@ pub struct Judgement {
     /// is `mixed` by the operations, `device_share` is the share that waited.
     pub mixed_by_operations: bool,
     pub traps: Vec<Trap>,
+    /// Copy and metadata tests: their system calls against the kernel's count.
+    pub syscalls_check: Option<candor_model::CallCheck>,
 }
 
 pub(crate) fn ratio(a: u64, b: u64) -> f64 {
@@ -183,8 +185,27 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-/// Judges a set of facts: the figures, the verdict and the sentence that explains it.
+/// Judges a set of facts: the figures, the verdict and the sentence that explains it. A
+/// copy or metadata test whose system calls the kernel counted otherwise than the runner
+/// made them is `unverified`, whatever its bytes say (`calls`).
 pub fn judge(f: &Facts) -> Judgement {
+    let mut j = judge_figures(f);
+    j.syscalls_check = f.calls.as_ref().and_then(crate::calls::check);
+    if let Some(c) = j
+        .syscalls_check
+        .as_ref()
+        .filter(|c| c.verdict == "mismatch")
+    {
+        j.verdict = Verdict::Unverified;
+        j.device_share = None;
+        j.contradicts_intent = false;
+        j.unverified_reason = Some(c.sentence.clone());
+        j.explanation = format!("{} {}", c.sentence, j.explanation);
+    }
+    j
+}
+
+fn judge_figures(f: &Facts) -> Judgement {
     let mut j = Judgement::default();
     let device_name = match &f.placement {
         Placement::Unobservable { reason } => {

@@ -13,8 +13,11 @@ pub trait Source: Send + Sync {
     /// The value of `witness.source` ("procfs", "bpf").
     fn name(&self) -> &'static str;
     /// Starts observing one repetition (called just after the begin sample, so the
-    /// witness's own reading of /proc is not counted as the test's system calls).
-    fn start(&self, files: &[PathBuf]) -> Box<dyn Probe>;
+    /// witness's own reading of /proc is not counted as the test's system calls). `calls`:
+    /// the test's operations are system calls the runner counts (copy, metadata), which a
+    /// source that can count them per kind counts over the timed region
+    /// (`facts.calls.counted`).
+    fn start(&self, files: &[PathBuf], calls: bool) -> Box<dyn Probe>;
 }
 
 /// The observation of one repetition by a source.
@@ -39,7 +42,7 @@ impl Source for Procfs {
     fn name(&self) -> &'static str {
         "procfs"
     }
-    fn start(&self, _files: &[PathBuf]) -> Box<dyn Probe> {
+    fn start(&self, _files: &[PathBuf], _calls: bool) -> Box<dyn Probe> {
         Box::new(NoProbe)
     }
 }

@@ -9,7 +9,7 @@ use super::{intent, prepare, Coordinator, RepMeasure, RunSettings, Target};
 use crate::clock::{now_ns, process_cpu};
 use crate::engines::{EngineError, OpenSpec, ThreadStats};
 use crate::plan::Point;
-use crate::special::{Special, SpecialCtx};
+use crate::special::{Calls, Special, SpecialCtx};
 use crate::workload::{Direction, FileState};
 use candor_model::{Intent, Repetition};
 use candor_witness::{Outcome, Watch};
@@ -301,6 +301,7 @@ pub(super) fn special(
     let start = Barrier::new(n + 1);
     let mut watch = None;
     let mut frame = Frame::default();
+    let mut calls = Calls::default();
     let outs: Vec<merge::SpecialOut> = std::thread::scope(|scope| {
         let handles: Vec<_> = work
             .iter()
@@ -312,32 +313,40 @@ pub(super) fn special(
                 scope.spawn(move || {
                     let mut st = ThreadStats::default();
                     let pinned = super::worker::pin(cpu, &w.from);
+                    let mut calls = Calls::default();
                     start.wait();
                     let mut pinned = match pinned {
                         Ok(p) => p,
-                        Err(e) => return (st, 0, 0, 0, Some(e), None),
+                        Err(e) => return ((st, 0, 0, 0, Some(e), None), calls),
                     };
                     let t0 = now_ns();
-                    let r = workload.pass(w, ctx, &mut st);
+                    let r = workload.pass(w, ctx, &mut st, &mut calls);
                     let t1 = now_ns();
                     if let Some(p) = pinned.as_mut() {
                         p.last_cpu = crate::engines::current_cpu();
                     }
                     let flush = *r.as_ref().unwrap_or(&0);
-                    (st, t0, t1, flush, r.err(), pinned)
+                    ((st, t0, t1, flush, r.err(), pinned), calls)
                 })
             })
             .collect();
         coord.before_timed();
-        watch = Some(target.witness.begin(&files));
+        // The operations are system calls: the witness counts them by kind.
+        watch = Some(target.witness.begin_counting_calls(&files));
         frame.cpu0 = process_cpu();
         frame.release = now_ns();
         start.wait();
         handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| (ThreadStats::default(), 0, 0, 0, Some(panicked()), None))
+                let (out, c) = h.join().unwrap_or_else(|_| {
+                    (
+                        (ThreadStats::default(), 0, 0, 0, Some(panicked()), None),
+                        Calls::default(),
+                    )
+                });
+                calls.add(&c);
+                out
             })
             .collect()
     });
@@ -366,6 +375,7 @@ pub(super) fn special(
         direct: false,
         threads: point.threads,
         meta,
+        calls: Some(calls.0),
         ..Default::default()
     };
     let r = Reported {

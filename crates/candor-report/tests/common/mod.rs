@@ -231,6 +231,7 @@ pub fn result(
             block: None,
             cache_misses: None,
             operations: None,
+            syscalls_check: None,
             traps: Vec::new(),
             extra: Default::default(),
         }),
