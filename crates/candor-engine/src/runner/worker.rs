@@ -65,7 +65,8 @@ pub(super) struct Worker {
     pub time_based: bool,
     /// Time-based and meant for the device through the page cache: each new pass starts
     /// with the file's pages dropped again (the engine closed, the pages dropped, the
-    /// engine opened again), as fio does when it wraps around. Without it every pass after
+    /// engine opened again; or only the pages dropped, for an engine whose entry says it
+    /// `keeps_open_between_passes`), as fio does when it wraps around. Without it every pass after
     /// the first reads what the first left in the cache.
     pub refresh_cache: bool,
     /// Flush inside the timed region (after the last I/O) ...
@@ -151,12 +152,16 @@ impl Worker {
             {
                 pass += 1;
                 if self.refresh_cache {
-                    r = engine.close().and_then(|_| {
+                    if entry(self.engine).keeps_open_between_passes {
                         drop_pages(&reopen.path, false);
-                        engine.open(&reopen)
-                    });
-                    if r.is_err() {
-                        break;
+                    } else {
+                        r = engine.close().and_then(|_| {
+                            drop_pages(&reopen.path, false);
+                            engine.open(&reopen)
+                        });
+                        if r.is_err() {
+                            break;
+                        }
                     }
                 }
                 job.pattern = self.pattern.build(
