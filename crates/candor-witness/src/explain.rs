@@ -170,7 +170,12 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         }
     }
     if j.disturbed {
-        let what = if a.exact || f.others_io.is_some() {
+        let what = if a.unseen_read > 0 {
+            format!(
+                "traffic of other processes ({} of it reads that no process the witness could see accounts for: one that began and ended between its samples, or a kernel thread)",
+                format_bytes(a.unseen_read, ByteStyle::WITNESS)
+            )
+        } else if a.exact || f.others_io.is_some() {
             "traffic of other processes".to_string()
         } else {
             "traffic that candor's own I/O does not explain (another process, or filesystem metadata beyond the allowance)".to_string()

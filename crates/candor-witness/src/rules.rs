@@ -36,6 +36,9 @@ pub struct Attribution {
     pub job_write: u64,
     /// True when eBPF attributed the bytes; false when the allowance estimated them.
     pub exact: bool,
+    /// Of `foreign_read`, the reads no visible process accounts for (root, procfs): one
+    /// that began and ended between the witness's samples, or a kernel thread.
+    pub unseen_read: u64,
 }
 
 /// Other processes moving at most this much during a test are taken as quiet: daemons'
@@ -69,6 +72,7 @@ pub fn attribute(f: &Facts) -> Attribution {
             job_read: 0,
             job_write: e.job_bytes,
             exact: true,
+            unseen_read: 0,
         };
     }
     let dev = &f.device_total;
@@ -84,6 +88,7 @@ pub fn attribute(f: &Facts) -> Attribution {
     let [job_read, job_write] = f.job_io.unwrap_or([0, 0]);
     let job_read = job_read.min(dev.read_bytes.saturating_sub(own.read_bytes));
     let job_write = job_write.min(dev.write_bytes.saturating_sub(explained_write));
+    let mut unseen_read = 0;
     let (foreign_read, foreign_write) = match f.others_io {
         _ if f.exclusive => (0, 0),
         // Other processes' counters are visible: device traffic beyond the job's can be
@@ -92,18 +97,33 @@ pub fn attribute(f: &Facts) -> Attribution {
         // Others' counters hold what they moved on every device, so a busy machine would
         // make the journal's few KiB for the job foreign: at most the quiet amount beyond
         // the job's own is the filesystem's too.
-        Some([others_read, others_write]) => (
-            quiet_or(
-                dev.read_bytes
-                    .saturating_sub(own.read_bytes + job_read)
-                    .min(others_read),
-            ),
-            quiet_or(
-                dev.write_bytes
-                    .saturating_sub(explained_write + job_write)
-                    .min(others_write),
-            ),
-        ),
+        // Reads are the exception: the filesystem reads for the test in the test's own
+        // context (its /proc/self/io counts them), so reads beyond the test's, the job's and
+        // the read allowance that no visible process accounts for are another's too (one
+        // that began and ended between the samples, a kernel thread), as without root. Were
+        // they the test's, a cached read test beside them would be judged partly the
+        // device's (a 3 x 64 MiB reread whose own read_bytes were 0 was "mixed 88%" with
+        // 22 MiB of such reads on the device).
+        Some([others_read, others_write]) => {
+            let excess_read = dev.read_bytes.saturating_sub(own.read_bytes + job_read);
+            let read_allow = READ_ALLOWANCE_BYTES
+                + ((own.read_bytes + job_read) as f64 * READ_ALLOWANCE_SHARE) as u64;
+            unseen_read = excess_read
+                .saturating_sub(others_read)
+                .saturating_sub(read_allow);
+            let foreign_read = quiet_or(excess_read.min(others_read) + unseen_read);
+            if foreign_read == 0 {
+                unseen_read = 0;
+            }
+            (
+                foreign_read,
+                quiet_or(
+                    dev.write_bytes
+                        .saturating_sub(explained_write + job_write)
+                        .min(others_write),
+                ),
+            )
+        }
         None => {
             let read_allow = READ_ALLOWANCE_BYTES
                 + ((own.read_bytes + job_read) as f64 * READ_ALLOWANCE_SHARE) as u64;
@@ -149,6 +169,7 @@ pub fn attribute(f: &Facts) -> Attribution {
         job_read,
         job_write,
         exact: false,
+        unseen_read,
     }
 }
 
@@ -573,6 +594,44 @@ mod tests {
         let j = judge(&read_facts(16 * MIB, 16 * MIB, 64 * MIB, Intent::Device));
         assert!(j.disturbed);
         assert_eq!(j.verdict, Verdict::Device);
+    }
+
+    /// As root (every other process's counters visible), device reads that neither the
+    /// test, the job nor any visible process made are not the test's: a cached read test is
+    /// still the cache's, and disturbed. Within the read allowance they stay the test's.
+    #[test]
+    fn reads_no_visible_process_made_are_not_the_tests() {
+        // 3 x 64 MiB reread from the cache (own read_bytes 0) while the device read 150 MiB:
+        // 128 MiB by processes the witness saw, 22 MiB by none.
+        let mut f = read_facts(192 * MIB, 0, 150 * MIB, Intent::Cache);
+        f.others_io = Some([128 * MIB, 0]);
+        let a = attribute(&f);
+        let allow = READ_ALLOWANCE_BYTES;
+        assert_eq!(a.unseen_read, 22 * MIB - allow);
+        assert_eq!(a.foreign_read, 150 * MIB - allow);
+        assert_eq!(a.own_read, allow);
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Cache, "{}", j.explanation);
+        assert!(j.cache_hit_ratio.unwrap() > 0.99);
+        assert!(j.disturbed);
+        assert!(
+            j.explanation.contains("no process the witness could see"),
+            "{}",
+            j.explanation
+        );
+        // A device read test: its own 64 MiB, others' 8 MiB, and 512 KiB no one made (within
+        // the allowance: the filesystem's, the test's).
+        let mut f = read_facts(64 * MIB, 64 * MIB, 72 * MIB + (512 << 10), Intent::Device);
+        f.others_io = Some([8 * MIB, 0]);
+        let a = attribute(&f);
+        assert_eq!((a.unseen_read, a.foreign_read), (0, 8 * MIB));
+        assert_eq!(a.own_read, 64 * MIB + (512 << 10));
+        // Nothing beyond the test's own: quiet, whatever the others moved elsewhere.
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.others_io = Some([500 * MIB, 0]);
+        let j = judge(&f);
+        assert!(!j.disturbed, "{}", j.explanation);
+        assert_eq!(attribute(&f).unseen_read, 0);
     }
 
     #[test]
