@@ -1,9 +1,9 @@
 //! fio as an outside referee: `bench/cross-check` on a reduced matrix (one cell of each kind
 //! of bound: a buffered random read meant for the device, a cached sequential read, an
 //! O_DIRECT io_uring random write, a cached mmap read), small files and short runs, with the
-//! binary under test and its witness. It fails when a cell's figure differs from fio's by
-//! more than 10% without a cause named by candor's witness (docs/witness.md, "fio as a
-//! referee"), or when a run fails. Needs root (the eBPF witness), fio and python3; says
+//! binary under test and its witness, and fio under `candor audit`. It fails when a cell's
+//! figure differs from fio's by more than 10% without a cause named by the two witnesses
+//! (docs/witness.md, "fio as a referee"), or when a run fails. Needs root (the eBPF witness), fio and python3; says
 //! why it is skipped without them.
 //!
 //! The binary under test is a debug build: at memory speed it is slower than fio, which the
@@ -49,6 +49,14 @@ fn the_judge_names_causes_and_flags_what_has_none() {
     // Every constructed case, the unexplained ones included, judged as built.
     assert!(out.contains("unexplained (want unexplained)"), "{out}");
     assert!(out.contains("explained (want explained)"), "{out}");
+    // The causes named from fio's own witness (its run under `candor audit`): fio reading
+    // memory where candor read the device, and the device's time per operation moving
+    // between the two tools' runs.
+    assert!(out.contains("explained (want explained): state: "), "{out}");
+    assert!(
+        out.contains("explained (want explained): device: "),
+        "{out}"
+    );
     assert!(!out.contains("FAIL"), "{out}");
 }
 
@@ -158,12 +166,34 @@ fn a_reduced_matrix_has_no_unexplained_cell() {
     } else {
         assert_eq!(code, Some(0), "{err}");
     }
-    // The cached cells are read from memory by both tools: the witness says so.
+    // fio ran under `candor audit`: every pair has what both witnesses saw.
+    for r in rows {
+        for side in ["candor_seen", "fio_seen"] {
+            let seen = r[side].as_array().map(Vec::as_slice).unwrap_or(&[]);
+            assert_eq!(seen.len(), 3, "{}: {side}: {r}", r["cell"]);
+            assert!(
+                seen.iter().all(|x| x["op_s"].as_f64().unwrap_or(0.0) > 0.0),
+                "{r}"
+            );
+        }
+    }
+    // The cached cells are read from memory by both tools: candor's witness says so, and
+    // fio's (its own device traffic carried almost none of what it read); the uncached
+    // random reads came from the device on both sides.
     let cached = rows
         .iter()
         .find(|r| r["cell"] == "read/psync/cached/1m/qd1/1t")
         .expect("the cached read");
     assert_eq!(cached["verdict"], "cache", "{cached}");
+    let share = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+    assert!(share(cached, "fio_device_share_read") <= 0.1, "{cached}");
+    let uncached = rows
+        .iter()
+        .find(|r| r["cell"] == "randread/psync/uncached/4k/qd1/1t")
+        .expect("the uncached random read");
+    for k in ["candor_device_share_read", "fio_device_share_read"] {
+        assert!(share(uncached, k) >= 0.9, "{k}: {uncached}");
+    }
     let direct = rows
         .iter()
         .find(|r| r["cell"] == "randwrite/io_uring/direct/4k/qd1/1t")
