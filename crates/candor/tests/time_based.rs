@@ -416,8 +416,119 @@ fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
         .filter(|l| l.contains("POSIX_FADV_DONTNEED"))
         .count() as u64;
     assert_eq!(setups, 1, "one ring for the whole run:\n{log}");
+    // Pages to drop between passes: the queue drains at the end of each (4 records).
+    let enters = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=io_uring_enter", "-o"])
+        .arg(dir.path().join("enter.out"))
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .arg("run")
+        .arg(&work)
+        .args([
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "8",
+            "--tests",
+            "randread",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "1m",
+            "--runtime",
+            "300ms",
+            "--time-based",
+            "--repeat",
+            "1",
+            "--witness",
+            "off",
+            "--format",
+            "json",
+            "--quiet",
+        ])
+        .output()
+        .expect("strace runs");
+    assert_eq!(first_result(&enters)["status"], "ok");
+    let log = std::fs::read_to_string(dir.path().join("enter.out")).unwrap();
+    assert_eq!(
+        largest_submit(&log),
+        4,
+        "one pass at a time when its pages go"
+    );
     assert!(
         drops + 1 >= passes,
         "{drops} page drops for {passes} passes: every pass after the first starts uncached"
+    );
+}
+
+/// The largest `to_submit` of any `io_uring_enter` in an strace log.
+fn largest_submit(log: &str) -> u64 {
+    log.lines()
+        .filter_map(|l| l.split_once("io_uring_enter(")?.1.split(", ").nth(1))
+        .filter_map(|n| n.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// A time-based io_uring test with nothing to do between passes (cached here; O_DIRECT
+/// alike) goes on into the next pass with its queue full. With 4 records per pass and 8
+/// slots, the first `io_uring_enter` submits all 8 (the last 4 from the second pass); an
+/// engine that drained its queue at the end of every pass never had more than 4 in flight
+/// (1 MiB records on a 128 MiB file at depth 32: the last 32 of every 128 I/Os went out at
+/// a falling depth).
+#[test]
+fn io_uring_keeps_its_queue_full_across_passes() {
+    if !common::need_programs(&["strace"]) {
+        return;
+    }
+    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() != "0")
+    {
+        common::skip("io_uring is disabled (kernel.io_uring_disabled)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("strace.out");
+    let work = dir.path().join("run");
+    std::fs::create_dir(&work).unwrap();
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=io_uring_enter", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .arg("run")
+        .arg(&work)
+        .args([
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "8",
+            "--tests",
+            "randread",
+            "--file-size",
+            "4m",
+            "--record-size",
+            "1m",
+            "--keep-cache",
+            "--runtime",
+            "300ms",
+            "--time-based",
+            "--repeat",
+            "1",
+            "--witness",
+            "off",
+            "--format",
+            "json",
+            "--quiet",
+        ])
+        .output()
+        .expect("strace runs");
+    let r = first_result(&out);
+    assert_eq!(r["status"], "ok", "{r}");
+    let ops = r["reps"][0]["ops"].as_u64().unwrap();
+    assert!(ops >= 4 * 3, "{ops} operations: expected several passes");
+    let log = std::fs::read_to_string(&trace).expect("strace's log");
+    assert_eq!(
+        largest_submit(&log),
+        8,
+        "every slot in flight across the passes' ends:\n{}",
+        &log[..log.len().min(4000)]
     );
 }

@@ -17,7 +17,7 @@ use std::io;
 
 pub use shared::{
     direct_supported, full_pio, op_loop, timed_loop, Direction, Engine, EngineError, Fd, Job,
-    MoveRecord, OpenSpec, RecordEngine, ThreadStats,
+    MoveRecord, OpenSpec, Passes, RecordEngine, ThreadStats,
 };
 
 /// `--engine` values.
@@ -256,6 +256,7 @@ mod tests {
             deadline_ns: None,
             verify: None,
             base: 0,
+            passes: None,
         };
         for e in ENGINES.iter().filter(|e| e.kind != EngineKind::Null) {
             let mut engine = (e.make)();
@@ -279,6 +280,7 @@ mod tests {
             deadline_ns: None,
             verify: None,
             base: 0,
+            passes: None,
         };
         let writes = (0..10_000).filter(|&i| job.is_write(i)).count();
         assert!(

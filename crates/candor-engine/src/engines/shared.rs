@@ -104,6 +104,31 @@ pub struct Job<'a> {
     /// Where this thread's region of the file starts: 0, or a process's segment of a file
     /// shared by several processes (`--shared-file` over MPI).
     pub base: u64,
+    /// Time-based with nothing to do between passes (no pages to drop): how to make the
+    /// passes after this one, so an engine with a queue goes on into the next pass without
+    /// letting its queue drain at the end of each (fio's time-based jobs do not drain at a
+    /// wrap either). None: the engine stops at the end of `pattern`.
+    pub passes: Option<Passes>,
+}
+
+/// The passes of a time-based test: pass `k` (0 is the first) visits the same records in
+/// an order of its own. The one place that says how a pass's order is made.
+#[derive(Clone, Copy, Debug)]
+pub struct Passes {
+    pub kind: crate::workload::PatternKind,
+    pub records: u64,
+    pub stride: u64,
+    pub seed: u64,
+}
+
+impl Passes {
+    pub fn pattern(&self, pass: u64) -> Pattern {
+        self.kind.build(
+            self.records,
+            self.stride,
+            self.seed.wrapping_add(pass << 40),
+        )
+    }
 }
 
 impl Job<'_> {
@@ -119,7 +144,13 @@ impl Job<'_> {
 
     #[inline(always)]
     pub fn offset(&self, i: u64) -> u64 {
-        self.base + self.pattern.at(i) * self.record_size as u64
+        self.offset_in(&self.pattern, i)
+    }
+
+    /// The offset of operation `i` of a pass whose order is `pattern` (see `passes`).
+    #[inline(always)]
+    pub fn offset_in(&self, pattern: &Pattern, i: u64) -> u64 {
+        self.base + pattern.at(i) * self.record_size as u64
     }
 
     #[inline(always)]

@@ -23,6 +23,8 @@ pub struct UringEngine {
     /// clock value of the system call that submitted it.
     slot_op: Vec<u64>,
     slot_t: Vec<u64>,
+    /// Per slot, the file offset of its I/O (its pass's order may be gone by completion).
+    slot_off: Vec<u64>,
     /// Slots ready for a new I/O, and those queued since the last system call.
     free: Vec<usize>,
     batch: Vec<usize>,
@@ -73,6 +75,7 @@ impl Engine for UringEngine {
         let depth = depth as usize;
         self.slot_op = vec![0; depth];
         self.slot_t = vec![0; depth];
+        self.slot_off = vec![0; depth];
         self.free = Vec::with_capacity(depth);
         self.batch = Vec::with_capacity(depth);
         Ok(())
@@ -85,6 +88,7 @@ impl Engine for UringEngine {
             bufs,
             slot_op,
             slot_t,
+            slot_off,
             free,
             batch,
             fixed_bufs,
@@ -97,9 +101,17 @@ impl Engine for UringEngine {
         let (fixed_bufs, fixed_file) = (*fixed_bufs, *fixed_file);
         let path = &fd.path;
         let fd = fd.raw();
-        let depth = bufs.len().min(slot_op.len()).min(slot_t.len());
+        let depth = bufs
+            .len()
+            .min(slot_op.len())
+            .min(slot_t.len())
+            .min(slot_off.len());
         let len = job.record_size as u32;
-        let n = job.pattern.len();
+        // Time-based with nothing to do between passes (`job.passes`): at the end of a
+        // pass the next one starts at once, the queue kept full, instead of draining.
+        let mut pattern = job.pattern;
+        let mut n = pattern.len();
+        let mut pass = 0u64;
         free.clear();
         free.extend((0..depth).rev());
         batch.clear();
@@ -121,9 +133,20 @@ impl Engine for UringEngine {
             }
             // Refresh our view of the submission ring: the kernel consumed the last batch.
             sq.sync();
-            while !stopping && next < n {
+            while !stopping && free.last().is_some() {
+                if next >= n {
+                    match job.passes {
+                        Some(p) if n > 0 => {
+                            pass += 1;
+                            pattern = p.pattern(pass);
+                            n = pattern.len();
+                            next = 0;
+                        }
+                        _ => break,
+                    }
+                }
                 let Some(slot) = free.pop() else { break };
-                let off = job.offset(next);
+                let off = job.offset_in(&pattern, next);
                 let w = job.is_write(next);
                 let buf = &mut bufs[slot];
                 if let Some(v) = job.verify {
@@ -177,6 +200,7 @@ impl Engine for UringEngine {
                     break;
                 }
                 slot_op[slot] = next;
+                slot_off[slot] = off;
                 batch.push(slot);
                 next += 1;
                 inflight += 1;
@@ -213,8 +237,8 @@ impl Engine for UringEngine {
                 let res = cqe.result();
                 let op = slot_op.get(slot).copied().unwrap_or(0);
                 let w = job.is_write(op);
+                let off = slot_off.get(slot).copied().unwrap_or(0);
                 if res < 0 {
-                    let off = job.offset(op);
                     return Err(EngineError::new(
                         if w { "io_uring write" } else { "io_uring read" },
                         path,
@@ -223,7 +247,6 @@ impl Engine for UringEngine {
                     ));
                 }
                 if (res as u32) < len {
-                    let off = job.offset(op);
                     return Err(EngineError::new(
                         if w { "io_uring write" } else { "io_uring read" },
                         path,

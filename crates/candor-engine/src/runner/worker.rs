@@ -6,7 +6,7 @@
 use super::prepare::drop_pages;
 use crate::clock::now_ns;
 use crate::engines::{
-    allowed_cpus, current_cpu, entry, pin_to_cpu, EngineError, EngineKind, Job, OpenSpec,
+    allowed_cpus, current_cpu, entry, pin_to_cpu, EngineError, EngineKind, Job, OpenSpec, Passes,
     ThreadStats,
 };
 use crate::verify::FileVerify;
@@ -126,8 +126,14 @@ impl Worker {
             g.stop.store(true, Ordering::SeqCst);
         }
         if !failed {
+            let passes = Passes {
+                kind: self.pattern,
+                records: self.records,
+                stride: self.stride,
+                seed: self.seed,
+            };
             let mut job = Job {
-                pattern: self.pattern.build(self.records, self.stride, self.seed),
+                pattern: passes.pattern(0),
                 record_size: self.open.record_size,
                 direction: self.direction,
                 read_pct: self.read_pct,
@@ -136,7 +142,18 @@ impl Worker {
                 deadline_ns: g.deadline.get().copied(),
                 verify: self.verify.as_deref(),
                 base: self.base,
+                passes: None,
             };
+            // Nothing to do between passes: an engine with a queue goes straight on. Not
+            // with --verify, where a read of the last pass and a write of the next could
+            // then be in flight on the same record together.
+            if self.time_based
+                && !self.refresh_cache
+                && job.deadline_ns.is_some()
+                && job.verify.is_none()
+            {
+                job.passes = Some(passes);
+            }
             out.t_start = now_ns();
             let mut r = engine.run(&job, &mut out.stats);
             // Time-based: pass after pass (a new random order each) until the deadline.
@@ -164,11 +181,7 @@ impl Worker {
                         }
                     }
                 }
-                job.pattern = self.pattern.build(
-                    self.records,
-                    self.stride,
-                    self.seed.wrapping_add(pass << 40),
-                );
+                job.pattern = passes.pattern(pass);
                 r = engine.run(&job, &mut out.stats);
             }
             out.t_io_end = now_ns();
