@@ -655,6 +655,48 @@ int candor_sys_exit_null(void *ctx)
 	return 0;
 }
 
+/* The counting twin of the two syscall programs, attached alone on sys_exit for the length
+ * of a test whose operations are system calls (copy, metadata: `Tracer::count_syscalls`).
+ * Per slot it keeps the count, errors and bytes returned, no time and no phase: no clock
+ * read and no second program per call. At exit the saved user registers still hold the
+ * call's number (orig_ax) and arguments (only ax has become the result). */
+#define PT_REGS_ORIG_AX 120
+
+SEC("raw_tp/sys_exit")
+int candor_sys_count(__u64 *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&starts, &tid))
+		return 0;
+	const void *regs = (const void *)ctx[0];
+	__s32 nr = (__s32)reg(regs, PT_REGS_ORIG_AX);
+	int s = slot_of(nr);
+	if (s < 0)
+		return 0;
+	__u32 slot = s;
+	if (slot == SLOT_OPENAT || nr == 263) {
+		__u64 flags = reg(regs, PT_REGS_DX);
+		if (slot == SLOT_OPENAT && (flags & X86_O_CREAT)) {
+			__u32 c = SLOT_CREATE;
+			struct sys_stat *cs = bpf_map_lookup_elem(&sys_stats, &c);
+			if (cs)
+				cs->count += 1;
+		} else if (nr == 263 && (flags & AT_REMOVEDIR)) {
+			slot = SLOT_RMDIR;
+		}
+	}
+	struct sys_stat *st = bpf_map_lookup_elem(&sys_stats, &slot);
+	if (!st)
+		return 0;
+	__s64 ret = (__s64)ctx[1];
+	st->count += 1;
+	if (ret < 0)
+		st->errors += 1;
+	else if (is_read_slot(slot) || is_write_slot(slot) || slot >= SLOT_GETDENTS)
+		st->bytes += ret;
+	return 0;
+}
+
 static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 now)
 {
 	/* The per-file totals take a phase's counters when it ends; user space adds the

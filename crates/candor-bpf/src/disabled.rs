@@ -63,6 +63,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn counts_syscalls(&self) -> bool {
+        match *self {}
+    }
+
     pub fn skipped(&self) -> Vec<(String, String)> {
         match *self {}
     }

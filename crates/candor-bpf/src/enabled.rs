@@ -38,8 +38,8 @@ pub struct Loaded {
     skipped: Vec<(String, String)>,
     quiet: [u8; 16],
     syscalls: bool,
-    /// The syscall programs attached on demand (`count_syscalls`), sys_exit's first, and
-    /// how many callers asked for them.
+    /// The counting program attached on demand (`count_syscalls`), and how many callers
+    /// asked for it.
     on_demand: Vec<RawTracePointLink>,
     demand: u32,
 }
@@ -184,24 +184,20 @@ impl Loaded {
     }
 
     pub fn traces_syscalls(&self) -> bool {
-        self.syscalls || !self.on_demand.is_empty()
+        self.syscalls
     }
 
-    /// Attaches the syscall programs for a caller that needs them (`on`), or lets them go
-    /// (`!on`): attached on the first request, detached when the last one lets go. A tracer
-    /// loaded with `TraceOptions::syscalls` keeps them attached throughout.
+    /// Attaches the counting program for a caller that needs the calls counted (`on`), or
+    /// lets it go (`!on`): attached on the first request, detached when the last one lets
+    /// go. A tracer loaded with `TraceOptions::syscalls` counts them throughout.
     pub fn count_syscalls(&mut self, on: bool) -> Result<(), TraceError> {
         if self.syscalls {
             return Ok(());
         }
         if !on {
             self.demand = self.demand.saturating_sub(1);
-            if self.demand == 0 && !self.on_demand.is_empty() {
-                // sys_enter first, so no call starts that sys_exit would not close.
-                while let Some(link) = self.on_demand.pop() {
-                    drop(link);
-                }
-                self.reset_starts()?;
+            if self.demand == 0 {
+                self.on_demand.clear();
             }
             return Ok(());
         }
@@ -209,42 +205,35 @@ impl Loaded {
         if self.demand > 1 {
             return Ok(());
         }
-        // sys_exit first: a call whose entry was seen has its exit seen too.
-        for (name, program) in probe::SYSCALL_PROGRAMS.iter().rev() {
-            let attached = (|| -> Result<RawTracePointLink, String> {
-                let prog = self
-                    .ebpf
-                    .program_mut(program)
-                    .ok_or_else(|| format!("program {program} missing"))?;
-                let tp: &mut RawTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
-                if tp.fd().is_err() {
-                    tp.load().map_err(|e| verifier_message(&e))?;
-                }
-                let id = tp.attach(name).map_err(|e| chain(&e))?;
-                tp.take_link(id).map_err(|e| chain(&e))
-            })();
-            match attached {
-                Ok(link) => self.on_demand.push(link),
-                Err(why) => {
-                    self.on_demand.clear();
-                    self.demand = 0;
-                    return Err(TraceError(format!("attaching raw_syscalls:{name}: {why}")));
-                }
+        let program = probe::COUNTING_PROGRAM;
+        let attached = (|| -> Result<RawTracePointLink, String> {
+            let prog = self
+                .ebpf
+                .program_mut(program)
+                .ok_or_else(|| format!("program {program} missing"))?;
+            let tp: &mut RawTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+            if tp.fd().is_err() {
+                tp.load().map_err(|e| verifier_message(&e))?;
+            }
+            let id = tp.attach("sys_exit").map_err(|e| chain(&e))?;
+            tp.take_link(id).map_err(|e| chain(&e))
+        })();
+        match attached {
+            Ok(link) => {
+                self.on_demand.push(link);
+                Ok(())
+            }
+            Err(why) => {
+                self.demand = 0;
+                Err(TraceError(format!(
+                    "attaching raw_syscalls:sys_exit: {why}"
+                )))
             }
         }
-        Ok(())
     }
 
-    /// Marks every tracked thread idle (no call in progress): a call that began before the
-    /// syscall programs were detached must not be closed by a later attachment's sys_exit.
-    fn reset_starts(&mut self) -> Result<(), TraceError> {
-        let mut starts = self.u32_hash::<SysStart>("starts")?;
-        let tids: Vec<u32> = starts.keys().filter_map(Result::ok).collect();
-        for tid in tids {
-            // BPF_EXIST: a thread that ended meanwhile stays gone.
-            let _ = starts.insert(tid, SysStart::default(), 2);
-        }
-        Ok(())
+    pub fn counts_syscalls(&self) -> bool {
+        self.syscalls || !self.on_demand.is_empty()
     }
 
     /// Runs the kernel skipped, summed over the loaded programs. The kernel does not run a

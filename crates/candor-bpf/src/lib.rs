@@ -136,18 +136,24 @@ impl Tracer {
         })
     }
 
-    /// Whether system calls are traced right now (see [`TraceOptions::syscalls`] and
-    /// [`Tracer::count_syscalls`]).
+    /// Whether every system call is traced (see [`TraceOptions::syscalls`]).
     pub fn traces_syscalls(&self) -> bool {
         self.inner.traces_syscalls()
     }
 
-    /// Attaches the syscall programs of a tracer loaded without them, for as long as a
-    /// caller needs the per-call counts (a test whose operations are system calls):
-    /// `true` asks for them, `false` lets them go; they are detached when every caller has
-    /// let go, so other tests pay nothing per call. A tracer loaded with
-    /// [`TraceOptions::syscalls`] has them throughout and this does nothing. A call already
-    /// in progress when they are attached is not counted.
+    /// Whether system calls are counted right now: traced, or counted on demand
+    /// ([`Tracer::count_syscalls`]).
+    pub fn counts_syscalls(&self) -> bool {
+        self.inner.counts_syscalls()
+    }
+
+    /// Counts the tracked set's system calls per kind, for as long as a caller needs them
+    /// (a test whose operations are system calls), in a tracer loaded without its syscall
+    /// programs: one program on raw_syscalls:sys_exit that keeps each kind's count, errors
+    /// and bytes returned, and no time or latency (half the kernel's dispatch and no clock
+    /// reads, docs/bpf.md). `true` asks for it, `false` lets it go; it is detached when
+    /// every caller has let go, so other tests pay nothing per call. A tracer loaded with
+    /// [`TraceOptions::syscalls`] counts them throughout and this does nothing.
     pub fn count_syscalls(&mut self, on: bool) -> Result<(), TraceError> {
         self.inner.count_syscalls(on)
     }

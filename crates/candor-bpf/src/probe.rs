@@ -39,10 +39,14 @@ impl TracepointSpec {
 }
 
 /// The raw_syscalls tracepoints and their programs: what `TraceOptions::syscalls` turns on.
-pub(crate) const SYSCALL_PROGRAMS: [(&str, &str); 2] = [
+const SYSCALL_PROGRAMS: [(&str, &str); 2] = [
     ("sys_enter", "candor_sys_enter"),
     ("sys_exit", "candor_sys_exit"),
 ];
+
+/// The program `Tracer::count_syscalls` attaches alone on raw_syscalls:sys_exit: counts,
+/// errors and bytes per call kind, no time.
+pub(crate) const COUNTING_PROGRAM: &str = "candor_sys_count";
 
 /// The do-nothing twin of a per-syscall program (`TraceOptions::empty_syscall_programs`).
 pub fn empty_program(program: &'static str) -> &'static str {

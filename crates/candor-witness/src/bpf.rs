@@ -264,8 +264,13 @@ impl Probe for BpfProbe {
         }
         if !self.syscalls {
             w.syscalls = None;
+            let why = if matches!(self.counting, Some(Ok(_))) {
+                SYSCALLS_CHECKED
+            } else {
+                SYSCALLS_OFF
+            };
             w.extra
-                .insert("bpf_syscalls".into(), serde_json::json!(SYSCALLS_OFF));
+                .insert("bpf_syscalls".into(), serde_json::json!(why));
         }
     }
 }
@@ -311,6 +316,12 @@ const BLOCK_EXTRAS: [&str; 5] = [
 /// Why a bpf witness block has no `syscalls` (the default of `candor run`).
 const SYSCALLS_OFF: &str = "not traced: tracing every system call costs about 0.2 us per call \
      (a fifth of a cached 4 KiB read); add --trace-syscalls for per-call counts, bytes and latency";
+
+/// Why a copy or metadata test's witness block has no `syscalls` though its calls were
+/// traced: only their kinds in the timed region are kept, in `syscalls_check`.
+const SYSCALLS_CHECKED: &str = "traced for this test's own calls only, during its repetitions: \
+     their counts per kind in the timed region are in syscalls_check (and extra.facts.calls); \
+     add --trace-syscalls for per-call bytes, time and latency";
 
 /// The procfs figures stand; the witness says why the exact ones are missing.
 fn no_exact(w: &mut candor_model::Witness, why: &str) {

@@ -86,6 +86,9 @@ fn a_thousand_metadata_operations_are_a_thousand_calls() {
         }
         let w = &rs.iter().find(|r| r["test"] == test).expect("result")["witness"];
         assert_ne!(w["verdict"], "unverified", "{w:#}");
+        // Counted for this test only, not traced: the block says where the counts are.
+        let why = w["extra"]["bpf_syscalls"].as_str().unwrap_or_default();
+        assert!(why.contains("syscalls_check"), "{w:#}");
     }
     // The listing: one open and one close of the directory; its records are 32 bytes for
     // each f00000000 and 24 for . and .. (19 bytes and the name with its NUL, 8-aligned).
