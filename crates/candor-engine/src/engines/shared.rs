@@ -65,6 +65,25 @@ impl OpenSpec {
         }
     }
 
+    /// An engine's `n` record buffers, the `k`th filled from this spec's seed + k. Where they
+    /// span 64 KiB or more they are cut from one mapping in huge pages
+    /// (`AlignedBuf::in_huge_pages`): an O_DIRECT request made from physically contiguous
+    /// memory is a few scatter-gather segments instead of one per 4 KiB page, so two
+    /// threads' 1 MiB requests fit a virtio queue together. Below that, or where the mapping
+    /// cannot be made, they are heap buffers.
+    pub fn record_buffers(&self, n: usize) -> Result<Vec<AlignedBuf>, EngineError> {
+        let n = n.max(1);
+        if self.record_size.saturating_mul(n) >= 64 << 10 {
+            if let Some(b) = AlignedBuf::in_huge_pages(n, self.record_size, self.seed, self.pattern)
+            {
+                return Ok(b);
+            }
+        }
+        (0..n)
+            .map(|k| self.buffer(self.record_size, self.seed.wrapping_add(k as u64)))
+            .collect()
+    }
+
     /// A buffer of `len` bytes filled with this spec's pattern from `seed`.
     pub fn buffer(&self, len: usize, seed: u64) -> Result<AlignedBuf, EngineError> {
         AlignedBuf::new(len, seed, self.pattern).ok_or_else(|| {
@@ -543,7 +562,7 @@ pub struct RecordEngine<M: MoveRecord> {
 impl<M: MoveRecord> Engine for RecordEngine<M> {
     fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
         self.fd = Fd::open(spec)?;
-        self.buf = Some(spec.buffer(spec.record_size, spec.seed)?);
+        self.buf = spec.record_buffers(1)?.pop();
         self.mover.opened(spec);
         Ok(())
     }
@@ -567,5 +586,43 @@ impl<M: MoveRecord> Engine for RecordEngine<M> {
 
     fn close(&mut self) -> Result<(), EngineError> {
         self.fd.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Record buffers that span 64 KiB or more start on a 2 MiB boundary of one mapping (the
+    /// huge-page path), one after another; smaller ones are the heap's. Both fill the k-th
+    /// from seed + k.
+    #[test]
+    fn large_record_buffers_come_from_one_huge_page_mapping() {
+        let spec = |record_size| OpenSpec {
+            record_size,
+            seed: 3,
+            ..OpenSpec::plain(Path::new("x"), false, false)
+        };
+        let one = spec(1 << 20).record_buffers(1).unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].as_ptr() as usize % (2 << 20), 0);
+        assert_eq!(one[0].len(), 1 << 20);
+        let slots = spec(16 << 10).record_buffers(4).unwrap();
+        assert_eq!(slots[0].as_ptr() as usize % (2 << 20), 0);
+        for (k, b) in slots.iter().enumerate() {
+            assert_eq!(
+                b.as_ptr() as usize,
+                slots[0].as_ptr() as usize + k * (16 << 10)
+            );
+        }
+        // The k-th slot is filled from seed + k, as the heap buffers are.
+        let heap = spec(16 << 10).buffer(16 << 10, 4).unwrap();
+        assert_eq!(slots[1].as_slice(), heap.as_slice());
+        let small = spec(4 << 10).record_buffers(2).unwrap();
+        assert_eq!(small.len(), 2);
+        assert_eq!(
+            small[1].as_slice(),
+            spec(4 << 10).buffer(4 << 10, 4).unwrap().as_slice()
+        );
     }
 }

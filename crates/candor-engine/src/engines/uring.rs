@@ -58,18 +58,9 @@ impl Engine for UringEngine {
             .map_err(|e| EngineError::new("io_uring_setup", &spec.path, None, e))?;
         self.setup = setup;
         self.bufs.clear();
-        // One mapping in huge pages for all slots, so a 1 MiB O_DIRECT request is a few
-        // physically contiguous segments (see `AlignedBuf::in_huge_pages`); heap buffers
-        // where that mapping cannot be made.
-        match AlignedBuf::in_huge_pages(depth as usize, spec.record_size, spec.seed, spec.pattern) {
-            Some(b) => self.bufs = b,
-            None => {
-                for k in 0..depth {
-                    self.bufs
-                        .push(spec.buffer(spec.record_size, spec.seed.wrapping_add(k as u64))?);
-                }
-            }
-        }
+        // One mapping in huge pages for all slots where they span 64 KiB or more, so a
+        // 1 MiB O_DIRECT request is a few physically contiguous segments.
+        self.bufs = spec.record_buffers(depth as usize)?;
         let iovecs: Vec<libc::iovec> = self
             .bufs
             .iter_mut()
