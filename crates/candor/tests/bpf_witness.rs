@@ -53,7 +53,11 @@ fn by_default_the_bpf_witness_leaves_syscalls_untraced_and_says_so() {
     // The exact figures that cost nothing per call are there: the block requests of the
     // write (the flush is in the timing, so all 16 MiB reach the device) and the cache.
     let block = w["block"]["write"]["bytes"].as_u64().unwrap_or(0);
-    assert!(block >= 16 << 20, "block write bytes {block}");
+    assert!(
+        block >= 16 << 20,
+        "block write bytes {block}; the witness's exact figures: {}",
+        w["extra"]["facts"]["exact"]
+    );
     assert!(w["cache_misses"].as_u64().is_some(), "{w}");
 }
 
