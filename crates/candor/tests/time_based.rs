@@ -347,6 +347,52 @@ fn pinned_threads_run_where_they_were_pinned_and_bad_cpu_lists_are_refused() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// io_uring can be traced here: strace is installed and the kernel allows io_uring (else a
+/// counted skip, with its reason).
+fn io_uring_under_strace_can_run() -> bool {
+    if !common::need_programs(&["strace"]) {
+        return false;
+    }
+    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() != "0")
+    {
+        common::skip("io_uring is disabled (kernel.io_uring_disabled)");
+        return false;
+    }
+    true
+}
+
+/// A time-based io_uring randread of 1 MiB records at depth 8 in `work`, one repetition,
+/// witness off, with `extra` options, under `strace -f -e FILTER -o LOG`: its first result
+/// and strace's log.
+fn io_uring_under_strace(
+    work: &std::path::Path,
+    filter: &str,
+    log: &std::path::Path,
+    extra: &[&str],
+) -> (serde_json::Value, String) {
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", filter, "-o"])
+        .arg(log)
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .arg("run")
+        .arg(work)
+        .args([
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "8",
+            "--tests",
+            "randread",
+        ])
+        .args(["--record-size", "1m", "--time-based", "--repeat", "1"])
+        .args(["--witness", "off", "--format", "json", "--quiet"])
+        .args(extra)
+        .output()
+        .expect("strace runs");
+    let r = first_result(&out);
+    (r, std::fs::read_to_string(log).expect("strace's log"))
+}
+
 /// An uncached time-based io_uring test drops the file's pages before every pass but keeps
 /// its ring: one `io_uring_setup` per thread for the whole run, however many passes, and
 /// one `POSIX_FADV_DONTNEED` per pass after the first. Closing and opening the engine
@@ -355,12 +401,7 @@ fn pinned_threads_run_where_they_were_pinned_and_bad_cpu_lists_are_refused() {
 /// strace, against 1 setup and 926 MB/s since).
 #[test]
 fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
-    if !common::need_programs(&["strace"]) {
-        return;
-    }
-    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() != "0")
-    {
-        common::skip("io_uring is disabled (kernel.io_uring_disabled)");
+    if !io_uring_under_strace_can_run() {
         return;
     }
     // On the disk, not /tmp: the test must be one meant for the device (pages dropped).
@@ -371,42 +412,16 @@ fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
     let trace = dir.path().join("strace.out");
     let work = dir.path().join("run");
     std::fs::create_dir(&work).unwrap();
-    let out = std::process::Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=io_uring_setup,fadvise64", "-o"])
-        .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_candor"))
-        .arg("run")
-        .arg(&work)
-        .args([
-            "--engine",
-            "io_uring",
-            "--iodepth",
-            "8",
-            "--tests",
-            "randread",
-            "--file-size",
-            "4m",
-            "--record-size",
-            "1m",
-            "--runtime",
-            "500ms",
-            "--time-based",
-            "--repeat",
-            "1",
-            "--witness",
-            "off",
-            "--format",
-            "json",
-            "--quiet",
-        ])
-        .output()
-        .expect("strace runs");
-    let r = first_result(&out);
+    let (r, log) = io_uring_under_strace(
+        &work,
+        "trace=io_uring_setup,fadvise64",
+        &trace,
+        &["--file-size", "4m", "--runtime", "500ms"],
+    );
     assert_eq!(r["status"], "ok", "{r}");
     let ops = r["reps"][0]["ops"].as_u64().unwrap();
     let passes = ops / 4;
     assert!(passes >= 3, "{ops} operations: expected several passes");
-    let log = std::fs::read_to_string(&trace).expect("strace's log");
     let setups = log
         .lines()
         .filter(|l| l.contains("io_uring_setup(") && !l.contains("= -"))
@@ -417,38 +432,13 @@ fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
         .count() as u64;
     assert_eq!(setups, 1, "one ring for the whole run:\n{log}");
     // Pages to drop between passes: the queue drains at the end of each (4 records).
-    let enters = std::process::Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=io_uring_enter", "-o"])
-        .arg(dir.path().join("enter.out"))
-        .arg(env!("CARGO_BIN_EXE_candor"))
-        .arg("run")
-        .arg(&work)
-        .args([
-            "--engine",
-            "io_uring",
-            "--iodepth",
-            "8",
-            "--tests",
-            "randread",
-            "--file-size",
-            "4m",
-            "--record-size",
-            "1m",
-            "--runtime",
-            "300ms",
-            "--time-based",
-            "--repeat",
-            "1",
-            "--witness",
-            "off",
-            "--format",
-            "json",
-            "--quiet",
-        ])
-        .output()
-        .expect("strace runs");
-    assert_eq!(first_result(&enters)["status"], "ok");
-    let log = std::fs::read_to_string(dir.path().join("enter.out")).unwrap();
+    let (r, log) = io_uring_under_strace(
+        &work,
+        "trace=io_uring_enter",
+        &dir.path().join("enter.out"),
+        &["--file-size", "4m", "--runtime", "300ms"],
+    );
+    assert_eq!(r["status"], "ok");
     assert_eq!(
         largest_submit(&log),
         4,
@@ -477,54 +467,22 @@ fn largest_submit(log: &str) -> u64 {
 /// a falling depth).
 #[test]
 fn io_uring_keeps_its_queue_full_across_passes() {
-    if !common::need_programs(&["strace"]) {
-        return;
-    }
-    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() != "0")
-    {
-        common::skip("io_uring is disabled (kernel.io_uring_disabled)");
+    if !io_uring_under_strace_can_run() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("strace.out");
     let work = dir.path().join("run");
     std::fs::create_dir(&work).unwrap();
-    let out = std::process::Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=io_uring_enter", "-o"])
-        .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_candor"))
-        .arg("run")
-        .arg(&work)
-        .args([
-            "--engine",
-            "io_uring",
-            "--iodepth",
-            "8",
-            "--tests",
-            "randread",
-            "--file-size",
-            "4m",
-            "--record-size",
-            "1m",
-            "--keep-cache",
-            "--runtime",
-            "300ms",
-            "--time-based",
-            "--repeat",
-            "1",
-            "--witness",
-            "off",
-            "--format",
-            "json",
-            "--quiet",
-        ])
-        .output()
-        .expect("strace runs");
-    let r = first_result(&out);
+    let (r, log) = io_uring_under_strace(
+        &work,
+        "trace=io_uring_enter",
+        &trace,
+        &["--file-size", "4m", "--keep-cache", "--runtime", "300ms"],
+    );
     assert_eq!(r["status"], "ok", "{r}");
     let ops = r["reps"][0]["ops"].as_u64().unwrap();
     assert!(ops >= 4 * 3, "{ops} operations: expected several passes");
-    let log = std::fs::read_to_string(&trace).expect("strace's log");
     assert_eq!(
         largest_submit(&log),
         8,
@@ -540,12 +498,7 @@ fn io_uring_keeps_its_queue_full_across_passes() {
 /// waited: 2513 calls for about 1250 I/Os (read, O_DIRECT, 1 MiB, depth 32, 2 threads, 1 s).
 #[test]
 fn io_uring_makes_one_enter_per_completion_at_most() {
-    if !common::need_programs(&["strace"]) {
-        return;
-    }
-    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() != "0")
-    {
-        common::skip("io_uring is disabled (kernel.io_uring_disabled)");
+    if !io_uring_under_strace_can_run() {
         return;
     }
     // On the disk, not /tmp (tmpfs refuses O_DIRECT).
@@ -556,42 +509,15 @@ fn io_uring_makes_one_enter_per_completion_at_most() {
     let trace = dir.path().join("enter.out");
     let work = dir.path().join("run");
     std::fs::create_dir(&work).unwrap();
-    let out = std::process::Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=io_uring_enter", "-o"])
-        .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_candor"))
-        .arg("run")
-        .arg(&work)
-        .args([
-            "--engine",
-            "io_uring",
-            "--iodepth",
-            "8",
-            "--direct",
-            "--tests",
-            "randread",
-            "--file-size",
-            "8m",
-            "--record-size",
-            "1m",
-            "--runtime",
-            "300ms",
-            "--time-based",
-            "--repeat",
-            "1",
-            "--witness",
-            "off",
-            "--format",
-            "json",
-            "--quiet",
-        ])
-        .output()
-        .expect("strace runs");
-    let r = first_result(&out);
+    let (r, log) = io_uring_under_strace(
+        &work,
+        "trace=io_uring_enter",
+        &trace,
+        &["--direct", "--file-size", "8m", "--runtime", "300ms"],
+    );
     assert_eq!(r["status"], "ok", "{r}");
     let ops = r["reps"][0]["ops"].as_u64().unwrap();
     assert!(ops >= 16, "{ops} operations: expected more than a pass");
-    let log = std::fs::read_to_string(&trace).expect("strace's log");
     let enters = log
         .lines()
         .filter(|l| l.contains("io_uring_enter("))
