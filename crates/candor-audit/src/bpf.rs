@@ -265,6 +265,17 @@ impl PhaseSource for BpfSource {
             }
             Err(e) => notes.push(e.to_string()),
         }
+        let block_requests_recovered = match (self.snapshots.first(), self.snapshots.last()) {
+            (Some(a), Some(b)) => b
+                .completions_recovered
+                .saturating_sub(a.completions_recovered),
+            _ => 0,
+        };
+        if block_requests_recovered > 0 {
+            notes.push(format!(
+                "the kernel did not run candor's completion program for {block_requests_recovered} block request(s); each was counted when its request was used again, with its bytes and without a device latency"
+            ));
+        }
         let calls = call_ticks(&self.snapshots, self.t0_ns);
         Observed {
             source: "bpf".into(),
@@ -272,6 +283,7 @@ impl PhaseSource for BpfSource {
             processes: self.counters.finish().processes,
             notes,
             block_requests_unseen,
+            block_requests_recovered,
             calls,
         }
     }

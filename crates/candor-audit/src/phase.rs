@@ -157,6 +157,11 @@ pub struct Observed {
     /// Storage and device bytes on that device can be short by these requests. Empty
     /// when none were missed (and always for procfs).
     pub block_requests_unseen: std::collections::BTreeMap<String, u64>,
+    /// eBPF only: block completions the kernel did not hand to candor's program but that
+    /// were counted all the same when their request was used again (blk-mq reuses a
+    /// request only after it completed): their bytes are in the figures, their device
+    /// latency is not. 0 with procfs.
+    pub block_requests_recovered: u64,
     /// eBPF only: the tree's metadata calls (and opens) as counted at each reading of the
     /// tracer, cumulative from the first reading: what a metadata figure (mdtest, bonnie++'s
     /// file tests) is checked against. Empty with procfs, which cannot count calls.

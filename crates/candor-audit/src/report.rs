@@ -311,6 +311,7 @@ pub fn audit_value(a: &Audit) -> Value {
         "source": a.observed.source,
         "notes": a.observed.notes,
         "block_requests_unseen": a.observed.block_requests_unseen,
+        "block_requests_recovered": a.observed.block_requests_recovered,
         "devices": a.devices,
         "processes": a.observed.processes,
         "phases": a.observed.phases,

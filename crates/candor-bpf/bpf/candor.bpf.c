@@ -78,7 +78,10 @@ volatile const char candor_quiet_comm[16] = {};
 #define DIAG_STARTS_FULL 1
 #define DIAG_REQS_FULL 2
 #define DIAG_FDS_FULL 3
-#define NDIAG 4
+/* Not a loss: completions the kernel did not hand to the completion program, found when
+ * the request was used again and counted then (see req_recover). */
+#define DIAG_COMPLETIONS_RECOVERED 4
+#define NDIAG 5
 
 struct sys_stat {
 	__u64 count;
@@ -187,6 +190,10 @@ struct req_val {
 	__u8 owner;
 	__u8 issued;
 	__u8 pad;
+	/* Bytes the device has still to complete: the request's length when it was first
+	 * issued, less its partial completions. */
+	__u32 left;
+	__u32 pad2;
 };
 
 /* Requests live in an array indexed by a hash of their address: a request is found with
@@ -929,6 +936,33 @@ static __always_inline struct req_val *req_find(__u64 rq)
 	return bpf_map_lookup_elem(&reqs, &rq);
 }
 
+static __always_inline void inflight_dec(__u32 dev)
+{
+	__u64 *inf = bpf_map_lookup_elem(&inflight, &dev);
+	if (inf && *inf)
+		__sync_fetch_and_add(inf, -1);
+}
+
+/* A record still marked issued when its request is used again means the kernel never ran
+ * the completion program for it (on 6.18 it now and then does not, under CPU load: see
+ * docs/bpf.md). blk-mq does not reuse a request before it has completed, so it did
+ * complete: count it now, with the bytes it had left and without a latency, so that its
+ * bytes are not missing from the owner's figures. */
+static __always_inline void req_recover(struct req_val *old)
+{
+	if (!old->issued || old->dir == 3)
+		return;
+	old->issued = 0;
+	inflight_dec(old->dev);
+	struct blk_stat *st = blk_stat_of(old->dev, old->dir, old->owner);
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->completions, 1);
+	__sync_fetch_and_add(&st->bytes, old->left);
+	__sync_fetch_and_add(&st->size[l2_bucket(old->left)], 1);
+	diag_inc(DIAG_COMPLETIONS_RECOVERED);
+}
+
 /* A fresh record for `rq` (replacing any it had), its owner decided now. */
 static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 {
@@ -940,6 +974,8 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
 	if (s) {
 		__u64 was = __sync_val_compare_and_swap(&s->rq, 0, rq);
+		if (was == rq)
+			req_recover(s);
 		if (was == 0 || was == rq) {
 			s->insert_ns = 0;
 			s->issue_ns = 0;
@@ -947,9 +983,13 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 			s->dir = ri.dir;
 			s->owner = owner;
 			s->issued = 0;
+			s->left = 0;
 			return s;
 		}
 	}
+	struct req_val *old = bpf_map_lookup_elem(&reqs, &rq);
+	if (old)
+		req_recover(old);
 	struct req_val v = { .rq = rq, .dev = ri.dev, .dir = ri.dir, .owner = owner };
 	if (bpf_map_update_elem(&reqs, &rq, &v, BPF_ANY)) {
 		diag_inc(DIAG_REQS_FULL);
@@ -985,14 +1025,26 @@ int candor_rq_insert(__u64 *ctx)
 SEC("tp_btf/block_rq_issue")
 int candor_rq_issue(__u64 *ctx)
 {
+	struct request *rqp = (struct request *)ctx[0];
 	struct req_val *v = req_of(ctx);
 	if (!v)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	v->issue_ns = now;
-	if (v->issued)
-		return 0;
+	if (v->issued) {
+		/* Issued again without a requeue: this is a new use of the request (one that
+		 * did not pass block_io_start, such as a flush), and the record is the previous
+		 * use's, whose completion went unseen. */
+		struct rq_info ri = {};
+		req_recover(v);
+		if (rq_info_btf(rqp, &ri))
+			return 0;
+		v->dev = ri.dev;
+		v->dir = ri.dir;
+		v->owner = owner_now();
+	}
 	v->issued = 1;
+	v->left = rqp->__data_len;
 	__u32 dev = v->dev;
 	__u64 *inf = bpf_map_lookup_elem(&inflight, &dev);
 	if (!inf) {
@@ -1017,13 +1069,6 @@ int candor_rq_issue(__u64 *ctx)
 		__sync_fetch_and_add(&s->queue_ns, now - v->insert_ns);
 	}
 	return 0;
-}
-
-static __always_inline void inflight_dec(__u32 dev)
-{
-	__u64 *inf = bpf_map_lookup_elem(&inflight, &dev);
-	if (inf && *inf)
-		__sync_fetch_and_add(inf, -1);
 }
 
 SEC("tp_btf/block_rq_requeue")
@@ -1057,12 +1102,16 @@ int candor_rq_complete(__u64 *ctx)
 		v = *s;
 		if (last)
 			__sync_lock_test_and_set(&s->rq, 0);
+		else
+			s->left = v.left > bytes ? v.left - bytes : 0;
 	} else {
 		struct req_val *h = bpf_map_lookup_elem(&reqs, &rq);
 		if (h) {
 			v = *h;
 			if (last)
 				bpf_map_delete_elem(&reqs, &rq);
+			else
+				h->left = v.left > bytes ? v.left - bytes : 0;
 		} else {
 			/* Never seen before (a request made before the tracer was attached):
 			 * someone else's, as far as anyone can tell. */

@@ -101,6 +101,12 @@ pub fn fill_witness(d: &Snapshot, devices: &[DevId], w: &mut Witness) {
             serde_json::json!(d.lseek_offsets.to_dump().buckets),
         );
     }
+    if d.completions_recovered > 0 {
+        w.extra.insert(
+            "bpf_completions_recovered".into(),
+            serde_json::json!(d.completions_recovered),
+        );
+    }
     let diag = d.diagnostics;
     if diag != Default::default() {
         w.extra

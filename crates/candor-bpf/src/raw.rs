@@ -51,7 +51,9 @@ pub const DIAG_PHASES_LOST: u32 = 0;
 pub const DIAG_STARTS_FULL: u32 = 1;
 pub const DIAG_REQS_FULL: u32 = 2;
 pub const DIAG_FDS_FULL: u32 = 3;
-pub const NDIAG: u32 = 4;
+/// Not a loss: completions recovered when their request was used again.
+pub const DIAG_COMPLETIONS_RECOVERED: u32 = 4;
+pub const NDIAG: u32 = 5;
 
 /// Phase flags.
 pub const PHASE_OPENED: u32 = 1;
