@@ -27,6 +27,9 @@ struct OpenFile {
     moved: u64,
     /// The position has only moved forward so far (a sequential pass).
     sequential: bool,
+    /// Open in the auditor itself when the command started: the caller's file, passed down
+    /// (a lock that `flock` holds, a redirect), not one the command opened.
+    inherited: bool,
 }
 
 struct Proc {
@@ -75,6 +78,8 @@ pub struct ProcfsSource {
     unattributed: Io,
     extra_notes: Vec<String>,
     output_probe: Option<Box<dyn Fn() -> u64 + Send>>,
+    /// (device, inode) of the regular files the auditor had open when the command started.
+    inherited: HashSet<(u64, u64)>,
 }
 
 impl ProcfsSource {
@@ -93,6 +98,7 @@ impl ProcfsSource {
             unattributed: Io::default(),
             extra_notes: Vec::new(),
             output_probe: None,
+            inherited: HashSet::new(),
         }
     }
 
@@ -400,6 +406,7 @@ impl ProcfsSource {
                 info,
                 moved: info.pos,
                 sequential: true,
+                inherited: self.inherited.contains(&(md.dev(), md.ino())),
             };
             if let Some(old) = p.files.insert(fd, file) {
                 replaced.push(old);
@@ -451,17 +458,22 @@ impl ProcfsSource {
 
     /// Shares a delta among a process's open files by access mode; returns what no file
     /// could take.
+    /// A file passed down from the auditor's caller (the lock `flock` holds while it runs
+    /// the audit, a redirect) takes a share only when its position moved: with pread the
+    /// command's own file moves no position either, and the idle inherited one took half
+    /// of its bytes.
     fn attribute(p: &mut Proc, d: Io) -> Io {
+        let takes = |f: &OpenFile| !f.inherited || f.moved > 0;
         let readers: Vec<i32> = p
             .files
             .iter()
-            .filter(|(_, f)| f.info.reads())
+            .filter(|(_, f)| f.info.reads() && takes(f))
             .map(|(fd, _)| *fd)
             .collect();
         let writers: Vec<i32> = p
             .files
             .iter()
-            .filter(|(_, f)| f.info.writes())
+            .filter(|(_, f)| f.info.writes() && takes(f))
             .map(|(fd, _)| *fd)
             .collect();
         let mut rest = Io::default();
@@ -559,6 +571,19 @@ fn shares(fds: &[i32], p: &Proc) -> Vec<f64> {
     }
 }
 
+/// (device, inode) of the regular files this process has open: what a command it starts
+/// inherits from it (and from its caller) unless marked close-on-exec.
+fn own_open_files() -> HashSet<(u64, u64)> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return HashSet::new();
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::metadata(e.path()).ok())
+        .filter(|md| md.file_type().is_file())
+        .map(|md| (md.dev(), md.ino()))
+        .collect()
+}
+
 /// A weighted part of a byte count. Rounding can lose or add a byte per file per tick when
 /// bytes are shared; a single file always gets the whole count.
 fn part(x: u64, w: f64) -> u64 {
@@ -576,6 +601,7 @@ impl PhaseSource for ProcfsSource {
 
     fn attach(&mut self, root: u32, t0: Instant) -> Result<(), String> {
         self.t0 = t0;
+        self.inherited = own_open_files();
         let now = self.now_s();
         self.add_proc(root, self.me, String::new(), now);
         self.sample();

@@ -136,6 +136,74 @@ fn fio_direct_read_is_reconciled() {
     }
 }
 
+/// A file the auditor's caller left open (the lock `flock` holds while it runs the audit)
+/// is passed down to the command. With procfs, which counts bytes per process, it must not
+/// take a share of bytes the command moved through a file it opened itself with pread,
+/// which moves no position to tell the two apart: once it took half.
+#[test]
+fn a_file_passed_down_from_the_caller_takes_no_share_of_the_bytes() {
+    let _one = serial();
+    if !candor_testkit::need_programs(&["fio", "sh"]) {
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("pread.dat");
+    let st = Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M", "count=64", "status=none"])
+        .arg(format!("of={}", file.display()))
+        .status()
+        .expect("dd runs");
+    assert!(st.success());
+    let held = dir.path().join("held.lock");
+    std::fs::write(&held, b"").expect("the held file");
+    let json = dir.path().join("audit.json");
+    // sh opens the held file on descriptor 3 without close-on-exec, then becomes candor.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("exec 3<\"$0\"; exec \"$@\"")
+        .arg(&held)
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .args(["audit", "--witness", "procfs", "-o"])
+        .arg(&json)
+        .arg("--")
+        .args([
+            "fio",
+            "--name=pread",
+            "--rw=read",
+            "--bs=64k",
+            "--size=64m",
+            "--direct=1",
+        ])
+        .arg(format!("--filename={}", file.display()))
+        .args(["--ioengine=psync", "--output-format=json"])
+        .current_dir(dir.path())
+        .output()
+        .expect("sh runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("the audit JSON"))
+        .expect("valid JSON");
+    let phases = v["audit"]["phases"].as_array().expect("phases");
+    let on = |path: &Path| -> u64 {
+        phases
+            .iter()
+            .filter(|p| p["path"].as_str() == path.to_str())
+            .map(|p| p["read_bytes"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert!(
+        phases.iter().any(|p| p["path"].as_str() == held.to_str()),
+        "the held file is seen open in fio: {phases:#?}"
+    );
+    assert_eq!(on(&held), 0, "{phases:#?}");
+    let read = on(&file) as f64 / (64u64 << 20) as f64;
+    assert!((read - 1.0).abs() < 0.02, "{read}: {phases:#?}");
+}
+
 /// The verdict a row must have for its claimed/observed ratio: within
 /// [`candor_audit::reconcile::AGREEMENT`] the figures agree (or, for a figure the page cache
 /// made, "cache speed"), beyond it the claim over- or understates.
