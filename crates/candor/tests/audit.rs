@@ -62,6 +62,17 @@ fn witness_modes() -> Vec<&'static str> {
     }
 }
 
+/// Writes `mib` MiB of zeros to `file` with dd (outside any audit).
+fn lay_out(file: &Path, mib: u32) {
+    let st = Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M", "status=none"])
+        .arg(format!("count={mib}"))
+        .arg(format!("of={}", file.display()))
+        .status()
+        .expect("dd runs");
+    assert!(st.success(), "dd lays out {}", file.display());
+}
+
 fn row(v: &Value) -> &Value {
     &v["audit"]["reconciliation"][0]
 }
@@ -75,12 +86,7 @@ fn fio_direct_read_is_reconciled() {
     let dir = scratch();
     let file = dir.path().join("dread.dat");
     // Lay the file out first, so the audited run is the read alone.
-    let st = Command::new("dd")
-        .args(["if=/dev/zero", "bs=1M", "count=256", "status=none"])
-        .arg(format!("of={}", file.display()))
-        .status()
-        .expect("dd runs");
-    assert!(st.success());
+    lay_out(&file, 256);
     for w in witness_modes() {
         let (out, v) = audit(
             dir.path(),
@@ -148,12 +154,7 @@ fn a_file_passed_down_from_the_caller_takes_no_share_of_the_bytes() {
     }
     let dir = scratch();
     let file = dir.path().join("pread.dat");
-    let st = Command::new("dd")
-        .args(["if=/dev/zero", "bs=1M", "count=64", "status=none"])
-        .arg(format!("of={}", file.display()))
-        .status()
-        .expect("dd runs");
-    assert!(st.success());
+    lay_out(&file, 64);
     let held = dir.path().join("held.lock");
     std::fs::write(&held, b"").expect("the held file");
     let json = dir.path().join("audit.json");
