@@ -361,6 +361,18 @@ fn io_uring_under_strace_can_run() -> bool {
     true
 }
 
+/// A directory for one strace test on the disk under /var/tmp (O_DIRECT and dropped pages
+/// need a real filesystem, not tmpfs), and the run directory `run` inside it.
+fn uring_scratch(prefix: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/var/tmp")
+        .expect("a directory under /var/tmp");
+    let work = dir.path().join("run");
+    std::fs::create_dir(&work).unwrap();
+    (dir, work)
+}
+
 /// A time-based io_uring randread of 1 MiB records at depth 8 in `work`, one repetition,
 /// witness off, with `extra` options, under `strace -f -e FILTER -o LOG`: its first result
 /// and strace's log.
@@ -405,13 +417,8 @@ fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
         return;
     }
     // On the disk, not /tmp: the test must be one meant for the device (pages dropped).
-    let dir = tempfile::Builder::new()
-        .prefix("candor-uring-passes")
-        .tempdir_in("/var/tmp")
-        .expect("a directory under /var/tmp");
+    let (dir, work) = uring_scratch("candor-uring-passes");
     let trace = dir.path().join("strace.out");
-    let work = dir.path().join("run");
-    std::fs::create_dir(&work).unwrap();
     let (r, log) = io_uring_under_strace(
         &work,
         "trace=io_uring_setup,fadvise64",
@@ -470,10 +477,8 @@ fn io_uring_keeps_its_queue_full_across_passes() {
     if !io_uring_under_strace_can_run() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, work) = uring_scratch("candor-uring-queue");
     let trace = dir.path().join("strace.out");
-    let work = dir.path().join("run");
-    std::fs::create_dir(&work).unwrap();
     let (r, log) = io_uring_under_strace(
         &work,
         "trace=io_uring_enter",
@@ -502,13 +507,8 @@ fn io_uring_makes_one_enter_per_completion_at_most() {
         return;
     }
     // On the disk, not /tmp (tmpfs refuses O_DIRECT).
-    let dir = tempfile::Builder::new()
-        .prefix("candor-uring-enters")
-        .tempdir_in("/var/tmp")
-        .expect("a directory under /var/tmp");
+    let (dir, work) = uring_scratch("candor-uring-enters");
     let trace = dir.path().join("enter.out");
-    let work = dir.path().join("run");
-    std::fs::create_dir(&work).unwrap();
     let (r, log) = io_uring_under_strace(
         &work,
         "trace=io_uring_enter",
