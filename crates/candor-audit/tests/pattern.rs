@@ -178,12 +178,17 @@ fn iozone_layout_end_to_end_with_ebpf() {
     for r in &a.rows {
         assert_eq!(r.phases.len(), 1, "{r:#?}");
         assert_eq!(r.observed_bytes, Some(128 << 20), "{r:#?}");
-        // The program times its calls only: claimed agrees with bytes over the time
-        // inside them, up to the time it spends between calls (on a shared 2-CPU machine,
-        // being scheduled out between two writes shows here).
+        // The program's timer runs across its calls and the gaps between them, so its rate
+        // is never above the rate inside the calls; it is below it by whatever the gaps
+        // took (on a shared 2-CPU machine, a 1 ms preemption in a 7 ms phase is 14%). It
+        // agrees with the phase's own time less the flush, which holds the gaps too.
         let rs = r.ratio_syscall.unwrap_or(0.0);
         if r.direction == Direction::Write {
-            assert!((rs - 1.0).abs() < 0.10, "{r:#?}");
+            assert!(rs > 0.0 && rs < 1.05, "{r:#?}");
+            let timed = r.wall_s.unwrap_or(0.0) - r.fsync_time_s.unwrap_or(0.0);
+            assert!(timed > 0.0, "{r:#?}");
+            let rate = r.observed_bytes.unwrap_or(0) as f64 / timed;
+            assert!((r.claimed_bps / rate - 1.0).abs() < 0.10, "{r:#?}");
             // The fsync is outside the timer, and the audit says so when it matters.
             assert_eq!(r.fsync_count, Some(1));
             if r.ratio.unwrap_or(0.0) > 1.05 {
