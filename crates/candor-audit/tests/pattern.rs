@@ -179,12 +179,13 @@ fn iozone_layout_end_to_end_with_ebpf() {
         assert_eq!(r.phases.len(), 1, "{r:#?}");
         assert_eq!(r.observed_bytes, Some(128 << 20), "{r:#?}");
         // The program's timer runs across its calls and the gaps between them, so its rate
-        // is never above the rate inside the calls; it is below it by whatever the gaps
-        // took (on a shared 2-CPU machine, a 1 ms preemption in a 7 ms phase is 14%). It
-        // agrees with the phase's own time less the flush, which holds the gaps too.
+        // is not above the rate inside the calls (the same 10% margin as before for the two
+        // clocks); it is below it by whatever the gaps took (on a shared 2-CPU machine, a
+        // 1 ms preemption in a 7 ms phase is 14%). It agrees with the phase's own time less
+        // the flush, which holds the gaps too.
         let rs = r.ratio_syscall.unwrap_or(0.0);
         if r.direction == Direction::Write {
-            assert!(rs > 0.0 && rs < 1.05, "{r:#?}");
+            assert!(rs > 0.0 && rs < 1.10, "{r:#?}");
             let timed = r.wall_s.unwrap_or(0.0) - r.fsync_time_s.unwrap_or(0.0);
             assert!(timed > 0.0, "{r:#?}");
             let rate = r.observed_bytes.unwrap_or(0) as f64 / timed;
