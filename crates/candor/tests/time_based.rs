@@ -382,20 +382,24 @@ fn io_uring_under_strace(
     log: &std::path::Path,
     extra: &[&str],
 ) -> (serde_json::Value, String) {
+    io_uring_test_under_strace(work, "randread", filter, log, extra)
+}
+
+/// As [`io_uring_under_strace`], for the test `test`.
+fn io_uring_test_under_strace(
+    work: &std::path::Path,
+    test: &str,
+    filter: &str,
+    log: &std::path::Path,
+    extra: &[&str],
+) -> (serde_json::Value, String) {
     let out = std::process::Command::new("strace")
         .args(["-f", "-qq", "-e", filter, "-o"])
         .arg(log)
         .arg(env!("CARGO_BIN_EXE_candor"))
         .arg("run")
         .arg(work)
-        .args([
-            "--engine",
-            "io_uring",
-            "--iodepth",
-            "8",
-            "--tests",
-            "randread",
-        ])
+        .args(["--engine", "io_uring", "--iodepth", "8", "--tests", test])
         .args(["--record-size", "1m", "--time-based", "--repeat", "1"])
         .args(["--witness", "off", "--format", "json", "--quiet"])
         .args(extra)
@@ -459,19 +463,24 @@ fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
 
 /// The largest `to_submit` of any `io_uring_enter` in an strace log.
 fn largest_submit(log: &str) -> u64 {
+    submits(log).into_iter().max().unwrap_or(0)
+}
+
+/// The `to_submit` of every `io_uring_enter` in an strace log, in order.
+fn submits(log: &str) -> Vec<u64> {
     log.lines()
         .filter_map(|l| l.split_once("io_uring_enter(")?.1.split(", ").nth(1))
         .filter_map(|n| n.parse().ok())
-        .max()
-        .unwrap_or(0)
+        .collect()
 }
 
 /// A time-based io_uring test with nothing to do between passes (cached here; O_DIRECT
 /// alike) goes on into the next pass with its queue full. With 4 records per pass and 8
-/// slots, the first `io_uring_enter` submits all 8 (the last 4 from the second pass); an
-/// engine that drained its queue at the end of every pass never had more than 4 in flight
-/// (1 MiB records on a 128 MiB file at depth 32: the last 32 of every 128 I/Os went out at
-/// a falling depth).
+/// slots, once the reads are seen to complete inline (page cache hits: whole batches, no
+/// chunks) an `io_uring_enter` submits all 8 (4 from each of two passes); an engine that
+/// drained its queue at the end of every pass never had more than 4 in flight (1 MiB
+/// records on a 128 MiB file at depth 32: the last 32 of every 128 I/Os went out at a
+/// falling depth).
 #[test]
 fn io_uring_keeps_its_queue_full_across_passes() {
     if !io_uring_under_strace_can_run() {
@@ -493,6 +502,60 @@ fn io_uring_keeps_its_queue_full_across_passes() {
         8,
         "every slot in flight across the passes' ends:\n{}",
         &log[..log.len().min(4000)]
+    );
+}
+
+/// I/O that goes to a device is handed to the kernel 4 requests at a time, so the device
+/// starts on the first while the rest are built (a whole queue in one call is plugged and
+/// reaches the device only with its last request); records the block layer merges into
+/// one request go together. At depth 8 with O_DIRECT: a stride read of 1 MiB records (17
+/// apart on a 64 MiB file, so no two are adjacent) never submits more than 4 in a call,
+/// and its first fill is two calls of 4; a sequential read submits all 8 in one call, as
+/// they merge. The engine that submitted whole batches submitted 8 in both. Reads served
+/// inline get whole batches too: `io_uring_keeps_its_queue_full_across_passes`.
+#[test]
+fn io_uring_hands_a_device_its_queue_in_chunks() {
+    if !io_uring_under_strace_can_run() {
+        return;
+    }
+    let (dir, work) = uring_scratch("candor-uring-chunks");
+    let trace = dir.path().join("stride.out");
+    let (r, log) = io_uring_test_under_strace(
+        &work,
+        "strideread",
+        "trace=io_uring_enter",
+        &trace,
+        &["--direct", "--file-size", "64m", "--runtime", "300ms"],
+    );
+    assert_eq!(r["status"], "ok", "{r}");
+    let ops = r["reps"][0]["ops"].as_u64().unwrap();
+    assert!(ops >= 16, "{ops} operations: expected more than two fills");
+    let head = || log.lines().take(20).collect::<Vec<_>>().join("\n");
+    assert_eq!(
+        submits(&log).into_iter().take(2).collect::<Vec<_>>(),
+        vec![4, 4],
+        "the first fill in two chunks:\n{}",
+        head()
+    );
+    assert_eq!(
+        largest_submit(&log),
+        4,
+        "a call handed the device more than a chunk"
+    );
+    let trace = dir.path().join("seq.out");
+    let (r, log) = io_uring_test_under_strace(
+        &work,
+        "read",
+        "trace=io_uring_enter",
+        &trace,
+        &["--direct", "--file-size", "64m", "--runtime", "300ms"],
+    );
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(
+        largest_submit(&log),
+        8,
+        "contiguous records go in one call:\n{}",
+        log.lines().take(20).collect::<Vec<_>>().join("\n")
     );
 }
 
