@@ -71,6 +71,17 @@ fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
     IoUring::new(entries).map(|r| (r, "plain"))
 }
 
+/// The outcome of an `io_uring_enter`. A signal (EINTR) or a completion ring with no room
+/// (EBUSY) is not an error: what was not submitted stays in the submission ring for the
+/// next call, and the loop reaps before it calls again.
+fn entered(r: io::Result<usize>, path: &std::path::Path) -> Result<(), EngineError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => Ok(()),
+        Err(e) => Err(EngineError::new("io_uring_enter", path, None, e)),
+    }
+}
+
 impl Engine for UringEngine {
     fn open(&mut self, spec: &OpenSpec) -> Result<(), EngineError> {
         self.fd = Fd::open(spec)?;
@@ -198,15 +209,7 @@ impl Engine for UringEngine {
                         for s in batch.drain(..) {
                             slot_t[s] = now;
                         }
-                        match submitter.submit() {
-                            Ok(_) => {}
-                            Err(e)
-                                if e.raw_os_error() == Some(libc::EINTR)
-                                    || e.raw_os_error() == Some(libc::EBUSY) => {}
-                            Err(e) => {
-                                return Err(EngineError::new("io_uring_enter", path, None, e))
-                            }
-                        }
+                        entered(submitter.submit(), path)?;
                         now = now_ns();
                         sq.sync();
                         // With DEFER_TASKRUN a device's completions are posted only when
@@ -296,13 +299,7 @@ impl Engine for UringEngine {
                 slot_t[s] = now;
             }
             requests = 0;
-            match submitter.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e)
-                    if e.raw_os_error() == Some(libc::EINTR)
-                        || e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => return Err(EngineError::new("io_uring_enter", path, None, e)),
-            }
+            entered(submitter.submit_and_wait(1), path)?;
             now = now_ns();
             if inline {
                 // Still inline only if the whole batch completed within the call.
