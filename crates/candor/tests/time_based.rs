@@ -461,6 +461,31 @@ fn io_uring_keeps_its_ring_across_passes_that_drop_the_cache() {
     );
 }
 
+/// An O_DIRECT time-based io_uring `test` (1 MiB records, depth 8, 300 ms) on a file of
+/// `file_size` in `work`, its `io_uring_enter` calls traced to `log`: the operations it
+/// counted, after checking it ended well, and strace's log.
+fn direct_enters(
+    work: &std::path::Path,
+    test: &str,
+    file_size: &str,
+    log: &std::path::Path,
+) -> (u64, String) {
+    let (r, log) = io_uring_test_under_strace(
+        work,
+        test,
+        "trace=io_uring_enter",
+        log,
+        &["--direct", "--file-size", file_size, "--runtime", "300ms"],
+    );
+    assert_eq!(r["status"], "ok", "{r}");
+    (r["reps"][0]["ops"].as_u64().unwrap(), log)
+}
+
+/// The first `n` lines of a log, for a failure's message.
+fn head(log: &str, n: usize) -> String {
+    log.lines().take(n).collect::<Vec<_>>().join("\n")
+}
+
 /// The largest `to_submit` of any `io_uring_enter` in an strace log.
 fn largest_submit(log: &str) -> u64 {
     submits(log).into_iter().max().unwrap_or(0)
@@ -519,43 +544,25 @@ fn io_uring_hands_a_device_its_queue_in_chunks() {
         return;
     }
     let (dir, work) = uring_scratch("candor-uring-chunks");
-    let trace = dir.path().join("stride.out");
-    let (r, log) = io_uring_test_under_strace(
-        &work,
-        "strideread",
-        "trace=io_uring_enter",
-        &trace,
-        &["--direct", "--file-size", "64m", "--runtime", "300ms"],
-    );
-    assert_eq!(r["status"], "ok", "{r}");
-    let ops = r["reps"][0]["ops"].as_u64().unwrap();
+    let (ops, log) = direct_enters(&work, "strideread", "64m", &dir.path().join("stride.out"));
     assert!(ops >= 16, "{ops} operations: expected more than two fills");
-    let head = || log.lines().take(20).collect::<Vec<_>>().join("\n");
     assert_eq!(
         submits(&log).into_iter().take(2).collect::<Vec<_>>(),
         vec![4, 4],
         "the first fill in two chunks:\n{}",
-        head()
+        head(&log, 20)
     );
     assert_eq!(
         largest_submit(&log),
         4,
         "a call handed the device more than a chunk"
     );
-    let trace = dir.path().join("seq.out");
-    let (r, log) = io_uring_test_under_strace(
-        &work,
-        "read",
-        "trace=io_uring_enter",
-        &trace,
-        &["--direct", "--file-size", "64m", "--runtime", "300ms"],
-    );
-    assert_eq!(r["status"], "ok", "{r}");
+    let (_, log) = direct_enters(&work, "read", "64m", &dir.path().join("seq.out"));
     assert_eq!(
         largest_submit(&log),
         8,
         "contiguous records go in one call:\n{}",
-        log.lines().take(20).collect::<Vec<_>>().join("\n")
+        head(&log, 20)
     );
 }
 
@@ -571,15 +578,7 @@ fn io_uring_makes_one_enter_per_completion_at_most() {
     }
     // On the disk, not /tmp (tmpfs refuses O_DIRECT).
     let (dir, work) = uring_scratch("candor-uring-enters");
-    let trace = dir.path().join("enter.out");
-    let (r, log) = io_uring_under_strace(
-        &work,
-        "trace=io_uring_enter",
-        &trace,
-        &["--direct", "--file-size", "8m", "--runtime", "300ms"],
-    );
-    assert_eq!(r["status"], "ok", "{r}");
-    let ops = r["reps"][0]["ops"].as_u64().unwrap();
+    let (ops, log) = direct_enters(&work, "randread", "8m", &dir.path().join("enter.out"));
     assert!(ops >= 16, "{ops} operations: expected more than a pass");
     let enters = log
         .lines()
@@ -589,6 +588,6 @@ fn io_uring_makes_one_enter_per_completion_at_most() {
     assert!(
         enters <= ops + ops / 10,
         "{enters} io_uring_enter calls for {ops} I/Os:\n{}",
-        log.lines().take(40).collect::<Vec<_>>().join("\n")
+        head(&log, 40)
     );
 }
