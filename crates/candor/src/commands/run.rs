@@ -174,7 +174,8 @@ pub struct Args {
     /// Allow a block device as a target: candor benchmarks the device itself, O_DIRECT by
     /// default, on `threads x --file-size` bytes from --offset, overwriting them. Refused
     /// when the device is in use (mounted, a mounted partition, swap, held by device-mapper
-    /// or md) or holds a filesystem or partition table (see --destroy-existing-data).
+    /// or md, the backing of a loop device) or holds any signature libblkid knows: a
+    /// filesystem, partition table, RAID or swap area (see --destroy-existing-data).
     #[arg(long)]
     pub allow_device_writes: bool,
 
