@@ -769,6 +769,20 @@ fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
     if !meta.is_dir() {
         return Err(Failure::usage(format!("{} is not a directory: give the directory to benchmark (candor makes its own files there)", t.display())));
     }
+    if let Some(fs) = crate::paths::pseudo_fs(t) {
+        return Err(Failure::usage(format!(
+            "{} is on a {fs} pseudo-filesystem, which holds the kernel's own entries and cannot hold benchmark files: give a directory on a real filesystem",
+            t.display()
+        )));
+    }
+    // 0 bytes free is no room at all (only an unreadable statfs leaves it to the plan,
+    // which says it could not check).
+    if crate::paths::free_bytes(t) == Some(0) {
+        return Err(Failure::usage(format!(
+            "{} has 0 B free, so no test file fits: free some space or choose another target",
+            t.display()
+        )));
+    }
     Ok(())
 }
 
