@@ -59,6 +59,19 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
     (s.f_bavail as u64).checked_mul(s.f_frsize as u64)
 }
 
+/// Whether the filesystem holding `path` is mounted read-only (statvfs' ST_RDONLY).
+#[allow(clippy::unnecessary_cast)] // f_flag's type differs between architectures.
+pub fn read_only(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs is plain integers; zeroed is a valid value to be overwritten.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path and s a writable statvfs.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut s) } == 0)
+        && s.f_flag as u64 & libc::ST_RDONLY as u64 != 0
+}
+
 /// Why the directory `dir` cannot take a new file, as the end of a sentence; None when it
 /// can (it exists, is a directory, on a real filesystem, writable).
 fn unwritable(dir: &Path) -> Option<String> {
@@ -124,7 +137,7 @@ pub fn check_output_file(option: &str, file: &Path, what: &str) -> Result<(), Fa
         .unwrap_or(Path::new("."));
     match unwritable(dir) {
         Some(why) => Err(Failure::usage(format!(
-            "{option} {shown}: cannot save the {what} there, as {why}: choose another place"
+            "cannot save to {shown} (the {what}, {option}): {why}; choose another place"
         ))),
         None => Ok(()),
     }
@@ -147,7 +160,7 @@ pub fn check_output_dir(option: &str, dir: &Path) -> Result<(), Failure> {
     };
     match unwritable(at) {
         Some(why) => Err(Failure::usage(format!(
-            "{option} {}: cannot save there, as {why}: choose another directory",
+            "cannot save to {} ({option}): {why}; choose another directory",
             dir.display()
         ))),
         None => Ok(()),

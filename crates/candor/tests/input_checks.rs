@@ -266,7 +266,7 @@ fn a_rank_output_that_cannot_be_made_is_refused_before_the_run() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("candor: --rank-output ") && err.contains("is not a directory"),
+        err.contains("(--rank-output)") && err.contains("is not a directory"),
         "{err}"
     );
     assert_eq!(left_in(dir.path()), vec!["a-file".to_string()], "{err}");

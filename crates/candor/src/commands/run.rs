@@ -776,8 +776,9 @@ fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
         )));
     }
     // 0 bytes free is no room at all (only an unreadable statfs leaves it to the plan,
-    // which says it could not check).
-    if crate::paths::free_bytes(t) == Some(0) {
+    // which says it could not check). A read-only filesystem (which often reads 0 free)
+    // is said as such when the run directory cannot be made.
+    if crate::paths::free_bytes(t) == Some(0) && !crate::paths::read_only(t) {
         return Err(Failure::usage(format!(
             "{} has 0 B free, so no test file fits: free some space or choose another target",
             t.display()
