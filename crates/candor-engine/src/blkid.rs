@@ -79,11 +79,21 @@ pub fn describe(kind: &str, usage: &str) -> String {
 /// Probes the device open on `fd` (named `path` for the fallback and the messages): by
 /// libblkid, else by `blkid -p`. Errors are the sentence to print.
 pub fn probe(fd: c_int, path: &Path) -> Result<Found, String> {
-    let lib = match Lib::load() {
+    probe_by(Lib::load(), "blkid", fd, path)
+}
+
+/// [`probe`] with the library as loaded and the fallback program named `blkid`.
+fn probe_by(
+    lib: Result<Lib, String>,
+    blkid: &str,
+    fd: c_int,
+    path: &Path,
+) -> Result<Found, String> {
+    let lib = match lib {
         Ok(lib) => return lib.probe(fd),
         Err(e) => e,
     };
-    by_program(path).map_err(|program| {
+    by_program(blkid, path).map_err(|program| {
         format!(
             "the signature check of {} could not run: libblkid could not be loaded ({lib}) and {program}; install util-linux's libblkid1 (or blkid) so that candor can see what the device holds",
             path.display()
@@ -206,9 +216,9 @@ impl Lib {
 
 /// `blkid -p -o export PATH`: exit 0 with TYPE=/PTTYPE=/USAGE= lines, 2 when nothing is
 /// found, 8 when the result is ambivalent. The error says what went wrong.
-fn by_program(path: &Path) -> Result<Found, String> {
+fn by_program(blkid: &str, path: &Path) -> Result<Found, String> {
     let by = "blkid -p";
-    let o = Command::new("blkid")
+    let o = Command::new(blkid)
         .args(["-p", "-o", "export"])
         .arg(path)
         .output()
@@ -319,7 +329,34 @@ mod tests {
             by,
         };
         assert_eq!(lib.probe(f.as_file().as_raw_fd()), Ok(want("libblkid")));
-        assert_eq!(by_program(f.path()), Ok(want("blkid -p")));
+        assert_eq!(by_program("blkid", f.path()), Ok(want("blkid -p")));
+        // Without the library, the program is asked.
+        assert_eq!(
+            probe_by(Err("gone".into()), "blkid", -1, f.path()),
+            Ok(want("blkid -p"))
+        );
+    }
+
+    /// Neither the library nor the program: the probe fails with a sentence, and the
+    /// device is never taken to be blank.
+    #[test]
+    fn without_libblkid_and_blkid_the_check_fails_and_says_so() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let e = probe_by(
+            Err("libblkid.so.1: cannot open shared object file".into()),
+            "candor-no-such-blkid",
+            -1,
+            f.path(),
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "the signature check of {} could not run: libblkid could not be loaded (libblkid.so.1: cannot open shared object file) and blkid could not be run (",
+                f.path().display()
+            )),
+            "{e}"
+        );
+        assert!(e.contains("install util-linux's libblkid1"), "{e}");
     }
 
     #[test]

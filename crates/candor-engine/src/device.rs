@@ -231,9 +231,7 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
     let mut parts: Vec<(String, u32, u32)> = vec![(name.clone(), major, minor)];
     parts.extend(partitions(&sys));
     if let Some(why) = in_use(&parts) {
-        return Err(format!(
-            "{shown} is in use ({why}): candor never writes a device in use; unmount it or detach what is stacked on it (losetup -d, dmsetup remove, mdadm --stop) first"
-        ));
+        return Err(in_use_sentence(&shown, &why));
     }
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{shown} is not a usable path"))?;
@@ -251,6 +249,13 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
             Some(libc::EROFS) => format!("{shown} is read-only: candor cannot write it"),
             _ => format!("cannot open {shown}: {e}"),
         });
+    }
+    // Looked at again with the claim held: anything stacked on it in the meantime (a
+    // loop device, which O_EXCL does not keep out) refuses it too.
+    if let Some(why) = in_use(&parts) {
+        // SAFETY: fd was opened above and is closed once, here.
+        unsafe { libc::close(fd) };
+        return Err(in_use_sentence(&shown, &why));
     }
     let dev = Device {
         path: path.to_path_buf(),
@@ -306,6 +311,13 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
         ));
     }
     Ok(dev)
+}
+
+/// The refusal of a device in use, `why` saying by what.
+fn in_use_sentence(shown: &impl std::fmt::Display, why: &str) -> String {
+    format!(
+        "{shown} is in use ({why}): candor never writes a device in use; unmount it or detach what is stacked on it (losetup -d, dmsetup remove, mdadm --stop) first"
+    )
 }
 
 /// The partitions of the device at `sys` (/sys/dev/block/M:m): name, major, minor.

@@ -231,6 +231,57 @@ fn an_offset_loop_on_the_device_is_refused_and_its_filesystem_stays_clean() {
 }
 
 #[test]
+fn a_loop_on_a_partition_of_the_device_is_refused() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(d) = device(64 * MIB, &["sfdisk", "partx"]) else {
+        return;
+    };
+    let dev = d.loop_device.clone();
+    let table = Command::new("sfdisk")
+        .args(["-q", &dev])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .expect("sfdisk's stdin")
+                .write_all(b"start=2048, size=65536, type=83\n")?;
+            c.wait_with_output()
+        })
+        .expect("sfdisk runs");
+    assert!(table.status.success(), "sfdisk: {}", text(&table.stderr));
+    struct Parts(String);
+    impl Drop for Parts {
+        fn drop(&mut self) {
+            let _ = Command::new("partx").args(["-d", &self.0]).output();
+        }
+    }
+    sh("partx", &["-a", &dev]);
+    let _parts = Parts(dev.clone());
+    let part = format!("{dev}p1");
+    assert!(Path::new(&part).exists(), "partx made no {part}");
+    let on_part = Loop::attach(&[&part]);
+    // The partition table is a signature too: told to destroy it, the loop on the
+    // partition is what refuses the device.
+    refused(
+        &dev,
+        &[
+            "--destroy-existing-data",
+            "--tests",
+            "0",
+            "--file-size",
+            "4m",
+        ],
+        &[
+            "is in use",
+            &format!("{} uses {part} as its backing file", on_part.name()),
+        ],
+    );
+}
+
+#[test]
 fn a_blank_device_is_written_with_exactly_the_plans_bytes() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(d) = device(16 * MIB, &[]) else {
