@@ -2,13 +2,17 @@
 //! it holds, so every check is made before the first write, and each refusal is one
 //! sentence:
 //! - the device is not mounted, holds no mounted partition, is no active swap, and nothing
-//!   is stacked on it (device-mapper, md) — from /proc/self/mountinfo, /proc/swaps and
-//!   sysfs' `holders`;
+//!   is stacked on it or on one of its partitions: no device-mapper or md device in
+//!   sysfs' `holders`, and no loop device whose backing file it is (every
+//!   `/sys/block/*/loop/backing_file`, compared by device number: `losetup -o` on a
+//!   device leaves `holders` empty) — from /proc/self/mountinfo, /proc/swaps and sysfs;
 //! - the kernel agrees: candor opens it with O_EXCL, which the kernel refuses while the
 //!   device or one of its partitions is mounted or claimed, and the claim is held for the
 //!   whole run, so nothing can mount it in the middle;
-//! - it carries no filesystem, partition-table, RAID, LVM, LUKS or swap signature
-//!   (`SIGNATURES`), unless `--destroy-existing-data` says to destroy it;
+//! - it carries no signature of any kind libblkid knows (filesystems, partition tables,
+//!   RAID, LVM, LUKS, swap...: `crate::blkid`), nor one of candor's own table
+//!   (`SIGNATURES`), unless `--destroy-existing-data` says to destroy it; when the
+//!   signature check cannot run, the device is refused (it is never taken to be blank);
 //! - the region candor works in, from `--offset` for `threads x --file-size` bytes, lies
 //!   inside the device and starts on a logical block.
 //!
@@ -227,9 +231,7 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
     let mut parts: Vec<(String, u32, u32)> = vec![(name.clone(), major, minor)];
     parts.extend(partitions(&sys));
     if let Some(why) = in_use(&parts) {
-        return Err(format!(
-            "{shown} is in use ({why}): candor never writes a device in use; unmount it (or stop what holds it) first"
-        ));
+        return Err(in_use_sentence(&shown, &why));
     }
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{shown} is not a usable path"))?;
@@ -247,6 +249,13 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
             Some(libc::EROFS) => format!("{shown} is read-only: candor cannot write it"),
             _ => format!("cannot open {shown}: {e}"),
         });
+    }
+    // Looked at again with the claim held: anything stacked on it in the meantime (a
+    // loop device, which O_EXCL does not keep out) refuses it too.
+    if let Some(why) = in_use(&parts) {
+        // SAFETY: fd was opened above and is closed once, here.
+        unsafe { libc::close(fd) };
+        return Err(in_use_sentence(&shown, &why));
     }
     let dev = Device {
         path: path.to_path_buf(),
@@ -283,14 +292,32 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
         ));
     }
     head.truncate(n as usize);
-    let found = signatures(&head);
-    if !found.is_empty() && !destroy {
+    if destroy {
+        // Told to destroy whatever is there: what it is does not matter.
+        return Ok(dev);
+    }
+    let found = match crate::blkid::probe(fd, path)? {
+        crate::blkid::Found::Nothing => None,
+        f => f.describe(),
+    };
+    // candor's own table too, in case the library on this machine is older than a format.
+    let found = found.or_else(|| {
+        let own = signatures(&head);
+        (!own.is_empty()).then(|| format!("{} (found by candor's own check)", own.join(" and ")))
+    });
+    if let Some(what) = found {
         return Err(format!(
-            "{shown} holds {}: benchmarking it destroys that data; add --destroy-existing-data if that is what you want",
-            found.join(" and ")
+            "{shown} holds {what}: candor does not write over it; wipe it first (wipefs -a {shown}) or add --destroy-existing-data if you mean to destroy it"
         ));
     }
     Ok(dev)
+}
+
+/// The refusal of a device in use, `why` saying by what.
+fn in_use_sentence(shown: &impl std::fmt::Display, why: &str) -> String {
+    format!(
+        "{shown} is in use ({why}): candor never writes a device in use; unmount it or detach what is stacked on it (losetup -d, dmsetup remove, mdadm --stop) first"
+    )
 }
 
 /// The partitions of the device at `sys` (/sys/dev/block/M:m): name, major, minor.
@@ -346,18 +373,77 @@ fn in_use(parts: &[(String, u32, u32)]) -> Option<String> {
         {
             return Some(format!("{dev_path} is an active swap area"));
         }
-        let holders: Vec<String> = std::fs::read_dir(format!("/sys/class/block/{name}/holders"))
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !holders.is_empty() {
-            return Some(format!("{dev_path} is held by {}", holders.join(", ")));
+    }
+    stacked(Path::new("/sys"), parts)
+}
+
+/// What is stacked on one of `parts`, from the sysfs at `sys` (/sys): a holder
+/// (device-mapper, md, bcache... in `holders/`), or a loop device whose backing file is
+/// one of them (`loop/backing_file`, compared by device number, as `losetup -o` leaves
+/// `holders/` empty). None when nothing is.
+fn stacked(sys: &Path, parts: &[(String, u32, u32)]) -> Option<String> {
+    let mut found = Vec::new();
+    for (name, _, _) in parts {
+        let dev_path = format!("/dev/{name}");
+        let Ok(rd) = std::fs::read_dir(sys.join("class/block").join(name).join("holders")) else {
+            continue;
+        };
+        let mut holders: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        holders.sort();
+        for h in holders {
+            let dm = std::fs::read_to_string(sys.join("block").join(&h).join("dm/name"))
+                .ok()
+                .map(|n| format!(" (device-mapper {})", n.trim()))
+                .or_else(|| {
+                    sys.join("block")
+                        .join(&h)
+                        .join("md")
+                        .is_dir()
+                        .then(|| " (md RAID)".to_string())
+                })
+                .unwrap_or_default();
+            found.push(format!("{h}{dm} is stacked on {dev_path}"));
         }
     }
-    None
+    let numbers: Vec<u64> = parts
+        .iter()
+        .map(|&(_, ma, mi)| libc::makedev(ma, mi))
+        .collect();
+    if let Ok(rd) = std::fs::read_dir(sys.join("block")) {
+        let mut loops: Vec<(String, std::path::PathBuf)> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.path().join("loop"),
+                )
+            })
+            .filter(|(_, l)| l.is_dir())
+            .collect();
+        loops.sort();
+        for (name, l) in loops {
+            let Ok(backing) = std::fs::read_to_string(l.join("backing_file")) else {
+                continue;
+            };
+            let backing = backing.trim_end_matches('\n');
+            let Ok(m) = std::fs::metadata(backing) else {
+                continue;
+            };
+            if m.file_type().is_block_device() && numbers.contains(&m.rdev()) {
+                let offset = std::fs::read_to_string(l.join("offset"))
+                    .ok()
+                    .and_then(|o| o.trim().parse::<u64>().ok())
+                    .filter(|&o| o > 0)
+                    .map(|o| format!(" (losetup -o {o})"))
+                    .unwrap_or_default();
+                found.push(format!("{name} uses {backing} as its backing file{offset}"));
+            }
+        }
+    }
+    (!found.is_empty()).then(|| found.join("; "))
 }
 
 /// The device's logical block size from sysfs (a partition's is its disk's); 512 if unknown.
@@ -424,6 +510,33 @@ mod tests {
         );
         v[446 + 4] = 0x83;
         assert_eq!(signatures(&v), vec!["a DOS partition table"]);
+    }
+
+    /// A sysfs tree of `holders/` and `dm/name` for a device with one partition: the
+    /// device-mapper on the disk and the md array on the partition are both named.
+    #[test]
+    fn holders_of_the_device_and_of_its_partitions_are_named() {
+        let sys = tempfile::tempdir().unwrap();
+        let mk = |p: &str| std::fs::create_dir_all(sys.path().join(p)).unwrap();
+        mk("class/block/vdz/holders/dm-3");
+        mk("class/block/vdz1/holders/md9");
+        mk("class/block/vdz2/holders");
+        mk("block/dm-3/dm");
+        std::fs::write(sys.path().join("block/dm-3/dm/name"), "vg-data\n").unwrap();
+        mk("block/md9/md");
+        let parts = |names: &[&str]| -> Vec<(String, u32, u32)> {
+            names.iter().map(|n| (n.to_string(), 250, 0)).collect()
+        };
+        assert_eq!(
+            stacked(sys.path(), &parts(&["vdz", "vdz1", "vdz2"])).as_deref(),
+            Some("dm-3 (device-mapper vg-data) is stacked on /dev/vdz; md9 (md RAID) is stacked on /dev/vdz1")
+        );
+        assert_eq!(
+            stacked(sys.path(), &parts(&["vdz1"])).as_deref(),
+            Some("md9 (md RAID) is stacked on /dev/vdz1"),
+            "a partition's holder alone"
+        );
+        assert_eq!(stacked(sys.path(), &parts(&["vdz2"])), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! the only place candor writes (`rundir`), signal handling (`signals`), the runner, and
 //! what becomes of results as they arrive (`collect`, `efficiency`, `ceiling`).
 
+pub mod blkid;
 pub mod buffer;
 pub mod ceiling;
 pub mod clock;

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod exit;
 mod output;
+mod paths;
 
 use clap::Parser;
 

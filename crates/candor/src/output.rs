@@ -41,25 +41,16 @@ impl Output {
         self.format.name()
     }
 
-    /// Checks `-o` before anything runs: a file name in a directory that exists.
+    /// Checks `-o` and `--html` before anything runs: each a file name (not a directory,
+    /// device, pipe or link) in a directory that exists and can be written.
     pub fn check(&self) -> Result<(), Failure> {
-        let Some(out) = &self.json else {
-            return Ok(());
-        };
-        if out.is_dir() {
-            return Err(Failure::usage(format!(
-                "{} is a directory: give a file name for the JSON result",
-                out.display()
-            )));
+        if let Some(out) = &self.json {
+            crate::paths::check_output_file("-o", out, "JSON result")?;
         }
-        match out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(parent) if !parent.is_dir() => Err(Failure::usage(format!(
-                "cannot save to {}: the directory {} does not exist",
-                out.display(),
-                parent.display()
-            ))),
-            _ => Ok(()),
+        if let Some(h) = &self.html {
+            crate::paths::check_output_file("--html", h, "HTML report")?;
         }
+        Ok(())
     }
 
     /// Saves the result so far (`-o`). A failure is kept (the first one, until `finish`)

@@ -162,6 +162,7 @@ impl Plan {
             .transpose()?
             .unwrap_or_else(|| vec![1]);
         check_counts(o)?;
+        check_size_options(o)?;
 
         let preset = if o.shapes_nothing() {
             presets::chosen(Chosen::NoPlanOptions)
@@ -240,7 +241,8 @@ impl Plan {
                 notes.push("the stdio and mmap tests go through the page cache by nature: they ran without O_DIRECT".to_string());
             }
         }
-        check_free_space(&points, infos)?;
+        check_sizes(&points)?;
+        check_free_space(&points, infos, dirs, &mut notes)?;
         check_devices(&points, dirs)?;
         if o.drop_caches {
             check_drop_caches()?;
@@ -501,10 +503,11 @@ fn sweep_points(
             format_bytes(largest_file, ByteStyle::LABEL)
         )));
     }
-    if records.iter().any(|&r| r > u32::MAX as u64 / 2) {
-        return Err(PlanError::usage(
-            "record sizes above 1G are not supported: use a smaller --record-size",
-        ));
+    if let Some(&r) = records.iter().find(|&&r| r > u32::MAX as u64 / 2) {
+        return Err(PlanError::usage(format!(
+            "--record-size {} is above 1G, the largest record candor supports: use a smaller --record-size",
+            format_bytes(r, ByteStyle::LABEL)
+        )));
     }
     // UnixBench's file copy buffers unless record sizes were given.
     let copy_records: Vec<u64> = match &given_records {
@@ -564,20 +567,100 @@ fn check_direct(points: &[Point], infos: &[TargetInfo], dirs: &[RunDir]) -> Resu
     Ok(())
 }
 
-/// The largest file set (one file per thread) must fit on every target, with a margin.
-fn check_free_space(points: &[Point], infos: &[TargetInfo]) -> Result<(), PlanError> {
+/// The largest file candor makes: a file offset is a signed 64-bit number (`off_t`).
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+
+/// The file sizes given on the command line, each at most [`MAX_FILE_SIZE`]: checked before
+/// any arithmetic is made with them (a size near 2^64 would wrap the sums after it). A
+/// size that does not parse is left to the option's own check.
+fn check_size_options(o: &RunOptions) -> Result<(), PlanError> {
+    for (what, v) in [
+        ("file-size", &o.file_size),
+        ("min-file-size", &o.min_file_size),
+        ("max-file-size", &o.max_file_size),
+    ] {
+        let Some(text) = v.as_deref() else { continue };
+        let Ok(sizes) = parse_size_list(text) else {
+            continue;
+        };
+        if let Some(s) = sizes.iter().find(|&&s| s > MAX_FILE_SIZE) {
+            return Err(PlanError::usage(format!(
+                "--{what} {s} is larger than any file can be (8 EiB less one byte, the largest file offset): choose a smaller --{what}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Each point's files together (file size x threads) add up to at most
+/// [`MAX_FILE_SIZE`], so that every sum made with them is exact.
+fn check_sizes(points: &[Point]) -> Result<(), PlanError> {
+    for p in points {
+        let total = p.file_size.checked_mul(p.threads as u64);
+        if total.is_none_or(|t| t > MAX_FILE_SIZE) {
+            return Err(PlanError::usage(format!(
+                "--file-size {} with --threads {} makes {} x {} bytes, more than any filesystem or device holds: choose a smaller --file-size or fewer --threads",
+                p.file_size, p.threads, p.threads, p.file_size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Free bytes of the filesystem holding `path` (statvfs, for an unprivileged user); None
+/// when statvfs cannot be read.
+fn free_space(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain integers; zeroed is a valid value to be overwritten.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path and s a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    (s.f_bavail as u64).checked_mul(s.f_frsize as u64)
+}
+
+/// The largest file set (one file per thread) must fit on every target, with a margin. A
+/// target that reads 0 bytes free has no room (its free space is read again, as 0 also
+/// stands for "not known" in the description); only a target whose free space cannot be
+/// read at all is not checked, and a note says so. Devices are checked by
+/// [`check_devices`].
+fn check_free_space(
+    points: &[Point],
+    infos: &[TargetInfo],
+    dirs: &[RunDir],
+    notes: &mut Vec<String>,
+) -> Result<(), PlanError> {
     let need = points
         .iter()
         .map(|p| p.file_size.saturating_mul(p.threads as u64))
         .max()
         .unwrap_or(0);
-    let need_with_margin = need + need / 50 + (16 << 20);
-    for info in infos {
-        if info.free_bytes > 0 && info.free_bytes < need_with_margin {
+    let need_with_margin = need.saturating_add(need / 50).saturating_add(16 << 20);
+    for (info, dir) in infos.iter().zip(dirs) {
+        if dir.device().is_some() {
+            continue;
+        }
+        let free = match info.free_bytes {
+            0 => match free_space(dir.path()) {
+                Some(f) => f,
+                None => {
+                    notes.push(format!(
+                        "the free space of {} cannot be read (statvfs failed): the plan's {} were not checked against it",
+                        info.path,
+                        format_bytes(need_with_margin, ByteStyle::LABEL)
+                    ));
+                    continue;
+                }
+            },
+            f => f,
+        };
+        if free < need_with_margin {
             return Err(PlanError::usage(format!(
                 "{} has {} free but the plan needs {} (file size x threads, plus a margin): free some space or choose a smaller --file-size or fewer --threads",
                 info.path,
-                format_bytes(info.free_bytes, ByteStyle::LABEL),
+                format_bytes(free, ByteStyle::LABEL),
                 format_bytes(need_with_margin, ByteStyle::LABEL)
             )));
         }

@@ -174,7 +174,8 @@ pub struct Args {
     /// Allow a block device as a target: candor benchmarks the device itself, O_DIRECT by
     /// default, on `threads x --file-size` bytes from --offset, overwriting them. Refused
     /// when the device is in use (mounted, a mounted partition, swap, held by device-mapper
-    /// or md) or holds a filesystem or partition table (see --destroy-existing-data).
+    /// or md, the backing of a loop device) or holds any signature libblkid knows: a
+    /// filesystem, partition table, RAID or swap area (see --destroy-existing-data).
     #[arg(long)]
     pub allow_device_writes: bool,
 
@@ -767,6 +768,21 @@ fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
     }
     if !meta.is_dir() {
         return Err(Failure::usage(format!("{} is not a directory: give the directory to benchmark (candor makes its own files there)", t.display())));
+    }
+    if let Some(fs) = crate::paths::pseudo_fs(t) {
+        return Err(Failure::usage(format!(
+            "{} is on a {fs} pseudo-filesystem, which holds the kernel's own entries and cannot hold benchmark files: give a directory on a real filesystem",
+            t.display()
+        )));
+    }
+    // 0 bytes free is no room at all (only an unreadable statfs leaves it to the plan,
+    // which says it could not check). A read-only filesystem (which often reads 0 free)
+    // is said as such when the run directory cannot be made.
+    if crate::paths::free_bytes(t) == Some(0) && !crate::paths::read_only(t) {
+        return Err(Failure::usage(format!(
+            "{} has 0 B free, so no test file fits: free some space or choose another target",
+            t.display()
+        )));
     }
     Ok(())
 }

@@ -77,6 +77,10 @@ pub fn run(a: super::Args) -> CmdResult {
             "--shared-file cannot go with --reorder or --verify yet: each rank reads back and checks only its own segment; drop one of them",
         ));
     }
+    // Every rank saves its own result there: checked before MPI starts.
+    if let Some(dir) = &a.rank_output {
+        crate::paths::check_output_dir("--rank-output", dir)?;
+    }
     let session = Session::start()?;
     let root = session.world.rank() == 0;
     let out = super::run_with(a, Some(&session));
