@@ -124,8 +124,13 @@ pub(crate) fn open_dir_beneath(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<O
     if !matches!(err.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
         return Err(err);
     }
-    // No openat2: the same guarantees by hand. O_NOFOLLOW refuses a final link; a single
-    // name has no other component to follow; the mount is compared after the open.
+    open_dir_checked(dir, name)
+}
+
+/// [`open_dir_beneath`] without openat2: `O_NOFOLLOW` refuses a final link, a single name
+/// has no other component to follow, and the mount is compared after the open.
+fn open_dir_checked(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     if name.to_bytes().contains(&b'/') || matches!(name.to_bytes(), b"." | b"..") {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -366,4 +371,61 @@ pub(crate) fn name_of(path: &Path) -> io::Result<CString> {
         path.file_name()
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unmounts on drop.
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+
+    #[test]
+    fn links_and_mounts_are_never_entered_with_or_without_openat2() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), b"keep").unwrap();
+        let top = open_dir(t.path()).unwrap();
+        std::os::unix::fs::symlink(outside.path(), t.path().join("link")).unwrap();
+        for open in [open_dir_beneath, open_dir_checked] {
+            let e = open(top.as_fd(), c"link").unwrap_err();
+            assert!(
+                matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)),
+                "{e}"
+            );
+        }
+        if !candor_testkit::need_root("to bind-mount a directory") {
+            return;
+        }
+        let bound = t.path().join("bound");
+        std::fs::create_dir(&bound).unwrap();
+        let st = std::process::Command::new("mount")
+            .arg("--bind")
+            .arg(outside.path())
+            .arg(&bound)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount --bind");
+        let _guard = Unmount(bound.clone());
+        // The same filesystem, another mount: the device alone cannot tell.
+        let root = stat_at(top.as_fd(), c"").unwrap();
+        let b = stat_at(top.as_fd(), c"bound").unwrap();
+        assert_eq!(b.dev, root.dev);
+        assert!(b.other_mount_than(&root));
+        for open in [open_dir_beneath, open_dir_checked] {
+            let e = open(top.as_fd(), c"bound").unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{e}");
+        }
+        let mut out = Removal::default();
+        assert!(!empty_dir(top.as_fd(), t.path(), &root, &[], &mut out));
+        assert_eq!(out.kept_mounts, vec![bound.clone()]);
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(std::fs::read(outside.path().join("keep")).unwrap(), b"keep");
+        assert!(!t.path().join("link").exists());
+    }
 }

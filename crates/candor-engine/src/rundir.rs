@@ -149,7 +149,9 @@ impl RunDir {
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
             .open(&dir.path)?;
-        d.set_permissions(fs::Permissions::from_mode(0o700))?;
+        // 0700 whatever the umask. Best effort: a filesystem without Unix modes refuses
+        // chmod, and the run goes on (`clean` then leaves such a directory, naming its mode).
+        let _ = d.set_permissions(fs::Permissions::from_mode(0o700));
         let meta = d.metadata()?;
         dir.identity = Some((meta.dev(), meta.ino()));
         let marker = Marker {
@@ -166,7 +168,7 @@ impl RunDir {
             .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(dir.path.join(MARKER))?;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+        let _ = f.set_permissions(fs::Permissions::from_mode(0o600));
         f.write_all(marker.render().as_bytes())?;
         Ok(dir)
     }
