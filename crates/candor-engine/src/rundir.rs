@@ -10,8 +10,9 @@
 //! `dev`/`ino` are the run directory's own device and inode numbers, `uid` its owner and
 //! `nonce` 128 random bits. A directory is candor's only when it and its marker are owned
 //! by the user cleaning (root cleans root's only), have modes 0700 and 0600, the marker is
-//! byte for byte in that layout, and its `dev`/`ino`/`uid` are the directory's: a marker
-//! copied or written into another directory names another inode. Removal goes through
+//! byte for byte in that layout, and its `ino`/`uid` (and `dev`, for a marker from this
+//! boot) are the directory's: a marker copied or written into another directory names
+//! another inode. Removal goes through
 //! directory descriptors ([`crate::fsat`]): no symbolic link is followed and no mount
 //! point inside is crossed (what lies on another mount stays, and is named).
 
@@ -500,7 +501,11 @@ fn judge(target: std::os::fd::BorrowedFd<'_>, tstat: &Stat, name: &CStr, path: &
         Ok(m) => m,
         Err(v) => return v,
     };
-    if (marker.dev, marker.ino, marker.uid) != (dst.dev, dst.ino, dst.uid) {
+    // The inode and owner always; the device too when the marker is from this boot (a
+    // filesystem's device number can change across a reboot, btrfs's or a loop device's,
+    // and differs between the nodes sharing a network filesystem).
+    let this_boot = marker.boot_id == boot_id();
+    if (marker.ino, marker.uid) != (dst.ino, dst.uid) || (this_boot && marker.dev != dst.dev) {
         return Verdict::OtherDirectory;
     }
     if owner_alive(&marker) {
@@ -723,7 +728,35 @@ mod tests {
         let linked = plant(".candor-linked", "");
         fs::remove_file(linked.join(MARKER)).unwrap();
         std::os::unix::fs::symlink(dead.join(MARKER), linked.join(MARKER)).unwrap();
+        // Another device number: refused from this boot, accepted from another (device
+        // numbers can change across a reboot; the inode still has to match).
+        let rewrite = |d: &Path, f: &dyn Fn(&mut Marker)| {
+            let mut m = Marker::parse(&fs::read_to_string(d.join(MARKER)).unwrap()).unwrap();
+            f(&mut m);
+            fs::write(d.join(MARKER), m.render()).unwrap();
+        };
+        let dev_now = dead_run(t.path(), "dev-now");
+        rewrite(&dev_now, &|m| m.dev += 1);
+        let dev_then = dead_run(t.path(), "dev-then");
+        rewrite(&dev_then, &|m| {
+            m.dev += 1;
+            m.boot_id = "0123abcd-0000-4000-8000-000000000000".into();
+        });
+        let ino_then = dead_run(t.path(), "ino-then");
+        rewrite(&ino_then, &|m| {
+            m.ino += 1;
+            m.boot_id = "0123abcd-0000-4000-8000-000000000000".into();
+        });
         let rep = clean_stale(t.path()).unwrap();
+        assert_eq!(verdict_of(&rep, &dev_now), &Verdict::OtherDirectory);
+        assert_eq!(verdict_of(&rep, &ino_then), &Verdict::OtherDirectory);
+        assert!(matches!(
+            verdict_of(&rep, &dev_then),
+            Verdict::Removed {
+                this_boot: false,
+                ..
+            }
+        ));
         assert_eq!(verdict_of(&rep, &copied), &Verdict::OtherDirectory);
         assert_eq!(verdict_of(&rep, &spaced), &Verdict::MarkerFormat);
         assert_eq!(verdict_of(&rep, &hello), &Verdict::MarkerFormat);
