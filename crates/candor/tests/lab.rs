@@ -592,6 +592,15 @@ fn state_json(backing: &Path, mount_point: &Path) -> String {
     )
 }
 
+/// Undoes by hand what is still mounted and attached under its directory when dropped, so
+/// a failing test leaves nothing behind.
+struct UndoUnder(PathBuf);
+impl Drop for UndoUnder {
+    fn drop(&mut self) {
+        undo_under(&self.0);
+    }
+}
+
 /// Undoes by hand whatever a wrongly trusted lab mounted and attached under `dir`, so a
 /// failing test leaves nothing behind.
 fn undo_under(dir: &Path) {
@@ -808,6 +817,7 @@ fn the_lab_is_private_whatever_the_umask_and_mounted_nosuid_nodev() {
     for umask in ["000", "022"] {
         let tmp = temp_dir();
         let dir = canonical(tmp.path());
+        let _undo = UndoUnder(dir.clone());
         let d = dir.display().to_string();
         let out = Command::new("sh")
             .args([
@@ -878,6 +888,7 @@ fn two_lab_commands_wait_for_each_other() {
     }
     let tmp = temp_dir();
     let dir = canonical(tmp.path());
+    let _undo = UndoUnder(dir.clone());
     let d = dir.display().to_string();
     let spawn = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_candor"))
