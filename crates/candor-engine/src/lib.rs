@@ -12,6 +12,7 @@ pub mod collect;
 pub mod device;
 pub mod efficiency;
 pub mod engines;
+mod fsat;
 pub mod pattern;
 pub mod plan;
 pub mod rundir;

@@ -12,6 +12,7 @@
 
 use crate::spec::{check_size, FsKind};
 use crate::sys::{self, canonical, losetup, run};
+use crate::trust;
 use crate::LabError;
 use candor_model::units::{format_bytes, ByteStyle};
 use serde::{Deserialize, Serialize};
@@ -160,13 +161,13 @@ fn state_path(root: &Path) -> PathBuf {
     root.join(STATE_FILE)
 }
 
-/// Reads the state; `Ok(None)` when the lab directory or its state file does not exist.
+/// Reads the state of the lab in `root` (checked by [`trust::open_lab_dir`]); `Ok(None)`
+/// when it has no state file. A state is trusted only if candor could have written it:
+/// see [`trust`].
 fn load_state(root: &Path) -> Result<Option<LabState>, LabError> {
     let path = state_path(root);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let Some(text) = trust::read_state_file(root, STATE_FILE)? else {
+        return Ok(None);
     };
     let state: LabState = serde_json::from_str(&text).map_err(|e| {
         LabError::Usage(format!(
@@ -187,15 +188,58 @@ fn load_state(root: &Path) -> Result<Option<LabState>, LabError> {
             state.version
         )));
     }
+    check_members(root, &path, &state)?;
     Ok(Some(state))
 }
 
-/// Writes the state atomically (temporary file, fsync, rename).
+/// The paths the lab makes for `fs`: its backing file and its mount point.
+fn member_paths(root: &Path, fs: FsKind) -> (PathBuf, PathBuf) {
+    (
+        root.join(format!("{fs}.img")),
+        root.join("mnt").join(fs.name()),
+    )
+}
+
+/// Each member once, with exactly the paths the lab makes, and what is at them what the
+/// lab makes there.
+fn check_members(root: &Path, path: &Path, state: &LabState) -> Result<(), LabError> {
+    for (i, m) in state.members.iter().enumerate() {
+        if state.members[..i].iter().any(|o| o.fs == m.fs) {
+            return Err(LabError::Usage(format!(
+                "{} lists {} twice, so candor did not write it; candor leaves this lab alone",
+                path.display(),
+                m.fs
+            )));
+        }
+        let (backing, mount_point) = member_paths(root, m.fs);
+        trust::check_member_path(
+            path,
+            &format!("the {} backing file", m.fs),
+            &m.backing,
+            &backing,
+        )?;
+        trust::check_member_path(
+            path,
+            &format!("the {} mount point", m.fs),
+            &m.mount_point,
+            &mount_point,
+        )?;
+        trust::check_entry(&backing, false)?;
+    }
+    trust::check_entry(&root.join("mnt"), true)?;
+    Ok(())
+}
+
+/// Writes the state atomically (temporary file, fsync, rename), mode 0600.
 fn save_state(root: &Path, state: &LabState) -> Result<(), LabError> {
     let tmp = root.join(format!("{STATE_FILE}.tmp"));
     let text =
         serde_json::to_string_pretty(state).map_err(|e| LabError::Io(std::io::Error::other(e)))?;
-    let mut f = std::fs::File::create(&tmp)?;
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
+    let mut f = trust::create_private_file(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.write_all(b"\n")?;
     f.sync_all()?;
@@ -238,7 +282,21 @@ fn status_of(member: &Member, mounts: &[sys::MountEntry]) -> MemberStatus {
 /// The lab in `dir`, with the status of each member; `Ok(None)` when there is none.
 /// Needs no privileges.
 pub fn list(dir: &Path) -> Result<Option<Vec<MemberView>>, LabError> {
-    let root = lab_root(dir);
+    let dir = match std::fs::canonicalize(dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(LabError::Usage(format!(
+                "--dir {} cannot be used: {e}",
+                dir.display()
+            )))
+        }
+    };
+    let root = lab_root(&dir);
+    trust::check_chain(&dir)?;
+    let Some(_lab) = trust::open_lab_dir(&root)? else {
+        return Ok(None);
+    };
     let Some(state) = load_state(&root)? else {
         return Ok(None);
     };
@@ -337,18 +395,30 @@ fn attach(backing: &Path) -> Result<String, LabError> {
     Ok(device)
 }
 
+/// Mounts a lab filesystem `nosuid,nodev`: a set-user-id file or a device node in an
+/// image is never honoured.
 fn mount(device: &str, mount_point: &Path) -> Result<(), LabError> {
-    run("mount", &[device, &mount_point.display().to_string()]).map(|_| ())
+    run(
+        "mount",
+        &[
+            "-o",
+            "nosuid,nodev",
+            device,
+            &mount_point.display().to_string(),
+        ],
+    )
+    .map(|_| ())
 }
 
 /// Makes one member: backing file, loop device, mkfs, mount point, mount. The state lists
 /// the member before anything is made, and is saved again once it is formatted.
 fn build(root: &Path, state: &mut LabState, fs: FsKind, size: u64) -> Result<String, LabError> {
+    let (backing, mount_point) = member_paths(root, fs);
     let member = Member {
         fs,
         size,
-        backing: root.join(format!("{fs}.img")),
-        mount_point: root.join("mnt").join(fs.name()),
+        backing,
+        mount_point,
         formatted: false,
     };
     state.members.push(member.clone());
@@ -373,11 +443,7 @@ fn build(root: &Path, state: &mut LabState, fs: FsKind, size: u64) -> Result<Str
 }
 
 fn build_steps(member: &Member, made: &mut Made) -> Result<String, LabError> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&member.backing)
-        .map_err(|e| {
+    let file = trust::create_private_file(&member.backing).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 LabError::Failed(format!(
                     "{} exists but the lab did not make it; candor leaves it alone: move it away and try again",
@@ -408,11 +474,13 @@ fn build_steps(member: &Member, made: &mut Made) -> Result<String, LabError> {
     })?;
 
     if let Some(parent) = member.mount_point.parent() {
-        std::fs::create_dir_all(parent)?;
+        trust::make_private_dir(parent)?;
+        trust::check_entry(parent, true)?;
     }
-    match std::fs::create_dir(&member.mount_point) {
-        Ok(()) => made.mount_point_dir = true,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+    match trust::make_private_dir(&member.mount_point) {
+        Ok(true) => made.mount_point_dir = true,
+        Ok(false) => {
+            trust::check_entry(&member.mount_point, true)?;
             let empty = std::fs::read_dir(&member.mount_point)?.next().is_none();
             if !empty {
                 return Err(LabError::Failed(format!(
@@ -430,19 +498,27 @@ fn build_steps(member: &Member, made: &mut Made) -> Result<String, LabError> {
 
 /// Brings a formatted member back: attach its backing file if needed, mount it.
 fn revive(member: &Member, status: &MemberStatus) -> Result<String, LabError> {
+    if let MemberStatus::Mounted { loop_device } = status {
+        return Ok(loop_device.clone());
+    }
+    if matches!(status, MemberStatus::Missing) {
+        return Err(LabError::Failed(format!(
+            "the lab's {} backing file {} is gone; run candor lab destroy, then create again",
+            member.fs,
+            member.backing.display()
+        )));
+    }
+    // The mount point first, so nothing is attached when it cannot be used.
+    if let Some(parent) = member.mount_point.parent() {
+        trust::make_private_dir(parent)?;
+        trust::check_entry(parent, true)?;
+    }
+    trust::make_private_dir(&member.mount_point)?;
+    trust::check_entry(&member.mount_point, true)?;
     let (device, attached_now) = match status {
         MemberStatus::Attached { loop_device } => (loop_device.clone(), false),
-        MemberStatus::Detached => (attach(&member.backing)?, true),
-        MemberStatus::Mounted { loop_device } => return Ok(loop_device.clone()),
-        MemberStatus::Missing => {
-            return Err(LabError::Failed(format!(
-                "the lab's {} backing file {} is gone; run candor lab destroy, then create again",
-                member.fs,
-                member.backing.display()
-            )))
-        }
+        _ => (attach(&member.backing)?, true),
     };
-    std::fs::create_dir_all(&member.mount_point)?;
     if let Err(e) = mount(&device, &member.mount_point) {
         if attached_now {
             let _ = run("losetup", &["-d", &device]);
@@ -450,6 +526,35 @@ fn revive(member: &Member, status: &MemberStatus) -> Result<String, LabError> {
         return Err(e);
     }
     Ok(device)
+}
+
+/// Opens the lab's directory (making it, mode 0700, when `make`), checks it and locks it.
+/// A `destroy` that removed the directory while this command waited for the lock leaves
+/// it unlinked: then start again (`make`), or report no lab (`Ok(None)`). Returns whether
+/// this call made the directory, and the lock.
+fn lock_lab(root: &Path, make: bool) -> Result<Option<(bool, sys::DirLock)>, LabError> {
+    for _ in 0..100 {
+        let made = if make {
+            trust::make_private_dir(root)
+                .map_err(|e| LabError::Failed(format!("cannot create {}: {e}", root.display())))?
+        } else {
+            false
+        };
+        let Some(lab) = trust::open_lab_dir(root)? else {
+            if make {
+                continue;
+            }
+            return Ok(None);
+        };
+        let lock = sys::lock_file(&lab.file)?;
+        if trust::still_there(root, &lab) {
+            return Ok(Some((made, lock)));
+        }
+        if !make {
+            return Ok(None);
+        }
+    }
+    Ok(None)
 }
 
 /// Makes the lab, or completes it: filesystems already there and mounted are reported as
@@ -468,11 +573,34 @@ pub fn create(req: &CreateRequest) -> Result<CreateReport, LabError> {
         ));
     }
     let dir = check_dir(&req.dir)?;
+    trust::check_chain(&dir)?;
     check_programs(&req.filesystems)?;
     let root = lab_root(&dir);
     let free_before = sys::free_bytes(&dir)?;
 
-    let existing = load_state(&root)?;
+    // Make or open the lab's directory, lock it, then read its state under the lock, so
+    // two commands on one lab run one after the other.
+    let (made_root, _lock) = lock_lab(&root, true)?.ok_or_else(|| {
+        LabError::Failed(format!(
+            "{} kept disappearing while candor waited for it; try again",
+            root.display()
+        ))
+    })?;
+    // Refusals from here on leave nothing behind: a directory made by this call goes.
+    let refuse = |e: LabError| {
+        if made_root {
+            let _ = std::fs::remove_dir(&root);
+        }
+        e
+    };
+    let existing = load_state(&root).map_err(refuse)?;
+    if existing.is_none() && !made_root && std::fs::read_dir(&root)?.next().is_some() {
+        return Err(LabError::Usage(format!(
+            "{} exists but holds no lab state file, so candor did not make it; \
+             remove it or choose another --dir",
+            root.display()
+        )));
+    }
     let new_kinds: Vec<FsKind> = req
         .filesystems
         .iter()
@@ -485,7 +613,7 @@ pub fn create(req: &CreateRequest) -> Result<CreateReport, LabError> {
         .collect();
     let needed = req.size.saturating_mul(new_kinds.len() as u64);
     if needed > free_before {
-        return Err(LabError::Usage(format!(
+        return Err(refuse(LabError::Usage(format!(
             "{} has {} free but {} filesystem(s) of {} need up to {}; the backing files are sparse, \
              but filled filesystems would run the host out of space: choose a smaller --size or another --dir",
             dir.display(),
@@ -493,33 +621,12 @@ pub fn create(req: &CreateRequest) -> Result<CreateReport, LabError> {
             new_kinds.len(),
             format_bytes(req.size, ByteStyle::PROSE),
             format_bytes(needed, ByteStyle::PROSE)
-        )));
+        ))));
     }
-
-    let made_root = match std::fs::create_dir(&root) {
-        Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if existing.is_none() && std::fs::read_dir(&root)?.next().is_some() {
-                return Err(LabError::Usage(format!(
-                    "{} exists but holds no lab state file, so candor did not make it; \
-                     remove it or choose another --dir",
-                    root.display()
-                )));
-            }
-            false
-        }
-        Err(e) => {
-            return Err(LabError::Failed(format!(
-                "cannot create {}: {e}",
-                root.display()
-            )))
-        }
-    };
-    let _lock = sys::lock_dir(&root)?;
-    // Read again under the lock: another create may have finished meanwhile.
-    let mut state = load_state(&root)?.unwrap_or_else(new_state);
-    if existing.is_none() {
-        save_state(&root, &state)?;
+    let fresh = existing.is_none();
+    let mut state = existing.unwrap_or_else(new_state);
+    if fresh {
+        save_state(&root, &state).map_err(refuse)?;
     }
 
     let result = create_members(&root, &mut state, req);
@@ -673,17 +780,16 @@ pub fn destroy(dir: &Path) -> Result<DestroyReport, LabError> {
         }
     };
     let root = lab_root(&dir);
-    if !root.exists() {
+    trust::check_chain(&dir)?;
+    // Locked before the state is read: a destroy running meanwhile has finished.
+    let Some((_, _lock)) = lock_lab(&root, false)? else {
         return Ok(DestroyReport::default());
-    }
-    let Some(_) = load_state(&root)? else {
+    };
+    let Some(mut state) = load_state(&root)? else {
         if std::fs::read_dir(&root)?.next().is_none() {
             // An empty lab directory: left by a create interrupted before its first save.
             std::fs::remove_dir(&root)?;
-            return Ok(DestroyReport {
-                removed: Vec::new(),
-                left: Vec::new(),
-            });
+            return Ok(DestroyReport::default());
         }
         return Err(LabError::Usage(format!(
             "{} holds no lab state file, so candor did not make it (or it was changed by hand); nothing was removed",
@@ -695,8 +801,6 @@ pub fn destroy(dir: &Path) -> Result<DestroyReport, LabError> {
             "candor lab destroy needs root (it unmounts and detaches loop devices); run it with sudo".into(),
         ));
     }
-    let _lock = sys::lock_dir(&root)?;
-    let mut state = load_state(&root)?.unwrap_or_else(new_state);
     let mut report = DestroyReport::default();
     while let Some(member) = state.members.last().cloned() {
         let left = remove_member(&member)?;
@@ -792,6 +896,102 @@ mod tests {
             Err(LabError::Usage(_))
         ));
         assert!(!lab_root(&d).exists());
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    fn usage_text(r: Result<impl std::fmt::Debug, LabError>) -> String {
+        match r {
+            Err(LabError::Usage(m)) => m,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_state_is_trusted_only_with_the_paths_the_lab_makes() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tmp();
+        let member = |backing: PathBuf, mount_point: PathBuf| Member {
+            fs: FsKind::Ext4,
+            size: 64 << 20,
+            backing,
+            mount_point,
+            formatted: true,
+        };
+        let write = |m: Vec<Member>| {
+            let mut s = new_state();
+            s.members = m;
+            std::fs::write(
+                d.join(STATE_FILE),
+                serde_json::to_string(&s).expect("serialise"),
+            )
+            .expect("write");
+            std::fs::set_permissions(d.join(STATE_FILE), std::fs::Permissions::from_mode(0o600))
+                .expect("chmod");
+        };
+        let good = member(d.join("ext4.img"), d.join("mnt/ext4"));
+        write(vec![good.clone()]);
+        assert!(load_state(&d).expect("load").is_some());
+        for (bad, needle) in [
+            (
+                vec![member(PathBuf::from("/etc/passwd"), d.join("mnt/ext4"))],
+                "not the path the lab makes",
+            ),
+            (
+                vec![member(d.join("../ext4.img"), d.join("mnt/ext4"))],
+                "not the path the lab makes",
+            ),
+            (
+                vec![member(d.join("ext4.img"), PathBuf::from("/etc"))],
+                "not the path the lab makes",
+            ),
+            (
+                vec![member(d.join("ext4.img"), d.join("mnt/../mnt/ext4"))],
+                "not the path the lab makes",
+            ),
+            (vec![good.clone(), good.clone()], "twice"),
+        ] {
+            write(bad.clone());
+            let m = usage_text(load_state(&d));
+            assert!(m.contains(needle), "{bad:?}: {m}");
+        }
+        // The state file itself: writable by others, or a link.
+        write(vec![good.clone()]);
+        std::fs::set_permissions(d.join(STATE_FILE), std::fs::Permissions::from_mode(0o666))
+            .expect("chmod");
+        assert!(usage_text(load_state(&d)).contains("mode 0666"));
+        std::fs::rename(d.join(STATE_FILE), d.join("elsewhere.json")).expect("rename");
+        std::os::unix::fs::symlink(d.join("elsewhere.json"), d.join(STATE_FILE)).expect("ln");
+        assert!(usage_text(load_state(&d)).contains("symbolic link"));
+        // A backing file that is a link.
+        std::fs::remove_file(d.join(STATE_FILE)).expect("rm");
+        write(vec![good]);
+        std::os::unix::fs::symlink("/etc/passwd", d.join("ext4.img")).expect("ln");
+        assert!(usage_text(load_state(&d)).contains("symbolic link"));
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn a_lab_directory_others_can_change_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tmp();
+        let root = lab_root(&d);
+        std::fs::create_dir(&root).expect("mkdir");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        assert!(usage_text(trust::open_lab_dir(&root).map(|_| ())).contains("mode 0777"));
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        assert!(trust::open_lab_dir(&root).expect("open").is_some());
+        std::fs::remove_dir(&root).expect("rmdir");
+        std::os::unix::fs::symlink(&d, &root).expect("ln");
+        assert!(usage_text(trust::open_lab_dir(&root).map(|_| ())).contains("symbolic link"));
+        std::fs::remove_file(&root).expect("rm");
+        // The chain: a directory writable by all without the sticky bit, then with it.
+        let shared = d.join("shared");
+        std::fs::create_dir(&shared).expect("mkdir");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let dir = std::fs::canonicalize(&shared).expect("canonical");
+        assert!(usage_text(trust::check_chain(&dir)).contains("without the sticky bit"));
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        trust::check_chain(&dir).expect("a sticky directory of one's own is fine");
         std::fs::remove_dir_all(&d).expect("cleanup");
     }
 }

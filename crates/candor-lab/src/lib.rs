@@ -10,6 +10,7 @@ pub mod lab;
 mod scratch;
 pub mod spec;
 mod sys;
+mod trust;
 
 pub use lab::{
     create, destroy, lab_root, list, CreateReport, CreateRequest, CreatedMember, DestroyReport,

@@ -190,8 +190,9 @@ pub(crate) struct DirLock {
     _file: File,
 }
 
-pub(crate) fn lock_dir(dir: &Path) -> Result<DirLock, LabError> {
-    let file = File::open(dir)?;
+/// Locks the directory open as `dir` (on a descriptor of its own, sharing the lock).
+pub(crate) fn lock_file(dir: &File) -> Result<DirLock, LabError> {
+    let file = dir.try_clone()?;
     // SAFETY: the descriptor is valid for the life of `file`.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
         return Err(std::io::Error::last_os_error().into());

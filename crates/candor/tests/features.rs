@@ -517,18 +517,8 @@ fn report_to_json_writes_the_same_result() {
 #[test]
 fn clean_removes_a_dead_runs_directory_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
-    // A run directory whose owner has exited: a child of ours, waited for.
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
-    let stale = dir.path().join(".candor-stale");
-    std::fs::create_dir(&stale).unwrap();
-    std::fs::write(
-        stale.join("CANDOR-RUN"),
-        format!("{{\"pid\":{pid},\"boot_id\":\"{}\"}}", boot.trim()),
-    )
-    .unwrap();
+    // A run directory whose owner has exited: a candor run killed mid-test.
+    let stale = common::dead_run(dir.path());
     std::fs::write(stale.join("candor.0.dat"), b"old data").unwrap();
     // Not candor's: a file and a directory without the marker.
     std::fs::write(dir.path().join("mine.txt"), b"keep").unwrap();
@@ -541,7 +531,12 @@ fn clean_removes_a_dead_runs_directory_and_nothing_else() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!stale.exists(), "{}", text(&out.stdout));
     assert!(
-        text(&out.stdout).contains(".candor-stale"),
+        text(&out.stdout).contains(&format!(
+            "removed {} (dead run of pid",
+            std::path::Path::new(".")
+                .join(stale.file_name().unwrap())
+                .display()
+        )),
         "{}",
         text(&out.stdout)
     );

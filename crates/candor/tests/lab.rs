@@ -558,3 +558,392 @@ fn a_missing_mkfs_is_named_before_anything_is_made() {
     assert!(!work.join(".candor-lab").exists());
     assert!(loops_under(&work).is_empty());
 }
+
+// ---- lab state is trusted only if candor made it ----
+
+/// Runs `sh -c SCRIPT` as nobody (uid and gid 65534, no groups).
+fn as_nobody(script: &str) {
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("run setpriv");
+    assert!(
+        out.status.success(),
+        "as nobody: {script}: {}",
+        text(&out.stderr)
+    );
+}
+
+/// A lab state file listing one formatted ext4 member with these paths.
+fn state_json(backing: &Path, mount_point: &Path) -> String {
+    format!(
+        "{{\"kind\":\"candor-lab\",\"version\":1,\"members\":[{{\"fs\":\"ext4\",\"size\":67108864,\
+         \"backing\":\"{}\",\"mount_point\":\"{}\",\"formatted\":true}}]}}\n",
+        backing.display(),
+        mount_point.display()
+    )
+}
+
+/// Undoes by hand what is still mounted and attached under its directory when dropped, so
+/// a failing test leaves nothing behind.
+struct UndoUnder(PathBuf);
+impl Drop for UndoUnder {
+    fn drop(&mut self) {
+        undo_under(&self.0);
+    }
+}
+
+/// Undoes by hand whatever a wrongly trusted lab mounted and attached under `dir`, so a
+/// failing test leaves nothing behind.
+fn undo_under(dir: &Path) {
+    for m in mounts_under(dir).iter().rev() {
+        if let Some(t) = m.split(' ').nth(1) {
+            let _ = Command::new("umount").arg(t).status();
+        }
+    }
+    for l in loops_under(dir) {
+        if let Some(dev) = l.split(':').next() {
+            let _ = Command::new("losetup").args(["-d", dev]).status();
+        }
+    }
+}
+
+#[test]
+fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_lab() || !common::need_programs(&["setpriv"]) {
+        return;
+    }
+    let top = temp_dir();
+    let top_dir = canonical(top.path());
+    std::fs::set_permissions(&top_dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // An ext4 image carrying a setuid-root copy of `id`, as made on another machine.
+    let src = top_dir.join("src");
+    std::fs::create_dir(&src).expect("mkdir src");
+    std::fs::copy("/usr/bin/id", src.join("suid-id")).expect("copy id");
+    std::fs::set_permissions(src.join("suid-id"), std::fs::Permissions::from_mode(0o4755))
+        .expect("chmod u+s");
+    let image = top_dir.join("evil.img");
+    let out = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-d"])
+        .arg(&src)
+        .arg(&image)
+        .arg("64M")
+        .output()
+        .expect("run mkfs.ext4");
+    assert!(out.status.success(), "mkfs.ext4: {}", text(&out.stderr));
+    std::fs::set_permissions(&image, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+
+    for (mode, why) in [
+        (0o1777, "owned by uid 65534"),
+        (0o0777, "without the sticky bit"),
+    ] {
+        let w = top_dir.join(format!("shared-{mode:o}"));
+        std::fs::create_dir(&w).expect("mkdir");
+        std::fs::set_permissions(&w, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let lab = w.join(".candor-lab");
+        let backing = lab.join("ext4.img");
+        let mnt = lab.join("mnt/ext4");
+        let state = w.join("planted.json");
+        std::fs::write(&state, state_json(&backing, &mnt)).expect("write state");
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        as_nobody(&format!(
+            "mkdir -p '{mnt}' && cp '{image}' '{backing}' && cp '{state}' '{lab}/lab.json'",
+            mnt = mnt.display(),
+            image = image.display(),
+            backing = backing.display(),
+            state = state.display(),
+            lab = lab.display()
+        ));
+        let planted = std::fs::read(&backing).expect("read planted image");
+        let d = w.display().to_string();
+
+        let out = candor(&[
+            "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
+        ]);
+        let err = text(&out.stderr);
+        let mounted = mounts_under(&w);
+        let euid = if mounted.is_empty() {
+            String::new()
+        } else {
+            let o = Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(mnt.join("suid-id"))
+                .arg("-u")
+                .output()
+                .expect("run the planted binary");
+            text(&o.stdout).trim().to_string()
+        };
+        undo_under(&w);
+        assert!(
+            mounted.is_empty(),
+            "mode {mode:o}: root mounted nobody's image: {mounted:?}; nobody then ran its setuid binary with euid {euid}; candor said: {err}"
+        );
+        assert_eq!(out.status.code(), Some(2), "mode {mode:o}: {err}");
+        assert!(err.contains(why), "mode {mode:o}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+        assert!(loops_under(&w).is_empty(), "{:?}", loops_under(&w));
+
+        let out = candor(&["lab", "destroy", "--dir", &d]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "mode {mode:o}: {err}");
+        assert!(err.contains(why), "mode {mode:o}: {err}");
+        // Nothing changed: the planted things are all still there.
+        assert_eq!(
+            std::fs::read(&backing).expect("planted image kept"),
+            planted
+        );
+        assert!(mnt.is_dir() && lab.join("lab.json").is_file());
+    }
+}
+
+#[test]
+fn a_lab_state_naming_paths_outside_the_lab_is_refused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_lab() || !common::need_programs(&["setpriv"]) {
+        return;
+    }
+    let top = temp_dir();
+    let top_dir = canonical(top.path());
+    std::fs::set_permissions(&top_dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Root's things elsewhere: a file and an (empty) directory.
+    let victim_file = top_dir.join("victim.txt");
+    let victim_dir = top_dir.join("victim-dir");
+    std::fs::write(&victim_file, b"root's file").expect("write victim");
+    std::fs::create_dir(&victim_dir).expect("mkdir victim");
+
+    // Planted by nobody in a world-writable directory with the sticky bit.
+    let w = top_dir.join("shared");
+    std::fs::create_dir(&w).expect("mkdir");
+    std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let state = w.join("planted.json");
+    std::fs::write(&state, state_json(&victim_file, &victim_dir)).expect("write state");
+    as_nobody(&format!(
+        "mkdir '{w}/.candor-lab' && cp '{s}' '{w}/.candor-lab/lab.json'",
+        w = w.display(),
+        s = state.display()
+    ));
+    // Written by root itself (as if edited by hand): an outside path, and a `..` path.
+    let own = top_dir.join("own");
+    let dotdot = top_dir.join("dotdot");
+    for (d, backing, mnt) in [
+        (&own, victim_file.clone(), victim_dir.clone()),
+        (
+            &dotdot,
+            dotdot.join(".candor-lab/../../victim.txt"),
+            dotdot.join(".candor-lab/mnt/../../../victim-dir"),
+        ),
+    ] {
+        let lab = d.join(".candor-lab");
+        std::fs::create_dir_all(&lab).expect("mkdir");
+        std::fs::set_permissions(&lab, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        std::fs::write(lab.join("lab.json"), state_json(&backing, &mnt)).expect("write");
+        std::fs::set_permissions(lab.join("lab.json"), std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+    }
+
+    for (d, why) in [
+        (&w, "owned by uid 65534"),
+        (&own, "not the path the lab makes"),
+        (&dotdot, "not the path the lab makes"),
+    ] {
+        let s = d.display().to_string();
+        for args in [
+            vec!["lab", "destroy", "--dir", &s],
+            vec![
+                "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &s,
+            ],
+            vec!["lab", "list", "--dir", &s],
+        ] {
+            let out = candor(&args);
+            let err = text(&out.stderr);
+            undo_under(&top_dir);
+            assert_eq!(
+                std::fs::read(&victim_file).ok().as_deref(),
+                Some(&b"root's file"[..]),
+                "{args:?} removed {}: {err}",
+                victim_file.display()
+            );
+            assert!(
+                victim_dir.is_dir(),
+                "{args:?} removed {}: {err}",
+                victim_dir.display()
+            );
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(why), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+        }
+        assert!(d.join(".candor-lab/lab.json").is_file());
+    }
+}
+
+fn mount_options(target: &Path) -> Vec<String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").expect("read mountinfo");
+    let t = target.display().to_string();
+    let line = info
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(t.as_str()))
+        .unwrap_or_else(|| panic!("{t} is not mounted"));
+    line.split(' ')
+        .nth(5)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+#[test]
+fn the_lab_is_private_whatever_the_umask_and_mounted_nosuid_nodev() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_lab() {
+        return;
+    }
+    for umask in ["000", "022"] {
+        let tmp = temp_dir();
+        let dir = canonical(tmp.path());
+        let _undo = UndoUnder(dir.clone());
+        let d = dir.display().to_string();
+        let out = Command::new("sh")
+            .args([
+                "-c",
+                &format!("umask {umask}; exec \"$0\" lab create --fs ext4 --size 64m --dir \"$1\""),
+                env!("CARGO_BIN_EXE_candor"),
+                &d,
+            ])
+            .output()
+            .expect("run candor through sh");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "umask {umask}: {}",
+            text(&out.stderr)
+        );
+        let lab = dir.join(".candor-lab");
+        let mnt = lab.join("mnt/ext4");
+        let modes = [
+            (lab.clone(), mode_of(&lab)),
+            (lab.join("mnt"), mode_of(&lab.join("mnt"))),
+            (lab.join("ext4.img"), mode_of(&lab.join("ext4.img"))),
+            (lab.join("lab.json"), mode_of(&lab.join("lab.json"))),
+        ];
+        let opts = mount_options(&mnt);
+        // A run on the lab works as before.
+        let run = Command::new(env!("CARGO_BIN_EXE_candor"))
+            .arg("run")
+            .arg(&mnt)
+            .args(["--tests", "write,read", "--file-size", "1m", "--quiet"])
+            .output()
+            .expect("run candor run");
+        // clean knows the lab and leaves it.
+        let clean = candor(&["clean", &d]);
+        let destroy = candor(&["lab", "destroy", "--dir", &d]);
+        assert_eq!(
+            modes.iter().map(|(_, m)| *m).collect::<Vec<_>>(),
+            [0o700, 0o700, 0o600, 0o600],
+            "umask {umask}: {:?}",
+            modes
+                .iter()
+                .map(|(p, m)| format!("{} {m:o}", p.display()))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            opts.iter().any(|o| o == "nosuid") && opts.iter().any(|o| o == "nodev"),
+            "umask {umask}: the lab's ext4 is mounted {opts:?}"
+        );
+        assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+        let said = text(&clean.stdout);
+        assert_eq!(clean.status.code(), Some(0), "{said}");
+        assert!(
+            said.contains(&format!("left {}", lab.display()))
+                && said.contains("candor lab's directory")
+                && said.contains("candor lab destroy"),
+            "{said}"
+        );
+        assert_eq!(destroy.status.code(), Some(0), "{}", text(&destroy.stderr));
+        assert!(!lab.exists());
+    }
+}
+
+#[test]
+fn two_lab_commands_wait_for_each_other() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_lab() {
+        return;
+    }
+    let tmp = temp_dir();
+    let dir = canonical(tmp.path());
+    let _undo = UndoUnder(dir.clone());
+    let d = dir.display().to_string();
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_candor"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start candor")
+    };
+    let create = [
+        "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
+    ];
+    for round in 0..3 {
+        // Two creates at once: one makes the lab, the other finds it made.
+        let a = spawn(&create);
+        let b = spawn(&create);
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let (ea, eb) = (text(&a.stderr), text(&b.stderr));
+        assert_eq!(a.status.code(), Some(0), "round {round}: {ea}");
+        assert_eq!(b.status.code(), Some(0), "round {round}: {eb}");
+        let made = [&ea, &eb]
+            .iter()
+            .filter(|e| {
+                e.lines()
+                    .any(|l| l.starts_with("candor lab: ext4 ") && l.ends_with(" made"))
+            })
+            .count();
+        let there = [&ea, &eb]
+            .iter()
+            .filter(|e| e.contains("already there"))
+            .count();
+        assert_eq!((made, there), (1, 1), "round {round}: {ea} / {eb}");
+        assert_eq!(a.stdout, b.stdout, "the same mount point printed");
+        assert_eq!(mounts_under(&dir).len(), 1, "{:?}", mounts_under(&dir));
+        assert_eq!(loops_under(&dir).len(), 1, "{:?}", loops_under(&dir));
+
+        // Two destroys at once: one removes, the other finds nothing to do.
+        let destroy = ["lab", "destroy", "--dir", &d];
+        let a = spawn(&destroy);
+        let b = spawn(&destroy);
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let (ea, eb) = (text(&a.stderr), text(&b.stderr));
+        assert_eq!(a.status.code(), Some(0), "round {round}: {ea}");
+        assert_eq!(b.status.code(), Some(0), "round {round}: {eb}");
+        let removed = [&ea, &eb]
+            .iter()
+            .filter(|e| e.contains("removed ext4"))
+            .count();
+        let nothing = [&ea, &eb]
+            .iter()
+            .filter(|e| e.contains("nothing to do"))
+            .count();
+        assert_eq!((removed, nothing), (1, 1), "round {round}: {ea} / {eb}");
+        assert!(mounts_under(&dir).is_empty());
+        assert!(loops_under(&dir).is_empty());
+        assert!(!dir.join(".candor-lab").exists());
+    }
+}

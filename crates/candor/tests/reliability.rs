@@ -1264,14 +1264,8 @@ fn a_symlink_planted_in_the_run_directory_is_not_followed() {
     }
 
     // A stale run directory holding a link to a directory: clean removes the link only.
-    let stale = dir.path().join(".candor-dead-1");
-    std::fs::create_dir(&stale).unwrap();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    std::fs::write(
-        stale.join("CANDOR-RUN"),
-        format!("{{\"pid\":4194997,\"boot_id\":\"{}\"}}", boot.trim()),
-    )
-    .unwrap();
+    let stale = common::dead_run(dir.path());
+    let _ = std::fs::remove_file(stale.join("t0.dat"));
     std::os::unix::fs::symlink(elsewhere.path(), stale.join("t0.dat")).unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), stale.join("sub")).unwrap();
     let o = candor().arg("clean").arg(dir.path()).output().unwrap();
@@ -1469,4 +1463,221 @@ fn a_soak_holds_steady_memory_and_descriptors() {
         assert_eq!(r.verify.as_ref().unwrap()["bad_records"], 0);
     }
     assert!(run_dirs(dir.path()).is_empty());
+}
+
+// ---- clean: only what a run of candor made, never across a mount ----
+
+/// The line `candor clean` printed about `path`.
+fn clean_line<'a>(out: &'a str, path: &Path) -> &'a str {
+    let p = format!("{} (", path.display());
+    out.lines()
+        .find(|l| l.contains(&p))
+        .unwrap_or_else(|| panic!("nothing said about {}: {out}", path.display()))
+}
+
+/// Unmounts on drop, so a failing test leaves no mount behind.
+struct Unmount(PathBuf);
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn clean_never_crosses_a_mount_inside_a_dead_run() {
+    if !need_root("to bind-mount a directory") || !common::need_programs(&["mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("thesis.txt"), b"four years of work").unwrap();
+    std::fs::create_dir(outside.path().join("chapters")).unwrap();
+    std::fs::write(outside.path().join("chapters/one.txt"), b"chapter one").unwrap();
+    let dead = common::dead_run(dir.path());
+    let bound = dead.join("bound");
+    std::fs::create_dir(&bound).unwrap();
+    let st = Command::new("mount")
+        .arg("--bind")
+        .arg(outside.path())
+        .arg(&bound)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount --bind failed");
+    let guard = Unmount(bound.clone());
+
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(
+        std::fs::read(outside.path().join("thesis.txt"))
+            .ok()
+            .as_deref(),
+        Some(&b"four years of work"[..]),
+        "clean removed a file behind a mount: {out}{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(outside.path().join("chapters/one.txt"))
+            .ok()
+            .as_deref(),
+        Some(&b"chapter one"[..]),
+        "clean removed a file behind a mount: {out}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let line = clean_line(&out, &dead);
+    assert!(line.starts_with("left "), "{line}");
+    assert!(
+        line.contains("mount point inside kept") && line.contains(&bound.display().to_string()),
+        "{line}"
+    );
+    // What was candor's around the mount is gone; the marker stays so a later clean can
+    // finish once the mount is gone.
+    let mut inside: Vec<String> = std::fs::read_dir(&dead)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    inside.sort();
+    assert_eq!(inside, ["CANDOR-RUN", "bound"], "{out}");
+
+    drop(guard);
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(clean_line(&out, &dead).starts_with("removed "), "{out}");
+    assert!(!dead.exists());
+    assert_eq!(
+        std::fs::read(outside.path().join("thesis.txt")).unwrap(),
+        b"four years of work"
+    );
+}
+
+#[test]
+fn clean_removes_only_a_run_dir_its_marker_proves_and_says_why_for_each() {
+    if !need_root("to make directories owned by nobody") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let boot = boot.trim();
+    // Two genuine dead runs, each made in a directory of its own (a run removes the dead
+    // runs it finds first) and moved here (a rename keeps the directory's inode).
+    let made_a = tempfile::tempdir_in(dir.path().parent().unwrap()).unwrap();
+    let made_b = tempfile::tempdir_in(dir.path().parent().unwrap()).unwrap();
+    let a0 = common::dead_run(made_a.path());
+    let b0 = common::dead_run(made_b.path());
+    let this_boot = dir.path().join(".candor-genuine-this-boot");
+    let other_boot = dir.path().join(".candor-genuine-other-boot");
+    std::fs::rename(&a0, &this_boot).unwrap();
+    std::fs::rename(&b0, &other_boot).unwrap();
+    // The second one as if from before a reboot: only its boot id differs.
+    let m = other_boot.join("CANDOR-RUN");
+    let genuine = std::fs::read_to_string(&m).unwrap();
+    assert!(genuine.contains(boot), "{genuine}");
+    std::fs::write(
+        &m,
+        genuine.replace(boot, "0123abcd-0000-4000-8000-000000000000"),
+    )
+    .unwrap();
+
+    let plant = |name: &str, marker: &str, mode: u32| -> PathBuf {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::write(d.join("CANDOR-RUN"), marker).unwrap();
+        std::fs::set_permissions(d.join("CANDOR-RUN"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        std::fs::write(d.join("t0.dat"), b"someone's data").unwrap();
+        d
+    };
+    let dead_pid = 4194998;
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (
+            plant(".candor-empty", "", 0o700),
+            "marker not in candor's format",
+        ),
+        (
+            plant(".candor-hello", "hello world\n", 0o700),
+            "marker not in candor's format",
+        ),
+        (
+            plant(
+                ".candor-pid-minus-1",
+                &format!("{{\"pid\":-1,\"boot_id\":\"{boot}\"}}\n"),
+                0o700,
+            ),
+            "marker not in candor's format",
+        ),
+        (
+            plant(
+                ".candor-pid-0",
+                &format!("{{\"pid\":0,\"boot_id\":\"{boot}\"}}\n"),
+                0o700,
+            ),
+            "marker not in candor's format",
+        ),
+        (
+            plant(
+                ".candor-old-boot",
+                &format!(
+                    "{{\"pid\":{dead_pid},\"boot_id\":\"0123abcd-0000-4000-8000-000000000000\"}}\n"
+                ),
+                0o700,
+            ),
+            "marker not in candor's format",
+        ),
+        (
+            plant(".candor-copied", &genuine, 0o700),
+            "marker names another directory",
+        ),
+        (plant(".candor-wide", &genuine, 0o755), "mode 0755"),
+    ];
+    // A directory of nobody's with a thesis in it and a marker copied from a real run.
+    let theirs = plant(".candor-nobody", &genuine, 0o700);
+    std::fs::write(theirs.join("thesis.txt"), b"nobody's thesis").unwrap();
+    for p in [
+        theirs.clone(),
+        theirs.join("CANDOR-RUN"),
+        theirs.join("t0.dat"),
+        theirs.join("thesis.txt"),
+    ] {
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+    }
+
+    let o = candor().arg("clean").arg(dir.path()).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    for (d, why) in &cases {
+        let line = clean_line(&out, d);
+        assert!(
+            line.starts_with("left ") && line.contains(why),
+            "{why}: {line}"
+        );
+        assert_eq!(
+            std::fs::read(d.join("t0.dat")).ok().as_deref(),
+            Some(&b"someone's data"[..]),
+            "{line}"
+        );
+    }
+    let line = clean_line(&out, &theirs);
+    assert!(
+        line.starts_with("left ") && line.contains("owned by uid 65534"),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read(theirs.join("thesis.txt")).unwrap(),
+        b"nobody's thesis"
+    );
+    let line = clean_line(&out, &this_boot);
+    assert!(
+        line.starts_with("removed ")
+            && line.contains("dead run of pid")
+            && line.contains("this boot"),
+        "{line}"
+    );
+    let line = clean_line(&out, &other_boot);
+    assert!(
+        line.starts_with("removed ") && line.contains("another boot"),
+        "{line}"
+    );
+    assert!(!this_boot.exists() && !other_boot.exists(), "{out}");
 }

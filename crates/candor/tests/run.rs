@@ -567,14 +567,7 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
 #[test]
 fn clean_removes_only_candors_stale_run_directories() {
     let dir = tempfile::tempdir().unwrap();
-    let stale = dir.path().join(".candor-deadbeef-1");
-    std::fs::create_dir(&stale).unwrap();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    std::fs::write(
-        stale.join("CANDOR-RUN"),
-        format!("{{\"pid\":4194998,\"boot_id\":\"{}\"}}", boot.trim()),
-    )
-    .unwrap();
+    let stale = common::dead_run(dir.path());
     std::fs::write(stale.join("t0.dat"), vec![7u8; 4096]).unwrap();
     let foreign = dir.path().join(".candor-mine");
     std::fs::create_dir(&foreign).unwrap();
@@ -588,12 +581,7 @@ fn clean_removes_only_candors_stale_run_directories() {
     assert!(!stale.exists());
     assert_eq!(std::fs::read(foreign.join("notes.txt")).unwrap(), b"mine");
     // A run also cleans what a killed run left.
-    std::fs::create_dir(&stale).unwrap();
-    std::fs::write(
-        stale.join("CANDOR-RUN"),
-        format!("{{\"pid\":4194998,\"boot_id\":\"{}\"}}", boot.trim()),
-    )
-    .unwrap();
+    let stale = common::dead_run(dir.path());
     let o = run_in(dir.path(), &["--tests", "write", "--file-size", "1m"]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("left behind by an earlier run"));

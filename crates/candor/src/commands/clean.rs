@@ -1,5 +1,7 @@
 //! `candor clean [TARGET...]`: removes run directories left behind by a killed run. Only
-//! directories carrying candor's marker whose owner process is gone are touched.
+//! directories whose marker proves them candor's (owner, modes, exact layout, the
+//! directory's own inode) and whose owner process is gone are touched; nothing on another
+//! mount inside them is. One line per `.candor-*` entry says what became of it and why.
 
 use crate::exit::{CmdResult, Failure, OK};
 use candor_engine::rundir::clean_stale;
@@ -29,20 +31,20 @@ pub fn run(args: Args) -> CmdResult {
     for t in &targets {
         let rep = clean_stale(t)
             .map_err(|e| Failure::failed(format!("cannot read {}: {e}", t.display())))?;
-        for p in &rep.removed {
-            println!("removed {}", p.display());
+        for c in &rep.entries {
+            let what = if c.verdict.removed() {
+                "removed"
+            } else {
+                "left"
+            };
+            if c.verdict.is_error() {
+                eprintln!("candor: left {}: {}", c.path.display(), c.verdict);
+                failed = true;
+            } else {
+                println!("{what} {} ({})", c.path.display(), c.verdict);
+            }
         }
-        for p in &rep.in_use {
-            println!("left {} (its run is still going)", p.display());
-        }
-        for p in &rep.not_ours {
-            println!("left {} (no candor marker: not candor's)", p.display());
-        }
-        for e in &rep.errors {
-            eprintln!("candor: could not remove {e}");
-            failed = true;
-        }
-        if rep.removed.is_empty() && rep.in_use.is_empty() && rep.errors.is_empty() {
+        if rep.entries.is_empty() {
             println!("nothing to clean in {}", t.display());
         }
     }

@@ -5,7 +5,8 @@
 //! Exit codes: 0 done (also when the lab already exists, or there is nothing to destroy);
 //! 1 a step failed at run time (mkfs, mount, a busy mount point...); 2 bad input (unknown
 //! filesystem, bad or too small size, not enough free space, a directory the lab did not
-//! make) or not root.
+//! make or cannot trust: another user's, writable by others, a state naming paths the lab
+//! does not make) or not root.
 
 use crate::exit::{CmdResult, Failure, OK};
 use candor_lab::{CreateRequest, LabError, Outcome};

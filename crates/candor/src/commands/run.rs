@@ -476,7 +476,7 @@ fn prepare_targets(
         .filter(|t| mpi.is_none() && !device::is_block_device(t))
     {
         if let Ok(rep) = clean_stale(t) {
-            for p in rep.removed {
+            for p in rep.removed() {
                 eprintln!(
                     "candor: removed {} left behind by an earlier run that was killed",
                     p.display()

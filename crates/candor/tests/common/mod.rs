@@ -103,3 +103,72 @@ pub fn candor_as_nobody() -> Option<Command> {
         .arg(env!("CARGO_BIN_EXE_candor"));
     Some(c)
 }
+
+/// A genuine dead run under `target`: `candor run` started on it and killed (SIGKILL, no
+/// chance to clean up) once its run directory holds a data file. Returns that directory.
+pub fn dead_run(target: &Path) -> PathBuf {
+    let before: Vec<PathBuf> = run_dirs_in(target);
+    let mut child = candor()
+        .arg("run")
+        .arg(target)
+        .args([
+            "--quiet",
+            "--tests",
+            "write",
+            "--file-size",
+            "64m",
+            "--record-size",
+            "4k",
+            "--repeat",
+            "50",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("candor starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let dir = loop {
+        let fresh: Vec<PathBuf> = run_dirs_in(target)
+            .into_iter()
+            .filter(|d| !before.contains(d))
+            .collect();
+        if let Some(d) = fresh.into_iter().find(|d| {
+            std::fs::read_dir(d).is_ok_and(|r| {
+                r.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".dat"))
+            })
+        }) {
+            break d;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "candor run never made its data file"
+        );
+        assert!(
+            child.try_wait().ok().flatten().is_none(),
+            "candor run ended before it could be killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    child.kill().expect("kill candor run");
+    child.wait().expect("reap candor run");
+    dir
+}
+
+/// The `.candor-*` entries of `target`.
+pub fn run_dirs_in(target: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(target)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(".candor-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
