@@ -267,14 +267,14 @@ fn a_gate_that_judged_nothing_fails_and_names_what_it_left_out() {
         assert!(
             lines.contains(
                 &"not compared: write 64m/4k psync in A (a.json) has no counterpart in B (b.json) \
-                  (closest there: write 64m/4k psync direct; differs in direct false vs true)"
+                  (closest there: write 64m/4k psync direct; differs in buffered vs --direct)"
             ),
             "{err}"
         );
         assert!(
             lines.contains(
                 &"not compared: write 64m/4k psync direct in B (b.json) has no counterpart in A (a.json) \
-                  (closest there: write 64m/4k psync; differs in direct true vs false)"
+                  (closest there: write 64m/4k psync; differs in --direct vs buffered)"
             ),
             "{err}"
         );
