@@ -55,11 +55,6 @@ fn parse_format(name: &str) -> Result<CompareFormat, String> {
 
 pub fn run(args: Args) -> CmdResult {
     let format = args.format;
-    if args.allow_unmatched && args.fail_if_slower.is_none() && args.fail_if_faster.is_none() {
-        return Err(Failure::usage(
-            "--allow-unmatched applies to a gate: give --fail-if-slower or --fail-if-faster with it",
-        ));
-    }
     let mut files = Vec::new();
     for p in &args.results {
         let doc = candor_model::load_result(p).map_err(|e| Failure::usage(e.to_string()))?;
@@ -76,6 +71,11 @@ pub fn run(args: Args) -> CmdResult {
         ));
     }
     let c = compare::compare(sides);
+    if args.allow_unmatched && args.fail_if_slower.is_none() && args.fail_if_faster.is_none() {
+        return Err(Failure::usage(
+            "--allow-unmatched applies to a gate: give --fail-if-slower or --fail-if-faster with it",
+        ));
+    }
     if let Some(path) = &args.html {
         write_file(path, &candor_report::html::compare_page(&c))?;
     }
