@@ -104,26 +104,35 @@ impl Key {
             self.engine != o.engine,
             format!("engine {} vs {}", self.engine, o.engine),
         );
+        // A flag is named as the option that sets it: "buffered vs --direct".
+        let flag = |a: bool, b: bool, off: &str, on: &str| {
+            let w = |x: bool| if x { on } else { off };
+            format!("{} vs {}", w(a), w(b))
+        };
         f(
             self.direct != o.direct,
-            format!("direct {} vs {}", self.direct, o.direct),
+            flag(self.direct, o.direct, "buffered", "--direct"),
         );
         f(
             self.osync != o.osync,
-            format!("osync {} vs {}", self.osync, o.osync),
+            flag(self.osync, o.osync, "without --osync", "--osync"),
         );
         f(
             self.fsync_in_timing != o.fsync_in_timing,
-            format!(
-                "fsync in timing {} vs {}",
-                self.fsync_in_timing, o.fsync_in_timing
+            flag(
+                self.fsync_in_timing,
+                o.fsync_in_timing,
+                "--no-fsync-in-timing",
+                "fsync in the timing",
             ),
         );
         f(
             self.close_in_timing != o.close_in_timing,
-            format!(
-                "close in timing {} vs {}",
-                self.close_in_timing, o.close_in_timing
+            flag(
+                self.close_in_timing,
+                o.close_in_timing,
+                "close outside the timing",
+                "--close-in-timing",
             ),
         );
         d

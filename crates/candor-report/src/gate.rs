@@ -4,8 +4,11 @@
 //! test now answered by a cache, an fsync that no longer happens). A row fails only when the
 //! difference is beyond PCT **and** significant by the very test the comparison's table
 //! shows (`compare::significance`): noise never fails a gate, and neither does a difference
-//! too small to matter. `--format github` renders the outcome as a Markdown summary for a CI
-//! job's page.
+//! too small to matter. A gate that could judge no row fails too (`Outcome::judged_nothing`):
+//! a comparison whose sides share no test with the same options proves nothing, unless
+//! `--allow-unmatched` says that is expected. What was left out is named row by row, and a
+//! gate that passes says what it judged (`Outcome::passed_line`). `--format github` renders
+//! the outcome as a Markdown summary for a CI job's page.
 
 use crate::compare::{self, Comparison, Significance};
 use crate::grid::{Align, Grid};
@@ -16,6 +19,15 @@ use crate::units;
 pub struct Gate {
     pub slower_pct: Option<f64>,
     pub faster_pct: Option<f64>,
+    /// `--allow-unmatched`: a gate that could judge no row passes instead of failing.
+    pub allow_unmatched: bool,
+}
+
+impl Gate {
+    /// Whether a threshold was given at all.
+    pub fn is_set(&self) -> bool {
+        self.slower_pct.is_some() || self.faster_pct.is_some()
+    }
 }
 
 /// Which way a side moved.
@@ -75,6 +87,32 @@ impl Finding {
     }
 }
 
+/// The largest move of a judged row in one direction, whether or not it crossed a threshold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Extreme {
+    /// "read 64m/4k psync".
+    pub test: String,
+    /// "B (new.json)".
+    pub side: String,
+    pub ratio: f64,
+    /// The significance cell as the table shows it ("no (p=0.412)").
+    pub significance: String,
+}
+
+impl Extreme {
+    /// "read 64m/4k psync on B (new.json), 5.0% slower (significant: no (p=0.412))".
+    fn phrase(&self, direction: Direction) -> String {
+        format!(
+            "{} on {}, {:.1}% {} (significant: {})",
+            self.test,
+            self.side,
+            (self.ratio - 1.0).abs() * 100.0,
+            direction.word(),
+            self.significance
+        )
+    }
+}
+
 /// What the gate found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
@@ -85,11 +123,109 @@ pub struct Outcome {
     pub untestable: Vec<Finding>,
     /// Matched tests that failed on a side: no figure to judge, named.
     pub failed_tests: Vec<String>,
+    /// Rows with a figure on A and on at least one other side: what the gate judged.
+    pub judged_rows: usize,
+    /// The sides judged against A, named ("B (new.json)").
+    pub judged_sides: Vec<String>,
+    /// The baseline, named ("A (base.json)").
+    pub baseline: String,
+    /// Results that were not compared, each with why (`compare::Unmatched::sentence`, or
+    /// "...: not in A (base.json), ..." for a row other sides share without the baseline).
+    pub left_out: Vec<String>,
+    /// The judged row that fell the most (ratio below 1), and the one that rose the most.
+    pub slowest: Option<Extreme>,
+    pub fastest: Option<Extreme>,
+    /// Whether a threshold was given, and `--allow-unmatched`.
+    pub gated: bool,
+    pub allow_unmatched: bool,
 }
 
 impl Outcome {
+    /// No failing row, and something judged (or `--allow-unmatched`, or no gate at all).
     pub fn passed(&self) -> bool {
-        self.failures.is_empty()
+        self.failures.is_empty() && !(self.gated && self.judged_nothing() && !self.allow_unmatched)
+    }
+
+    /// Not one row could be judged: no test ran with the same options on A and another side
+    /// (or every such test failed).
+    pub fn judged_nothing(&self) -> bool {
+        self.judged_rows == 0
+    }
+
+    /// Why a gate that judged nothing fails, in one sentence.
+    pub fn nothing_judged_sentence(&self) -> String {
+        format!(
+            "the gate judged nothing: no test ran with the same options on {} and another side, \
+             so no row could be found slower or faster; compare runs of one plan, or give \
+             --allow-unmatched to let a comparison with nothing to judge pass",
+            self.baseline
+        )
+    }
+
+    /// "; 2 results not compared and 1 not tested, listed above", or "" when nothing was
+    /// left out.
+    fn left_out_clause(&self) -> String {
+        let not_tested = self.untestable.len() + self.failed_tests.len();
+        let mut parts = Vec::new();
+        if !self.left_out.is_empty() {
+            parts.push(format!(
+                "{} result{} not compared",
+                self.left_out.len(),
+                if self.left_out.len() == 1 { "" } else { "s" }
+            ));
+        }
+        if not_tested > 0 {
+            parts.push(format!("{not_tested} not tested"));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("; {}, listed above", parts.join(" and "))
+        }
+    }
+
+    /// What a gate that passed judged, in one line: how many rows of which sides, the
+    /// thresholds, and the largest move in each direction gated. None when it did not pass.
+    pub fn passed_line(&self, gate: &Gate) -> Option<String> {
+        if !self.gated || !self.passed() {
+            return None;
+        }
+        if self.judged_nothing() {
+            return Some(format!(
+                "gate passed with nothing judged (--allow-unmatched): no test ran with the same \
+                 options on {} and another side{}",
+                self.baseline,
+                self.left_out_clause()
+            ));
+        }
+        let mut l = format!(
+            "gate passed: {} row{} of {} judged against {}: none is significantly {}",
+            self.judged_rows,
+            if self.judged_rows == 1 { "" } else { "s" },
+            self.judged_sides.join(", "),
+            self.baseline,
+            asked_plain(gate)
+        );
+        if gate.slower_pct.is_some() {
+            match &self.slowest {
+                Some(e) => l.push_str(&format!(
+                    "; the largest slowdown: {}",
+                    e.phrase(Direction::Slower)
+                )),
+                None => l.push_str("; no row is slower"),
+            }
+        }
+        if gate.faster_pct.is_some() {
+            match &self.fastest {
+                Some(e) => l.push_str(&format!(
+                    "; the largest speed-up: {}",
+                    e.phrase(Direction::Faster)
+                )),
+                None => l.push_str("; no row is faster"),
+            }
+        }
+        l.push_str(&self.left_out_clause());
+        Some(l)
     }
 }
 
@@ -128,11 +264,45 @@ pub fn parse_pct(s: &str, direction: Direction) -> Result<f64, String> {
 
 /// Judges every side after the first against it.
 pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
-    let mut out = Outcome::default();
     let name = |i: usize| format!("{} ({})", c.sides[i].letter, c.sides[i].source);
+    let mut out = Outcome {
+        gated: gate.is_set(),
+        allow_unmatched: gate.allow_unmatched,
+        baseline: if c.sides.is_empty() {
+            "A".into()
+        } else {
+            name(0)
+        },
+        left_out: c.unmatched.iter().map(|u| u.sentence()).collect(),
+        ..Default::default()
+    };
     for row in &c.rows {
+        let mut judged = false;
         for (i, cell) in row.cells.iter().enumerate().skip(1) {
-            let Some(cell) = cell else { continue };
+            let Some(cell) = cell else {
+                out.left_out.push(format!(
+                    "{}: not in {} (only in {})",
+                    row.key.label(),
+                    name(i),
+                    row.cells
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.is_some())
+                        .map(|(j, _)| name(j))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                continue;
+            };
+            if row.cells[0].is_none() {
+                out.left_out.push(format!(
+                    "{} in {}: not in {}, the side every other is judged against",
+                    row.key.label(),
+                    name(i),
+                    name(0)
+                ));
+                continue;
+            }
             if crate::view::failed(&cell.result)
                 || row.cells[0]
                     .as_ref()
@@ -149,6 +319,22 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
                 continue;
             }
             let Some(ratio) = cell.ratio else { continue };
+            judged = true;
+            if !out.judged_sides.contains(&name(i)) {
+                out.judged_sides.push(name(i));
+            }
+            let extreme = || Extreme {
+                test: row.key.label(),
+                side: name(i),
+                ratio,
+                significance: cell.significance.cell(),
+            };
+            if ratio < 1.0 && out.slowest.as_ref().is_none_or(|e| ratio < e.ratio) {
+                out.slowest = Some(extreme());
+            }
+            if ratio > 1.0 && out.fastest.as_ref().is_none_or(|e| ratio > e.ratio) {
+                out.fastest = Some(extreme());
+            }
             let crossed = match (gate.slower_pct, gate.faster_pct) {
                 (Some(p), _) if ratio < 1.0 - p / 100.0 => Some((Direction::Slower, p)),
                 (_, Some(p)) if ratio > 1.0 + p / 100.0 => Some((Direction::Faster, p)),
@@ -172,8 +358,23 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
                 out.untestable.push(finding);
             }
         }
+        if judged {
+            out.judged_rows += 1;
+        }
     }
     out
+}
+
+/// "slower by more than 10% or faster by more than 50%".
+fn asked_plain(gate: &Gate) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = gate.slower_pct {
+        parts.push(format!("slower by more than {}%", fmt_pct(p)));
+    }
+    if let Some(p) = gate.faster_pct {
+        parts.push(format!("faster by more than {}%", fmt_pct(p)));
+    }
+    parts.join(" or ")
 }
 
 /// What the gate asked, in words: "slower than `A` by more than 10% or faster than `A` by
@@ -212,18 +413,28 @@ pub fn github(c: &Comparison, gate: &Gate) -> String {
             "No gate was set (`--fail-if-slower PCT`, `--fail-if-faster PCT`): {} tests compared.\n\n",
             c.rows.len()
         ));
+    } else if o.judged_nothing() {
+        out.push_str(&format!(
+            "**{}**: nothing was judged: no test ran with the same options on `A` and another side ({} results not compared, listed in the whole comparison below).\n\n",
+            if o.passed() {
+                "Passed (`--allow-unmatched`)"
+            } else {
+                "Failed"
+            },
+            o.left_out.len()
+        ));
     } else if o.passed() {
         out.push_str(&format!(
-            "**Passed**: no test is significantly {} ({} tests compared, Welch's t-test at {}%).\n\n",
+            "**Passed**: no test is significantly {} ({} tests judged, Welch's t-test at {}%).\n\n",
             asked(gate),
-            c.rows.len(),
+            o.judged_rows,
             (compare::ALPHA * 100.0) as u32
         ));
     } else {
         out.push_str(&format!(
             "**Failed**: {} of {} tests {} significantly {} (Welch's t-test at {}%).\n\n",
             o.failures.len(),
-            c.rows.len(),
+            o.judged_rows,
             if o.failures.len() == 1 { "is" } else { "are" },
             asked(gate),
             (compare::ALPHA * 100.0) as u32
@@ -317,6 +528,7 @@ mod tests {
     const SLOWER: Gate = Gate {
         slower_pct: Some(10.0),
         faster_pct: None,
+        allow_unmatched: false,
     };
 
     #[test]
@@ -334,6 +546,7 @@ mod tests {
         let faster = Gate {
             slower_pct: None,
             faster_pct: Some(50.0),
+            allow_unmatched: false,
         };
         let o = judge(&c, &faster);
         assert_eq!(o.failures.len(), 1);
@@ -360,6 +573,70 @@ mod tests {
         let o = judge(&c, &SLOWER);
         assert!(o.passed());
         assert_eq!(o.untestable.len(), 1);
+    }
+
+    #[test]
+    fn rows_without_the_baseline_are_left_out_and_a_gate_on_nothing_fails() {
+        // B and C share a test that A did not run: nothing can be judged against A.
+        let side = |letter: &str, rec: u64| Side {
+            letter: letter.into(),
+            source: format!("{}.json", letter.to_lowercase()),
+            file: String::new(),
+            path: "/t".into(),
+            target: None,
+            host: String::new(),
+            mpi_ranks: None,
+            results: vec![TestResult {
+                record_size: rec,
+                ..result(&[100e6, 101e6, 99e6])
+            }],
+        };
+        let c = compare(vec![
+            side("A", 65536),
+            side("B", 1 << 20),
+            side("C", 1 << 20),
+        ]);
+        let o = judge(&c, &SLOWER);
+        assert!(o.judged_nothing() && !o.passed(), "{o:?}");
+        assert!(
+            o.left_out.contains(
+                &"read 16m/1m psync in B (b.json): not in A (a.json), the side every other is judged against".to_string()
+            ),
+            "{:?}",
+            o.left_out
+        );
+        assert_eq!(o.left_out.len(), 4, "{:?}", o.left_out);
+        assert_eq!(o.passed_line(&SLOWER), None);
+        let allowed = Gate {
+            allow_unmatched: true,
+            ..SLOWER
+        };
+        let o = judge(&c, &allowed);
+        assert!(o.passed());
+        assert!(o
+            .passed_line(&allowed)
+            .unwrap()
+            .starts_with("gate passed with nothing judged (--allow-unmatched): "));
+        // Without a gate nothing fails.
+        assert!(judge(&c, &Gate::default()).passed());
+    }
+
+    #[test]
+    fn a_passing_gate_says_what_it_judged() {
+        let c = comparison(&[100e6, 101e6, 99e6], &[97e6, 98e6, 96e6]);
+        let o = judge(&c, &SLOWER);
+        assert_eq!(
+            o.passed_line(&SLOWER).unwrap(),
+            "gate passed: 1 row of B (new.json) judged against A (base.json): none is significantly slower by more than 10%; the largest slowdown: read 16m/64k psync on B (new.json), 3.0% slower (significant: yes (p=0.021))"
+        );
+        let both = Gate {
+            faster_pct: Some(5.0),
+            ..SLOWER
+        };
+        assert!(judge(&c, &both)
+            .passed_line(&both)
+            .unwrap()
+            .ends_with("3.0% slower (significant: yes (p=0.021)); no row is faster"));
     }
 
     #[test]

@@ -85,7 +85,17 @@ fn a_real_slowdown_fails_the_gate_and_the_same_plan_twice_passes() {
         text(&o.stdout),
         text(&o.stderr)
     );
-    assert!(text(&o.stderr).is_empty(), "{}", text(&o.stderr));
+    // One line says what the gate judged.
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(
+            "gate passed: 2 rows of B (again.json) judged against A (base.json): none is \
+             significantly slower by more than 50% or faster by more than 100%; "
+        ) && (err.contains("the largest slowdown: ") || err.contains("no row is slower"))
+            && (err.contains("the largest speed-up: ") || err.contains("no row is faster")),
+        "{err}"
+    );
 
     let backing = dir.path().join("backing");
     let mnt = dir.path().join("mnt");
@@ -189,4 +199,180 @@ fn bad_thresholds_are_refused_in_one_sentence() {
         assert_eq!(text(&o.stderr), want);
         assert!(o.stdout.is_empty());
     }
+}
+
+/// The shipped sample result with `edit` applied to each of its results (index, result),
+/// saved as `name` in `dir`: two files whose rows match or not, as a test needs.
+fn variant(
+    dir: &Path,
+    name: &str,
+    edit: impl Fn(usize, &mut serde_json::Value),
+) -> std::path::PathBuf {
+    let sample =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../candor-report/tests/expected/sample.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sample).expect("the sample reads"))
+            .expect("the sample is JSON");
+    for (i, r) in doc["results"]
+        .as_array_mut()
+        .expect("results")
+        .iter_mut()
+        .enumerate()
+    {
+        edit(i, r);
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(&doc).expect("serializes")).expect("write");
+    p
+}
+
+/// Multiplies a result's throughput (every sample, the mean, its bounds) by `f`.
+fn scale(r: &mut serde_json::Value, f: f64) {
+    let t = &mut r["throughput"];
+    for k in ["mean", "min", "max", "stddev"] {
+        t[k] = (t[k].as_f64().expect(k) * f).into();
+    }
+    for k in ["samples", "ci95"] {
+        for v in t[k].as_array_mut().expect(k) {
+            *v = (v.as_f64().expect(k) * f).into();
+        }
+    }
+}
+
+#[test]
+fn a_gate_that_judged_nothing_fails_and_names_what_it_left_out() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let a = variant(dir.path(), "a.json", |_, _| {});
+    // Every test of B ran with --direct: no row has the same options on both sides.
+    let b = variant(dir.path(), "b.json", |_, r| r["direct"] = true.into());
+    for gate in [
+        &["--fail-if-slower", "10"][..],
+        &["--fail-if-faster", "50"],
+        &["--fail-if-slower", "10", "--format", "json"],
+    ] {
+        let o = compare(&a, &b, gate);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{gate:?}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(
+            lines.last().copied(),
+            Some(
+                "candor: the gate judged nothing: no test ran with the same options on A (a.json) \
+                 and another side, so no row could be found slower or faster; compare runs of one \
+                 plan, or give --allow-unmatched to let a comparison with nothing to judge pass"
+            ),
+            "{err}"
+        );
+        // Every row left out is named, with why.
+        assert!(
+            lines.contains(
+                &"not compared: write 64m/4k psync in A (a.json) has no counterpart in B (b.json) \
+                  (closest there: write 64m/4k psync direct; differs in buffered vs --direct)"
+            ),
+            "{err}"
+        );
+        assert!(
+            lines.contains(
+                &"not compared: write 64m/4k psync direct in B (b.json) has no counterpart in A (a.json) \
+                  (closest there: write 64m/4k psync; differs in --direct vs buffered)"
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("not compared: "))
+                .count(),
+            56,
+            "28 results on each side, none matched: {err}"
+        );
+        assert_eq!(lines.len(), 57, "{err}");
+    }
+
+    // The old behaviour, asked for: it passes, and says it judged nothing.
+    let o = compare(&a, &b, &["--fail-if-slower", "10", "--allow-unmatched"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.lines().last(),
+        Some(
+            "gate passed with nothing judged (--allow-unmatched): no test ran with the same \
+             options on A (a.json) and another side; 56 results not compared, listed above"
+        ),
+        "{err}"
+    );
+
+    // The CI summary fails too.
+    let o = compare(&a, &b, &["--fail-if-slower", "10", "--format", "github"]);
+    assert_eq!(o.status.code(), Some(1));
+    let md = text(&o.stdout);
+    assert!(
+        md.contains(
+            "**Failed**: nothing was judged: no test ran with the same options on `A` and another \
+             side (56 results not compared, listed in the whole comparison below).\n"
+        ),
+        "{md}"
+    );
+
+    // --allow-unmatched means nothing without a gate.
+    let o = compare(&a, &b, &["--allow-unmatched"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        "candor: --allow-unmatched applies to a gate: give --fail-if-slower or --fail-if-faster with it\n"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn a_gate_judges_the_rows_it_can_names_the_others_and_says_what_it_judged() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let a = variant(dir.path(), "a.json", |_, _| {});
+    // B: the first test ran with --direct (no counterpart), the second 5% slower; the rest
+    // the same figures.
+    let b = variant(dir.path(), "b.json", |i, r| match i {
+        0 => r["direct"] = true.into(),
+        1 => scale(r, 0.95),
+        _ => {}
+    });
+    let o = compare(&a, &b, &["--fail-if-slower", "10"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    // 28 results: one unmatched on each side, the failed randwrite not judged, 26 judged.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("not compared: "))
+            .count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        lines.contains(&"not tested: randwrite 256m/1m psync: failed on B (b.json) or on A (a.json), nothing to judge"),
+        "{err}"
+    );
+    let last = lines.last().copied().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "gate passed: 26 rows of B (b.json) judged against A (a.json): none is significantly \
+             slower by more than 10%; the largest slowdown: read 64m/4k psync on B (b.json), 5.0% slower (significant: "
+        ) && last.ends_with("; 2 results not compared and 1 not tested, listed above"),
+        "{err}"
+    );
+    assert_eq!(lines.len(), 4, "{err}");
+
+    // Both directions asked: both extremes said.
+    let o = compare(
+        &b,
+        &a,
+        &["--fail-if-slower", "10", "--fail-if-faster", "10"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("none is significantly slower by more than 10% or faster by more than 10%; no row is slower; the largest speed-up: read 64m/4k psync on B (a.json), 5.3% faster (significant: "),
+        "{err}"
+    );
 }

@@ -8,15 +8,17 @@ mod common;
 use common::{candor, text};
 use std::path::{Path, PathBuf};
 
+/// Long enough (about a second of timed I/O per run here) that two runs started at once
+/// overlap whatever each one's set-up takes: a run's span starts at its clock record.
 const PLAN: &[&str] = &[
     "--tests",
     "write,read",
     "--file-size",
-    "4m",
+    "64m",
     "--record-size",
     "64k",
     "--repeat",
-    "2",
+    "3",
     "--quiet",
     "--format",
     "csv",
@@ -52,13 +54,39 @@ fn runs_together(root: &Path, n: usize, extra: &[&[&str]]) -> Vec<PathBuf> {
 }
 
 fn merge(files: &[&Path], out: &Path) -> std::process::Output {
+    merge_with(files, out, &[])
+}
+
+fn merge_with(files: &[&Path], out: &Path, extra: &[&str]) -> std::process::Output {
     candor()
         .arg("merge")
         .args(files)
         .arg("-o")
         .arg(out)
+        .args(extra)
         .output()
         .expect("candor merge runs")
+}
+
+/// Runs the plan once per directory, each run after the previous one ended.
+fn runs_in_turn(root: &Path, n: usize) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let dir = root.join(format!("node{i}"));
+            std::fs::create_dir(&dir).expect("mkdir");
+            let out = root.join(format!("r{i}.json"));
+            let o = candor()
+                .arg("run")
+                .arg(&dir)
+                .args(PLAN)
+                .arg("-o")
+                .arg(&out)
+                .output()
+                .expect("candor runs");
+            assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+            out
+        })
+        .collect()
 }
 
 #[test]
@@ -82,7 +110,7 @@ fn two_runs_of_one_plan_merge_into_their_aggregate() {
     assert!(m.library.contains("monotonic"), "{}", m.library);
     assert_eq!(all.results.len(), 2);
     for (k, r) in all.results.iter().enumerate() {
-        assert_eq!(r.reps.len(), 2);
+        assert_eq!(r.reps.len(), 3);
         for (i, rep) in r.reps.iter().enumerate() {
             // Both runs' bytes, over the span from the earliest start to the latest end.
             let a = &parts[0].results[k].reps[i];
@@ -109,6 +137,26 @@ fn two_runs_of_one_plan_merge_into_their_aggregate() {
             parts[0].results[k].latency_ns.count + parts[1].results[k].latency_ns.count
         );
     }
+    // What the aggregate is, said in one sentence, and the file written.
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with(
+            "merged 2 runs that ran at the same time: each test's aggregate is the bytes of both \
+             runs over the span from the earliest start to the latest end of each repetition, on \
+             one machine's monotonic clock; both were running during "
+        ) && lines[0].ends_with("% of those spans"),
+        "{err}"
+    );
+    assert_eq!(lines[1], format!("wrote {}", out.display()));
+    assert!(
+        !all.warnings
+            .iter()
+            .any(|w| w.contains("did not run at the same time")),
+        "{:?}",
+        all.warnings
+    );
     // The merged result renders like any other, with the spread between the runs.
     let o = candor().arg("report").arg(&out).output().expect("report");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -149,4 +197,69 @@ fn what_cannot_be_merged_is_refused_in_one_sentence() {
         text(&o.stderr)
     );
     assert!(!out.exists());
+}
+
+#[test]
+fn runs_that_did_not_run_together_are_refused_or_merged_with_what_the_aggregate_means() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let files = runs_in_turn(dir.path(), 3);
+    let refs: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
+    let out = dir.path().join("all.json");
+    let o = merge(&refs, &out);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("candor: these runs did not run at the same time (")
+            && err.contains(&format!("{} ran 0.000-", files[0].display()))
+            && err.contains(&format!(", {} ran ", files[2].display()))
+            && err.contains(
+                " s on one machine's monotonic clock): their aggregate would be all their bytes \
+                 over the whole span, gaps included, lower than any of them did alone; run them \
+                 together, or give --allow-disjoint to merge them anyway\n"
+            ),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+
+    let o = merge_with(&refs, &out, &["--allow-disjoint"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with(
+            "merged 3 runs that did not run at the same time (--allow-disjoint): each test's \
+             aggregate is the bytes of all 3 runs over the span from the earliest start to the \
+             latest end of each repetition, gaps between the runs included, so it is not what \
+             they do together; each run's own figure is kept under ranks (sum_of_rank_bps adds \
+             them up) ("
+        ),
+        "{err}"
+    );
+    assert_eq!(lines[1], format!("wrote {}", out.display()));
+    let all = candor_model::load_result(&out).expect("the merged result loads");
+    assert!(
+        all.warnings.iter().any(|w| w.starts_with(
+            "These 3 runs did not run at the same time (merged with --allow-disjoint): "
+        )),
+        "{:?}",
+        all.warnings
+    );
+    // What that means: the aggregate is below every run's own figure.
+    let parts: Vec<_> = files
+        .iter()
+        .map(|f| candor_model::load_result(f).expect("a part loads"))
+        .collect();
+    for (k, r) in all.results.iter().enumerate() {
+        for p in &parts {
+            assert!(
+                r.throughput.mean < p.results[k].throughput.mean,
+                "{}: {} vs {}",
+                r.test,
+                r.throughput.mean,
+                p.results[k].throughput.mean
+            );
+        }
+    }
 }

@@ -75,6 +75,76 @@ fn need_mpirun() -> bool {
     false
 }
 
+/// docs/mpi.md's example for root on one machine, run as written: its `mpirun` line (with
+/// its continuation) taken from the page, only the target and the result moved into a
+/// temporary directory and `candor` the binary under test.
+#[test]
+#[cfg_attr(
+    not(feature = "mpi"),
+    ignore = "needs the mpi feature (scripts/test runs this file again with it)"
+)]
+fn the_root_example_of_docs_mpi_runs_as_written() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/mpi.md"))
+            .expect("docs/mpi.md reads");
+    let start = doc
+        .find("mpirun --allow-run-as-root --oversubscribe -n 4 candor run --mpi --tests write,read")
+        .expect("docs/mpi.md has the example for root");
+    let block = &doc[start..doc[start..].find("```").map(|e| start + e).unwrap()];
+    let line = block.replace("\\\n", " ");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        words[..5],
+        [
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-n",
+            "4"
+        ]
+    );
+    assert!(
+        doc[..start].contains("mkdir -p /tmp/bench\n"),
+        "the example makes its target"
+    );
+    if !need_mpirun() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("bench");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("run.json");
+    let bin = env!("CARGO_BIN_EXE_candor");
+    let args: Vec<&str> = words[1..]
+        .iter()
+        .map(|w| match *w {
+            "candor" => bin,
+            "/tmp/bench" => target.to_str().unwrap(),
+            "run.json" => json.to_str().unwrap(),
+            w => w,
+        })
+        .collect();
+    let mut c = Command::new("mpirun");
+    for k in ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"] {
+        c.env_remove(k);
+    }
+    let o = c.args(&args).output().expect("mpirun runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = candor_model::load_result(&json).expect("rank 0 saved the result");
+    assert_eq!(r.mpi.as_ref().map(|m| m.ranks), Some(4));
+    let tests: Vec<&str> = r.results.iter().map(|t| t.test.as_str()).collect();
+    assert_eq!(tests, ["write", "read"]);
+    assert!(r.results.iter().all(|t| t.status.is_ok()
+        && t.file_size == 16 << 20
+        && t.record_size == 1 << 20
+        && t.reps.len() == 3));
+}
+
 #[test]
 #[cfg(feature = "mpi")]
 fn mpi_outside_a_launcher_is_one_sentence_and_exit_2() {

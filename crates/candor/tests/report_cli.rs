@@ -66,6 +66,7 @@ fn output_files_are_written_whole() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).is_empty());
+    assert_eq!(stderr(&o), format!("wrote {}\n", out.display()));
     let text = std::fs::read_to_string(&out).expect("written");
     assert!(text.starts_with("target,fs_type,device,test"));
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -90,6 +91,9 @@ fn the_output_name_chooses_the_format_unless_one_is_given() {
         let out = dir.path().join(name);
         let o = candor(&[os("report"), json.as_os_str(), os("-o"), out.as_os_str()]);
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        // The file written is named, on stderr; stdout stays empty.
+        assert_eq!(stderr(&o), format!("wrote {}\n", out.display()), "{name}");
+        assert!(stdout(&o).is_empty(), "{name}");
         let text = std::fs::read_to_string(&out).expect("written");
         assert!(
             text.starts_with(starts),
@@ -188,4 +192,22 @@ fn compare_matches_tests_and_names_what_it_cannot_match() {
     let v: serde_json::Value =
         serde_json::from_str(&stdout(&o)).expect("compare --format json is JSON");
     assert_eq!(v["rows"].as_array().map(|r| r.len()), Some(12));
+}
+
+#[test]
+fn compare_names_the_html_page_it_writes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let html = dir.path().join("cmp.html");
+    let o = candor(&[
+        os("compare"),
+        fixture("study-ext4.json").as_os_str(),
+        fixture("study-xfs.json").as_os_str(),
+        os("--html"),
+        html.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), format!("wrote {}\n", html.display()));
+    assert!(std::fs::read_to_string(&html)
+        .expect("written")
+        .starts_with("<!DOCTYPE html>"));
 }

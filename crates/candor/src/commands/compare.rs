@@ -3,7 +3,9 @@
 //! statistically significant; tests that cannot be matched are named. `--html FILE` writes the
 //! comparison as a self-contained HTML page. `--fail-if-slower PCT` / `--fail-if-faster PCT`
 //! make it a regression gate: exit 1, with one line per failing row on stderr, when a side
-//! differs from the first beyond PCT and significantly.
+//! differs from the first beyond PCT and significantly, or when no row could be judged at all
+//! (unless `--allow-unmatched`); the rows left out are named, and a gate that passes says in
+//! one line what it judged.
 
 use crate::commands::report::{to_stdout, write_file};
 use crate::exit::{refusing, CmdResult, Failure, FAILED, OK};
@@ -14,8 +16,9 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Exit codes: 0 compared (and no gate failed); 1 a gate failed (--fail-if-slower, \
---fail-if-faster: one line per failing row on stderr) or a file could not be written; 2 bad usage \
-or a file that is not a candor result."
+--fail-if-faster: one line per failing row on stderr), a gate judged nothing (no test with the \
+same options on the first side and another; --allow-unmatched lets that pass) or a file could \
+not be written; 2 bad usage or a file that is not a candor result."
 )]
 pub struct Args {
     /// Result files written by `candor run -o` (a file with several targets gives one side per target).
@@ -35,6 +38,10 @@ pub struct Args {
     /// per operation that much shorter) and the difference is significant.
     #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Direction::Faster)))]
     pub fail_if_faster: Option<f64>,
+    /// Let a gate pass that could judge no row (no test ran with the same options on the
+    /// first side and another); without it such a gate fails. Rows left out are named either way.
+    #[arg(long)]
+    pub allow_unmatched: bool,
 }
 
 fn parse_format(name: &str) -> Result<CompareFormat, String> {
@@ -64,18 +71,27 @@ pub fn run(args: Args) -> CmdResult {
         ));
     }
     let c = compare::compare(sides);
+    if args.allow_unmatched && args.fail_if_slower.is_none() && args.fail_if_faster.is_none() {
+        return Err(Failure::usage(
+            "--allow-unmatched applies to a gate: give --fail-if-slower or --fail-if-faster with it",
+        ));
+    }
     if let Some(path) = &args.html {
         write_file(path, &candor_report::html::compare_page(&c))?;
     }
     let g = Gate {
         slower_pct: args.fail_if_slower,
         faster_pct: args.fail_if_faster,
+        allow_unmatched: args.allow_unmatched,
     };
     to_stdout(&compare::render_gated(&c, format, &g))?;
-    if g.slower_pct.is_none() && g.faster_pct.is_none() {
+    if !g.is_set() {
         return Ok(OK);
     }
     let outcome = gate::judge(&c, &g);
+    for l in &outcome.left_out {
+        eprintln!("not compared: {l}");
+    }
     for f in &outcome.untestable {
         eprintln!(
             "not tested: {} (a side has one repetition: run with --repeat 3 or more)",
@@ -88,6 +104,12 @@ pub fn run(args: Args) -> CmdResult {
     }
     for f in &outcome.failures {
         eprintln!("{}", f.line());
+    }
+    if outcome.judged_nothing() && !g.allow_unmatched {
+        return Err(Failure::failed(outcome.nothing_judged_sentence()));
+    }
+    if let Some(l) = outcome.passed_line(&g) {
+        eprintln!("{l}");
     }
     Ok(if outcome.passed() { OK } else { FAILED })
 }

@@ -6,7 +6,10 @@
 //! kept. Times are put on one line by each file's clock record: the monotonic clock when
 //! every file comes from one boot of one machine (exact, as MPI ranks on one node), else the
 //! machines' wall clocks (as close as their NTP keeps them). Files of different plans are
-//! refused in one sentence.
+//! refused in one sentence, and so are runs that did not run at the same time (no instant
+//! when every run was running, on that clock), whose aggregate would count the gaps between
+//! them — unless `--allow-disjoint`, which merges them and says so in the result. What the
+//! aggregate means is said in one line every time.
 
 use crate::exit::{CmdResult, Failure, OK};
 use crate::output::save_atomic;
@@ -19,7 +22,7 @@ use std::path::PathBuf;
 #[command(
     after_help = "Exit codes: 0 merged and saved; 1 the merged result could not be written; 2 bad \
 input (not a candor result, results of different plans, a run without its clock record, fewer \
-than two files)."
+than two files, runs that did not run at the same time without --allow-disjoint)."
 )]
 pub struct Args {
     /// Results of the same plan, one per node (or process), written by `candor run -o`.
@@ -28,6 +31,10 @@ pub struct Args {
     /// Where to save the merged result.
     #[arg(short = 'o', long = "output", value_name = "FILE", required = true)]
     pub output: PathBuf,
+    /// Merge runs that did not run at the same time (one after another): each aggregate then
+    /// counts the gaps between them, and the merged result says so.
+    #[arg(long)]
+    pub allow_disjoint: bool,
 }
 
 /// The name a sentence gives a file.
@@ -124,7 +131,15 @@ pub fn run(args: Args) -> CmdResult {
             )));
         }
     }
-    let merged = merge_docs(docs);
+    let names: Vec<String> = args.results.iter().map(|p| name(p)).collect();
+    let time = timing(&docs, &names);
+    if time.disjoint.is_some() && !args.allow_disjoint {
+        return Err(Failure::usage(time.refusal()));
+    }
+    let mut merged = merge_docs(docs);
+    if let Some(w) = time.warning() {
+        merged.warnings.insert(0, w);
+    }
     let text = serde_json::to_string_pretty(&merged)
         .map_err(|e| Failure::failed(format!("cannot serialize the merged result: {e}")))?;
     save_atomic(&args.output, &(text + "\n")).map_err(|e| {
@@ -133,7 +148,153 @@ pub fn run(args: Args) -> CmdResult {
             args.output.display()
         ))
     })?;
+    eprintln!("{}", time.meaning());
+    eprintln!("wrote {}", args.output.display());
     Ok(OK)
+}
+
+/// When the runs ran, on the clock the merge puts them on.
+struct Timing {
+    runs: usize,
+    /// Which clock ("one machine's monotonic clock").
+    clock: &'static str,
+    /// When no instant had every run running: each run's span, "r0.json ran 0.0-1.9 s, ...",
+    /// in seconds from the earliest run's start.
+    disjoint: Option<String>,
+    /// Of the merged repetitions' spans (earliest start to latest end), the share during
+    /// which every run was in that repetition; None without a repetition to measure.
+    together: Option<f64>,
+}
+
+impl Timing {
+    fn refusal(&self) -> String {
+        format!(
+            "these runs did not run at the same time ({} on {}): their aggregate would be all \
+             their bytes over the whole span, gaps included, lower than any of them did alone; \
+             run them together, or give --allow-disjoint to merge them anyway",
+            self.disjoint.as_deref().unwrap_or_default(),
+            self.clock
+        )
+    }
+
+    /// The sentence saved in the merged result's warnings when the runs did not overlap.
+    fn warning(&self) -> Option<String> {
+        let spans = self.disjoint.as_ref()?;
+        Some(format!(
+            "These {} runs did not run at the same time (merged with --allow-disjoint): {spans} \
+             on {}. Each test's aggregate is all their bytes over the span from the earliest \
+             start to the latest end of each repetition, gaps included, so it is lower than \
+             what they would do together; each run's own figure is kept under ranks \
+             (sum_of_rank_bps adds them up).",
+            self.runs, self.clock
+        ))
+    }
+
+    /// What the aggregate means, in one line.
+    fn meaning(&self) -> String {
+        let n = self.runs;
+        let all = if n == 2 {
+            "both".to_string()
+        } else {
+            format!("all {n}")
+        };
+        match &self.disjoint {
+            Some(spans) => format!(
+                "merged {n} runs that did not run at the same time (--allow-disjoint): each \
+                 test's aggregate is the bytes of {all} runs over the span from the earliest \
+                 start to the latest end of each repetition, gaps between the runs included, so \
+                 it is not what they do together; each run's own figure is kept under ranks \
+                 (sum_of_rank_bps adds them up) ({spans} on {})",
+                self.clock
+            ),
+            None => {
+                let mut l = format!(
+                    "merged {n} runs that ran at the same time: each test's aggregate is the \
+                     bytes of {all} runs over the span from the earliest start to the latest \
+                     end of each repetition, on {}",
+                    self.clock
+                );
+                if let Some(t) = self.together {
+                    l.push_str(&format!(
+                        "; {all} were running during {:.0}% of those spans",
+                        t * 100.0
+                    ));
+                }
+                l
+            }
+        }
+    }
+}
+
+/// Places every run and every repetition on the merge's clock: whether the runs overlapped
+/// at all (each from its clock's start to its last timed repetition's end), and for how much
+/// of the merged repetitions' spans every run was in it.
+fn timing(docs: &[RunDoc], names: &[String]) -> Timing {
+    let (t0s, clock) = origins(docs);
+    let base = t0s.iter().copied().min().unwrap_or(0);
+    let t0: Vec<f64> = t0s.iter().map(|t| (t - base) as f64 / 1e9).collect();
+    let reps = |d: &RunDoc| {
+        d.results
+            .iter()
+            .flat_map(|r| r.reps.iter())
+            .map(|p| (p.started_s, p.started_s + p.seconds))
+            .collect::<Vec<_>>()
+    };
+    // Each run's span; a run without a timed repetition has none and decides nothing.
+    let spans: Vec<Option<(f64, f64)>> = docs
+        .iter()
+        .zip(&t0)
+        .map(|(d, t)| {
+            let ends = reps(d);
+            let end = ends.iter().map(|e| e.1).fold(f64::NAN, f64::max);
+            end.is_finite().then_some((*t, t + end))
+        })
+        .collect();
+    let known: Vec<(f64, f64)> = spans.iter().flatten().copied().collect();
+    let latest_start = known.iter().map(|s| s.0).fold(f64::NEG_INFINITY, f64::max);
+    let earliest_end = known.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+    // Milliseconds where the whole is short enough for them to matter.
+    let digits = if known.iter().all(|s| s.1 < 10.0) {
+        3
+    } else {
+        1
+    };
+    let disjoint = (known.len() >= 2 && latest_start >= earliest_end).then(|| {
+        names
+            .iter()
+            .zip(&spans)
+            .filter_map(|(n, s)| s.map(|(a, b)| format!("{n} ran {a:.digits$}-{b:.digits$} s")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let (mut common, mut whole) = (0.0, 0.0);
+    for i in 0..docs[0].results.len() {
+        for j in 0..docs[0].results[i].reps.len() {
+            let Some(ivs) = docs
+                .iter()
+                .zip(&t0)
+                .map(|(d, t)| {
+                    let p = d.results.get(i)?.reps.get(j)?;
+                    Some((t + p.started_s, t + p.started_s + p.seconds))
+                })
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            let first = ivs.iter().map(|v| v.0).fold(f64::INFINITY, f64::min);
+            let last = ivs.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
+            let late = ivs.iter().map(|v| v.0).fold(f64::NEG_INFINITY, f64::max);
+            let early = ivs.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
+            whole += last - first;
+            common += (early - late).max(0.0);
+        }
+    }
+    Timing {
+        runs: docs.len(),
+        clock,
+        disjoint,
+        together: (whole > 0.0).then(|| common / whole),
+    }
 }
 
 /// One clock for every file: the monotonic one when all share a boot, else the wall clock.

@@ -57,14 +57,17 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
-/// Writes `text` to `path` atomically, so a reader never sees half a report.
+/// Writes `text` to `path` atomically, so a reader never sees half a report, and names the
+/// file written on stderr ("wrote r.html").
 pub fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
     save_atomic(path, text).map_err(|e| {
         Failure::failed(format!(
             "cannot write {}: {e}; choose a writable path with -o",
             path.display()
         ))
-    })
+    })?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }
 
 /// Prints to stdout; a closed pipe (`| head`) is not an error.
