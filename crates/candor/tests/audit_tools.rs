@@ -243,7 +243,7 @@ fn bonnie_block_write_is_reconciled_and_too_fast_figures_are_named() {
 
 /// A row whose claimed rate agrees with the observed one: its ratio is the claimed rate
 /// over the observed (wall) rate, within candor's agreement (5%), its verdict "agrees", its
-/// sentence the difference to a tenth of a percent.
+/// sentence the difference to a tenth of a percent (or the other process on the device).
 fn agrees_exactly_as_computed(row: &Value) {
     let f = |k: &str| {
         row[k]
@@ -258,12 +258,24 @@ fn agrees_exactly_as_computed(row: &Value) {
     );
     assert!((ratio - 1.0).abs() <= 0.05, "{row:#}");
     assert_eq!(row["verdict"], "agrees", "{row:#}");
-    assert_eq!(
-        row["explanation"],
-        format!(
-            "claimed and observed agree within {:.1}%",
-            (ratio - 1.0).abs() * 100.0
-        ),
-        "{row:#}"
-    );
+    // Another process's traffic on the device (above a tenth of the phase's bytes, or 1
+    // MiB) is named instead: this machine's disk is shared.
+    let foreign = row["foreign_device_bytes"].as_u64().unwrap_or(0) as f64;
+    let bytes = row["observed_bytes"].as_u64().unwrap_or(0) as f64;
+    let why = row["explanation"].as_str().unwrap_or("");
+    if foreign > (bytes * 0.10).max(1048576.0) {
+        assert!(
+            why.starts_with("another process moved ") && why.ends_with(" during the test"),
+            "{row:#}"
+        );
+    } else {
+        assert_eq!(
+            why,
+            format!(
+                "claimed and observed agree within {:.1}%",
+                (ratio - 1.0).abs() * 100.0
+            ),
+            "{row:#}"
+        );
+    }
 }
