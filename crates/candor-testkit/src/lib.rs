@@ -142,6 +142,156 @@ pub fn need_path(path: &Path, reason: &str) -> bool {
     false
 }
 
+/// Whether the kernel loads and attaches an eBPF program here, asked of the kernel itself
+/// and not of candor (whose own checks are what the tests examine): a two-instruction
+/// program (`r0 = 0; exit`) of type BPF_PROG_TYPE_TRACEPOINT loaded with bpf(2), then
+/// attached with perf_event_open(2) and PERF_EVENT_IOC_SET_BPF to the tracepoint
+/// `syscalls/sys_enter_getpid` (or `raw_syscalls/sys_enter`) read from tracefs, which is
+/// mounted at /sys/kernel/tracing when it is mounted nowhere. `Err` says what the kernel
+/// refused, in one line.
+pub fn kernel_bpf() -> Result<(), String> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let tracefs = tracefs()?;
+    let id_file = [
+        "events/syscalls/sys_enter_getpid/id",
+        "events/raw_syscalls/sys_enter/id",
+    ]
+    .iter()
+    .map(|f| tracefs.join(f))
+    .find(|p| p.exists())
+    .ok_or_else(|| format!("no syscall tracepoint under {}", tracefs.display()))?;
+    let id: u64 = std::fs::read_to_string(&id_file)
+        .map_err(|e| format!("cannot read {}: {e}", id_file.display()))?
+        .trim()
+        .parse()
+        .map_err(|e| format!("{} is not a number: {e}", id_file.display()))?;
+
+    // struct bpf_insn: code, dst_reg:4|src_reg:4, off, imm.
+    // r0 = 0 (BPF_ALU64 | BPF_MOV | BPF_K); exit (BPF_JMP | BPF_EXIT).
+    let insns: [u64; 2] = [0xb7, 0x95];
+    let license = c"GPL";
+    // union bpf_attr for BPF_PROG_LOAD: prog_type, insn_cnt, insns, license; the rest zero.
+    let mut attr = [0u8; 128];
+    const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
+    attr[0..4].copy_from_slice(&BPF_PROG_TYPE_TRACEPOINT.to_ne_bytes());
+    attr[4..8].copy_from_slice(&2u32.to_ne_bytes());
+    attr[8..16].copy_from_slice(&(insns.as_ptr() as u64).to_ne_bytes());
+    attr[16..24].copy_from_slice(&(license.as_ptr() as u64).to_ne_bytes());
+    const BPF_PROG_LOAD: libc::c_long = 5;
+    // SAFETY: attr is a zeroed bpf_attr of the size passed, pointing at live buffers.
+    let prog = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_LOAD,
+            attr.as_ptr(),
+            attr.len() as libc::c_uint,
+        )
+    };
+    if prog < 0 {
+        return Err(format!(
+            "the kernel refused to load a trivial eBPF program: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the kernel just returned this descriptor to us.
+    let prog = unsafe { OwnedFd::from_raw_fd(prog as i32) };
+
+    // struct perf_event_attr (PERF_ATTR_SIZE_VER5, 112 bytes): type, size, config,
+    // sample_period; wakeup_events at 48.
+    let mut pattr = [0u8; 112];
+    const PERF_TYPE_TRACEPOINT: u32 = 2;
+    pattr[0..4].copy_from_slice(&PERF_TYPE_TRACEPOINT.to_ne_bytes());
+    pattr[4..8].copy_from_slice(&112u32.to_ne_bytes());
+    pattr[8..16].copy_from_slice(&id.to_ne_bytes());
+    pattr[16..24].copy_from_slice(&1u64.to_ne_bytes());
+    pattr[48..52].copy_from_slice(&1u32.to_ne_bytes());
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    // SAFETY: pattr is a zeroed perf_event_attr of the size it declares.
+    let event = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            pattr.as_ptr(),
+            -1 as libc::pid_t,
+            0 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if event < 0 {
+        return Err(format!(
+            "perf_event_open on the tracepoint {} failed: {}",
+            id_file.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the kernel just returned this descriptor to us.
+    let event = unsafe { OwnedFd::from_raw_fd(event as i32) };
+    use std::os::fd::AsRawFd;
+    const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
+    // SAFETY: both descriptors are open; the argument is the program's descriptor.
+    if unsafe {
+        libc::ioctl(
+            event.as_raw_fd(),
+            PERF_EVENT_IOC_SET_BPF as _,
+            prog.as_raw_fd(),
+        )
+    } != 0
+    {
+        return Err(format!(
+            "the kernel refused to attach an eBPF program to a tracepoint: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// tracefs's mount point; mounted at /sys/kernel/tracing when mounted nowhere (root).
+fn tracefs() -> Result<std::path::PathBuf, String> {
+    let found = || {
+        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .into_iter()
+            .map(std::path::PathBuf::from)
+            .find(|p| p.join("events").is_dir())
+    };
+    if let Some(p) = found() {
+        return Ok(p);
+    }
+    let fstype = c"tracefs";
+    // SAFETY: NUL-terminated strings; data may be null.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            c"/sys/kernel/tracing".as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "tracefs is not mounted and mounting it at /sys/kernel/tracing failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    found().ok_or_else(|| "tracefs mounted at /sys/kernel/tracing has no events/".to_string())
+}
+
+/// True when root and the kernel loads and attaches eBPF programs ([`kernel_bpf`]);
+/// otherwise skips saying which is missing and returns false. The answer is the
+/// kernel's: a test that goes on and finds candor's eBPF witness unavailable fails.
+pub fn need_kernel_bpf(for_what: &str) -> bool {
+    if !need_root(for_what) {
+        return false;
+    }
+    match kernel_bpf() {
+        Ok(()) => true,
+        Err(why) => {
+            skip(why);
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +363,21 @@ mod tests {
         assert!(!ok, "with {REQUIRE_ALL} a skip fails: {err}");
         assert!(skips.is_empty(), "{err}");
         assert!(err.contains("a skip here is a failure"), "{err}");
+    }
+
+    /// As root, the probe's answer is the kernel's; without root the kernel refuses the
+    /// load (EPERM) and the probe says so.
+    #[test]
+    fn the_kernel_probe_answers_in_one_line() {
+        match kernel_bpf() {
+            Ok(()) => assert!(is_root(), "a process without root loaded eBPF"),
+            Err(why) => {
+                assert!(!why.contains('\n'), "{why}");
+                if is_root() {
+                    eprintln!("eBPF refused as root: {why}");
+                }
+            }
+        }
     }
 
     #[test]

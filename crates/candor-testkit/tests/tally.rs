@@ -151,3 +151,62 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         ]
     );
 }
+
+/// `cargo test -- --quiet` prints dots, not per-test lines: libtest's summary says 2 passed
+/// and the tally, which counted none, says they disagree instead of counting 0 tests.
+#[test]
+fn a_log_without_per_test_lines_disagrees_with_its_summary() {
+    let log = "
+     Running unittests src/lib.rs (/t/debug/deps/lib-1)
+
+running 2 tests
+..
+test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+";
+    let got = tally(NAMES, log, "", true);
+    assert_eq!(
+        got,
+        ["crates/x/src/lib.rs\t-\tmismatch\tlibtest's summary says 2 passed, 0 failed, 0 ignored, 0 measured; its per-test lines say 0, 0, 0, 0"]
+    );
+}
+
+/// A test line lost from the log (or one too many) is a mismatch as well, per binary.
+#[test]
+fn every_count_of_the_summary_is_compared() {
+    let log = "
+     Running unittests src/lib.rs (/t/debug/deps/lib-1)
+
+running 3 tests
+test a ... ok
+test b ... FAILED
+test c ... ignored
+
+test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+";
+    let got = tally(NAMES, log, "", true);
+    assert!(
+        got.contains(&"crates/x/src/lib.rs\t-\tmismatch\tlibtest's summary says 1 passed, 2 failed, 0 ignored, 0 measured; its per-test lines say 1, 1, 1, 0".to_string()),
+        "{got:?}"
+    );
+}
+
+/// A filter leaves tests out: libtest's "filtered out" count is reported per binary.
+#[test]
+fn filtered_out_tests_are_counted() {
+    let log = "
+     Running unittests src/lib.rs (/t/debug/deps/lib-1)
+
+running 1 test
+test a ... ok
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 41 filtered out; finished in 0.01s
+";
+    let got = tally(NAMES, log, "", true);
+    assert_eq!(
+        got,
+        [
+            "crates/x/src/lib.rs\t-\tfiltered\t41",
+            "crates/x/src/lib.rs\ta\tpassed\t",
+        ]
+    );
+}

@@ -28,6 +28,10 @@ fn cannot(program: &str) -> Option<String> {
     if !is_root() {
         return Some("needs root (the eBPF source)".into());
     }
+    // The kernel's answer, not candor's: where it loads eBPF, candor's source must work.
+    if let Err(why) = candor_testkit::kernel_bpf() {
+        return Some(why);
+    }
     if !have(program) {
         return Some(format!("{program} is not installed (scripts/setup --test)"));
     }
@@ -220,15 +224,58 @@ fn bonnie_block_write_is_reconciled_and_too_fast_figures_are_named() {
     };
     assert_eq!(w["file_size"], 1u64 << 30);
     assert_eq!(w["record_size"], 8192);
-    // The phase behind it is bonnie++'s write of its file: 1 GiB.
-    let seen = w["observed_bytes"].as_f64().unwrap_or(0.0);
-    assert!((seen / (1u64 << 30) as f64 - 1.0).abs() < 0.01, "{w:#}");
-    assert!(w["ratio"].as_f64().is_some(), "{w:#}");
-    assert!(!w["explanation"].as_str().unwrap_or("").is_empty());
+    // The phase behind it is bonnie++'s write of its file: 1 GiB, every byte, ended by
+    // one fsync that flushed all of it.
+    assert_eq!(w["observed_bytes"], 1u64 << 30, "{w:#}");
+    assert_eq!(w["fsync_count"], 1, "{w:#}");
+    assert_eq!(w["flushed_share"], 1.0, "{w:#}");
+    // The ratio is the claimed rate over the observed one; bonnie++'s timer brackets the
+    // same write and fsync the witness times (measured: 1.000004 and 0.999999), so the
+    // two agree within candor's 5% and the sentence gives the difference.
+    agrees_exactly_as_computed(w);
     // A rewrite figure, when printed, is matched to the next phase (its read-modify-write).
     if let Some(rw) = r.iter().find(|x| x["test"] == "rewrite") {
-        let seen = rw["observed_bytes"].as_f64().unwrap_or(0.0);
-        assert!((seen / (1u64 << 30) as f64 - 1.0).abs() < 0.01, "{rw:#}");
+        assert_eq!(rw["observed_bytes"], 1u64 << 30, "{rw:#}");
         assert_ne!(rw["phases"], w["phases"]);
+        agrees_exactly_as_computed(rw);
+    }
+}
+
+/// A row whose claimed rate agrees with the observed one: its ratio is the claimed rate
+/// over the observed (wall) rate, within candor's agreement (5%), its verdict "agrees", its
+/// sentence the difference to a tenth of a percent (or the other process on the device).
+fn agrees_exactly_as_computed(row: &Value) {
+    let f = |k: &str| {
+        row[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} is not a number: {row:#}"))
+    };
+    let ratio = f("ratio");
+    let computed = f("claimed_Bps") / f("observed_wall_Bps");
+    assert!(
+        (ratio / computed - 1.0).abs() < 1e-9,
+        "ratio {ratio}, claimed over observed {computed}: {row:#}"
+    );
+    assert!((ratio - 1.0).abs() <= 0.05, "{row:#}");
+    assert_eq!(row["verdict"], "agrees", "{row:#}");
+    // Another process's traffic on the device (above a tenth of the phase's bytes, or 1
+    // MiB) is named instead: this machine's disk is shared.
+    let foreign = row["foreign_device_bytes"].as_u64().unwrap_or(0) as f64;
+    let bytes = row["observed_bytes"].as_u64().unwrap_or(0) as f64;
+    let why = row["explanation"].as_str().unwrap_or("");
+    if foreign > (bytes * 0.10).max(1048576.0) {
+        assert!(
+            why.starts_with("another process moved ") && why.ends_with(" during the test"),
+            "{row:#}"
+        );
+    } else {
+        assert_eq!(
+            why,
+            format!(
+                "claimed and observed agree within {:.1}%",
+                (ratio - 1.0).abs() * 100.0
+            ),
+            "{row:#}"
+        );
     }
 }

@@ -108,15 +108,51 @@ fn a_reduced_matrix_has_no_unexplained_cell() {
     for r in rows {
         let cell = r["cell"].as_str().unwrap_or("?");
         assert!(r["error"].is_null(), "{cell}: {}", r["error"]);
-        for k in ["candor_median", "fio_median", "ratio_median"] {
-            let v = r[k].as_f64().unwrap_or(0.0);
-            assert!(v > 0.0, "{cell}: {k} = {v}");
-        }
+        // Three pairs: each tool's three figures (positive), each pair's ratio candor/fio,
+        // and the medians of the three, as the row's own figures give them.
+        let figures = |k: &str| -> Vec<f64> {
+            r[k].as_array()
+                .unwrap_or_else(|| panic!("{cell}: no {k}"))
+                .iter()
+                .map(|v| v.as_f64().unwrap_or(f64::NAN))
+                .collect()
+        };
+        let (cand, fio, ratios) = (figures("candor"), figures("fio"), figures("ratios"));
         assert_eq!(
-            r["ratios"].as_array().map(Vec::len),
-            Some(3),
+            (cand.len(), fio.len(), ratios.len()),
+            (3, 3, 3),
             "{cell}: three pairs"
         );
+        assert!(
+            cand.iter().chain(&fio).all(|v| *v > 0.0),
+            "{cell}: {cand:?} {fio:?}"
+        );
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+        for i in 0..3 {
+            assert!(
+                close(ratios[i], cand[i] / fio[i]),
+                "{cell}: pair {i}: ratio {} for {} / {}",
+                ratios[i],
+                cand[i],
+                fio[i]
+            );
+        }
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[1]
+        };
+        for (k, of) in [
+            ("candor_median", &cand),
+            ("fio_median", &fio),
+            ("ratio_median", &ratios),
+        ] {
+            let v = r[k].as_f64().unwrap_or(f64::NAN);
+            assert!(
+                close(v, median(of)),
+                "{cell}: {k} = {v}, the median of {of:?}"
+            );
+        }
         let verdict = r["verdict"].as_str().unwrap_or("");
         assert!(
             ["device", "cache", "mixed", "memory"].contains(&verdict),

@@ -7,9 +7,16 @@ mod common;
 
 const CANDOR: &str = env!("CARGO_BIN_EXE_candor");
 
+/// Each line of `candor doctor --no-load` says what this host has, checked against the
+/// host itself (root, the BTF file, the kernel's own eBPF answer, the kernel's version,
+/// an O_DIRECT read in the same directory); nothing is left in the target.
 #[test]
 fn doctor_reports_and_leaves_the_target_as_it_was() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    // A directory on a disk (not tmpfs, where O_DIRECT is refused).
+    let dir = tempfile::Builder::new()
+        .prefix("candor-doctor-")
+        .tempdir_in("/var/tmp")
+        .expect("tempdir");
     let out = Command::new(CANDOR)
         .args(["doctor", "--no-load"])
         .arg(dir.path())
@@ -17,16 +24,97 @@ fn doctor_reports_and_leaves_the_target_as_it_was() {
         .expect("run candor");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    for what in [
-        "privileges",
-        "kernel BTF",
-        "BPF programs",
-        "cachestat(2)",
-        "O_DIRECT",
-    ] {
-        assert!(text.contains(what), "no {what} line in:\n{text}");
+    // "  what  ok|no  detail", the name padded to the longest.
+    let line = |what: &str| -> (String, String) {
+        let l = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} line in:\n{text}"));
+        let rest = l.trim_start()[what.len()..].trim_start();
+        let (status, detail) = rest.split_once("  ").unwrap_or((rest, ""));
+        (status.to_string(), detail.trim().to_string())
+    };
+    let root = candor_testkit::is_root();
+    let (status, detail) = line("privileges");
+    if root {
+        assert_eq!((status.as_str(), detail.as_str()), ("ok", "root"));
+    } else {
+        assert!(detail.starts_with("not root"), "{detail}");
     }
-    assert!(text.contains("candor will use:"), "{text}");
+    let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
+    let (status, detail) = line("kernel BTF");
+    if btf {
+        assert_eq!(
+            (status.as_str(), detail.as_str()),
+            ("ok", "/sys/kernel/btf/vmlinux")
+        );
+    } else {
+        assert_eq!(status, "no", "{detail}");
+    }
+    let (status, detail) = line("BPF programs");
+    assert!(
+        (status == "ok" && detail == "built into this candor")
+            || (status == "no" && detail.starts_with("not built: ")),
+        "{status} {detail}"
+    );
+    // Where the kernel itself loads eBPF, nothing stands in candor's way, and --no-load
+    // leaves the load untried.
+    let kernel_bpf = root && candor_testkit::kernel_bpf().is_ok();
+    if kernel_bpf {
+        assert_eq!(
+            line("BPF load"),
+            ("ok".to_string(), "not tried (--no-load)".to_string())
+        );
+        assert!(text.contains("candor will use: the BPF witness"), "{text}");
+    } else {
+        assert!(
+            text.contains("candor will use: the procfs witness"),
+            "{text}"
+        );
+    }
+    // cachestat(2) is in Linux 6.5 and later; the probe file's 16 fresh pages are cached.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let mut v = release.trim().split(|c: char| !c.is_ascii_digit());
+    let (major, minor): (u32, u32) = (
+        v.next().unwrap().parse().unwrap(),
+        v.next().unwrap().parse().unwrap(),
+    );
+    let (status, detail) = line("cachestat(2)");
+    if (major, minor) >= (6, 5) {
+        assert_eq!(
+            (status.as_str(), detail.as_str()),
+            ("ok", "works here (16 of 16 pages of a fresh file cached)")
+        );
+    } else {
+        assert_eq!(
+            (status.as_str(), detail.as_str()),
+            (
+                "no",
+                "not in this kernel (needs Linux 6.5); mincore(2) is used instead"
+            )
+        );
+    }
+    // O_DIRECT as this test finds it in the same directory.
+    let probe = dir.path().join("direct-probe");
+    std::fs::write(&probe, vec![1u8; 4096]).expect("a probe file");
+    let direct = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&probe)
+            .is_ok()
+    };
+    std::fs::remove_file(&probe).expect("remove the probe file");
+    let (status, detail) = line("O_DIRECT");
+    if direct {
+        assert_eq!(
+            (status.as_str(), detail.as_str()),
+            ("ok", "a 4 KiB aligned read bypassed the page cache")
+        );
+    } else {
+        assert_eq!(status, "no", "{detail}");
+    }
     let left: Vec<_> = std::fs::read_dir(dir.path()).expect("read_dir").collect();
     assert!(left.is_empty(), "doctor left files: {left:?}");
 }

@@ -490,10 +490,40 @@ fn doctor_verbose_says_more() {
         text(&out.stdout)
     };
     let (short, long) = (run(false), run(true));
+    // --verbose adds one line per tracepoint present ("  name  ok  present"), as many as
+    // the plain summary line counts ("N of M present..."), or none when tracefs could
+    // not be read; the other lines are the same.
+    let present = short
+        .lines()
+        .find(|l| l.trim_start().starts_with("tracepoints"))
+        .expect("a tracepoints line")
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    // (The names are padded to the longest, which --verbose makes longer.)
+    let words = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let (short_w, long_w) = (words(&short), words(&long));
+    let added: Vec<&String> = long_w.iter().filter(|l| !short_w.contains(l)).collect();
+    assert_eq!(added.len(), present, "--verbose:\n{long}\nplain:\n{short}");
     assert!(
-        long.lines().count() > short.lines().count(),
+        added
+            .iter()
+            .all(|l| l.split(' ').count() == 3 && l.contains(':') && l.ends_with(" ok present")),
+        "{added:?}"
+    );
+    assert_eq!(
+        long.lines().count(),
+        short.lines().count() + present,
         "--verbose:\n{long}\nplain:\n{short}"
     );
+    if candor_testkit::is_root() && candor_testkit::kernel_bpf().is_ok() {
+        assert!(present > 0, "{short}");
+    }
 }
 
 #[test]
@@ -565,9 +595,43 @@ fn html_is_written_self_contained_with_the_results() {
         &page[..80.min(page.len())]
     );
     assert!(page.trim_end().ends_with("</html>"));
-    for t in ["write", "read"] {
-        assert!(page.contains(t), "no {t} in the page");
+    // The results table has one row per result, in order: the test, its file and record
+    // sizes, 1 thread at depth 1, and its mean throughput in MB/s as the result file has
+    // it, to the digits printed (half a unit of the last one).
+    let doc = json_of(&json);
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(page.matches("<tr id=\"r").count(), results.len(), "{page}");
+    for (i, r) in results.iter().enumerate() {
+        let start = page
+            .find(&format!("<tr id=\"r{i}\">"))
+            .unwrap_or_else(|| panic!("no row r{i}"));
+        let row = &page[start..start + page[start..].find("</tr>").expect("the row ends")];
+        let cells: Vec<&str> = row
+            .split("<td")
+            .skip(1)
+            .map(|c| {
+                let c = &c[c.find('>').expect("a cell") + 1..];
+                &c[..c.find("</td>").expect("the cell ends")]
+            })
+            .collect();
+        let test = r["test"].as_str().expect("a test name");
+        assert_eq!(cells[..5], [test, "1m", "64k", "1", "1"], "{row}");
+        let mbs = r["throughput"]["mean"].as_f64().expect("a mean") / 1e6;
+        let shown: f64 = cells[5].parse().expect("MB/s is a number");
+        let decimals = cells[5].split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+        assert!(
+            (shown - mbs).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9,
+            "{test}: the page says {} MB/s, the result {mbs}",
+            cells[5]
+        );
     }
+    assert_eq!(
+        results
+            .iter()
+            .map(|r| r["test"].as_str())
+            .collect::<Vec<_>>(),
+        [Some("write"), Some("read")]
+    );
     // Self-contained: nothing fetched from elsewhere.
     for ext in ["<script src", "<link ", "src=\"http", "href=\"http"] {
         assert!(!page.contains(ext), "{ext} in the page");

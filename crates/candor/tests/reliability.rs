@@ -1285,7 +1285,7 @@ fn a_symlink_planted_in_the_run_directory_is_not_followed() {
 
 #[test]
 fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
-    if !need_root("for a loop device") || !common::need_programs(&["losetup"]) {
+    if !need_root("for a loop device") || !common::need_programs(&["losetup", "strace"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1305,9 +1305,13 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
         String::from_utf8_lossy(&out.stderr)
     );
     let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let modified_before = std::fs::metadata(&dev).and_then(|m| m.modified()).ok();
-    let o1 = candor()
-        .args([
+    // Every open of the device, as the kernel was asked for it (strace), in each run.
+    let cwd = dir.path();
+    let filter = "open,openat,openat2";
+    let (o1, t1) = common::strace_candor(
+        cwd,
+        filter,
+        &[
             "run",
             &dev,
             "--quiet",
@@ -1315,11 +1319,12 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
             "write",
             "--file-size",
             "1m",
-        ])
-        .output()
-        .unwrap();
-    let o2 = candor()
-        .args([
+        ],
+    );
+    let (o2, t2) = common::strace_candor(
+        cwd,
+        "open,openat,openat2,write,pwrite64,writev,pwritev,pwritev2,io_uring_enter",
+        &[
             "run",
             &dev,
             "--quiet",
@@ -1328,11 +1333,58 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
             "write",
             "--file-size",
             "16m",
-        ])
-        .output()
-        .unwrap();
-    let o3 = candor().args(["clean", &dev]).output().unwrap();
+        ],
+    );
+    let (o3, t3) = common::strace_candor(cwd, filter, &["clean", &dev]);
     let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let opened_for_writing = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.contains(&format!("\"{dev}\"")))
+            .filter(|l| l.contains("O_WRONLY") || l.contains("O_RDWR") || l.contains("O_CREAT"))
+            .map(str::to_string)
+            .collect()
+    };
+    // Without consent, and for `clean`, the device is never opened for writing.
+    for (what, t) in [("refused", &t1), ("clean", &t3)] {
+        assert_eq!(
+            opened_for_writing(t),
+            Vec::<String>::new(),
+            "{what}: {dev} opened for writing"
+        );
+        assert!(
+            t.lines().any(|l| l.contains("openat(")),
+            "{what}: strace saw no open at all: {t}"
+        );
+    }
+    // With consent, the one open for writing is the exclusive claim (O_EXCL, held for the
+    // run: docs/methodology.md), and nothing is written through it before the refusal.
+    let claims = opened_for_writing(&t2);
+    assert_eq!(claims.len(), 1, "too small: {claims:?}");
+    assert!(claims[0].contains("O_EXCL"), "{}", claims[0]);
+    let fd = claims[0]
+        .rsplit("= ")
+        .next()
+        .and_then(|n| n.trim().parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("the claim failed: {}", claims[0]));
+    let written: Vec<&str> = t2
+        .lines()
+        .filter(|l| {
+            [
+                "write(",
+                "pwrite64(",
+                "writev(",
+                "pwritev(",
+                "pwritev2(",
+                "io_uring_enter(",
+            ]
+            .iter()
+            .any(|c| l.contains(&format!("{c}{fd},")))
+        })
+        .collect();
+    assert!(
+        written.is_empty(),
+        "too small: written to {dev}: {written:?}"
+    );
     for o in [&o1, &o2, &o3] {
         no_panic(&stderr(o));
         assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
@@ -1350,7 +1402,6 @@ fn a_block_device_is_refused_before_anything_is_opened_for_writing() {
         content,
         "the device's bytes are unchanged"
     );
-    let _ = modified_before;
 }
 
 // ---- soak ----

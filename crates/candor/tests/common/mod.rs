@@ -34,37 +34,12 @@ pub fn scratch(fs: &str, size_bytes: u64) -> Option<candor_lab::ScratchFs> {
     )
 }
 
-/// True when the eBPF witness must load here (root, a build with the BPF programs, a
-/// kernel with BTF, tracefs and the tracepoints: what `candor doctor --no-load` checks, in
-/// a process of its own); otherwise skips and returns false. Where this is true, a run
-/// whose witness is not eBPF is a failure, not a skip.
+/// True when the eBPF witness must load here: root, and the kernel itself loads and
+/// attaches an eBPF program to a tracepoint (candor_testkit::kernel_bpf, which asks the
+/// kernel, not candor); otherwise skips and returns false. Where this is true, a run whose
+/// witness is not eBPF is a failure, not a skip.
 pub fn need_bpf() -> bool {
-    if !need_root("to load the eBPF witness") {
-        return false;
-    }
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let out = candor()
-        .args(["doctor", "--no-load"])
-        .arg(dir.path())
-        .output()
-        .expect("candor doctor runs");
-    let report = text(&out.stdout);
-    assert!(out.status.success(), "candor doctor: {report}");
-    let needed = ["kernel BTF", "tracefs", "BPF programs", "tracepoints"];
-    for line in report.lines() {
-        let line = line.trim();
-        if needed.iter().any(|n| line.starts_with(n)) && !line.contains(" ok ") {
-            skip(format!("candor doctor: {line}"));
-            return false;
-        }
-    }
-    for n in needed {
-        assert!(
-            report.contains(n),
-            "candor doctor has no {n} line: {report}"
-        );
-    }
-    true
+    candor_testkit::need_kernel_bpf("to load the eBPF witness")
 }
 
 /// The entries of a directory.
@@ -171,4 +146,22 @@ pub fn run_dirs_in(target: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// Runs candor with `args` under `strace -f -qq -e trace=FILTER` (run where the test
+/// says, in `cwd`): candor's output and strace's log, one system call a line.
+pub fn strace_candor(cwd: &Path, filter: &str, args: &[&str]) -> (Output, String) {
+    let log = tempfile::NamedTempFile::new().expect("a file for strace's log");
+    let out = Command::new("strace")
+        .current_dir(cwd)
+        .args(["-f", "-qq", "-e"])
+        .arg(format!("trace={filter}"))
+        .arg("-o")
+        .arg(log.path())
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .args(args)
+        .output()
+        .expect("strace runs");
+    let trace = std::fs::read_to_string(log.path()).expect("strace's log");
+    (out, trace)
 }
