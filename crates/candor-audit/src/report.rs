@@ -242,8 +242,15 @@ pub fn witness(a: &Audit) -> Witness {
             dev.read_ios += c.read_ios;
             dev.write_ios += c.write_ios;
             lat_ms += c.read_ms + c.write_ms;
-            if a.wall_s > 0.0 {
-                dev.util = dev.util.max(c.io_ticks_ms as f64 / 1000.0 / a.wall_s);
+            // Over the span the device counters cover: the window observed.
+            let span = a
+                .disks
+                .span()
+                .map(|(from, to)| to - from)
+                .filter(|s| *s > 0.0)
+                .unwrap_or(a.wall_s);
+            if span > 0.0 {
+                dev.util = dev.util.max(c.io_ticks_ms as f64 / 1000.0 / span);
             }
         }
     }
@@ -318,6 +325,9 @@ pub fn audit_value(a: &Audit) -> Value {
         "claims": a.claims,
         "unread": a.unread,
         "calls": a.observed.calls,
+        "channels": a.observed.channels,
+        "channel_calls": a.observed.channel_calls,
+        "still_running": a.observed.still_running,
         "reconciliation": rows,
         "witness": witness(a),
     })
