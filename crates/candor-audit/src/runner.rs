@@ -527,6 +527,13 @@ pub fn run(
     // Times, rates and utilisations are over the window observed: it ends here.
     out.wall_s = t0.elapsed().as_secs_f64();
     disks.sample(out.wall_s);
+    // Cut off here, the processes still running are observed no longer (they may hold the
+    // output pipes open for the wait below).
+    let cut_off = (!still_running.is_empty()).then(|| {
+        source.set_output_bytes(count.load(Ordering::SeqCst));
+        source.exited(pid);
+        source.finish()
+    });
     // The output pipes close when the last process holding them ends; a daemon left
     // behind may keep them open, so wait only a little for the rest of the output.
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -538,13 +545,18 @@ pub fn run(
             let _ = p.join();
         }
     }
-    source.set_output_bytes(count.load(Ordering::SeqCst));
-    source.exited(pid);
+    if cut_off.is_none() {
+        source.set_output_bytes(count.load(Ordering::SeqCst));
+        source.exited(pid);
+    }
     reap(pid);
     CHILD.store(0, Ordering::SeqCst);
     drop(child);
     out.exit = exit;
-    out.observed = source.finish();
+    out.observed = match cut_off {
+        Some(o) => o,
+        None => source.finish(),
+    };
     out.observed.notes.extend(tree_notes);
     out.observed.still_running = still_running;
     // Orphans of the tree that ended came to candor: reap them (after the last reading of

@@ -177,6 +177,19 @@ fn fio_engines_that_bypass_read_and_write_are_never_overstated() {
                 assert_eq!(out.status.code(), Some(0), "{what}: {stderr}");
                 assert_eq!(v["audit"]["source"], w, "{what}");
                 check_rows(&v, engine, &what, &stderr);
+                // O_DIRECT through AIO or io_uring reaches the device: its bytes bound the
+                // figure, and the sentence says so.
+                if direct == "1" && engine != "mmap" {
+                    let r = &v["audit"]["reconciliation"][0];
+                    let why = r["explanation"].as_str().unwrap_or("");
+                    if r["verdict"] == "unverified" {
+                        assert!(
+                            why.contains("at least the")
+                                && why.contains("claimed, as O_DIRECT I/O must"),
+                            "{what}: {why}"
+                        );
+                    }
+                }
                 // The channel is in the saved audit, with the process that used it.
                 let channels = v["audit"]["channels"]
                     .as_array()
@@ -423,6 +436,12 @@ fn stop_at_exit_names_what_was_still_running() {
         assert!(
             stderr.contains("is not in this audit"),
             "{w}: says what was cut\n{stderr}"
+        );
+        // What dd wrote after the stop is not counted.
+        let counted = written_to(&v, "/F");
+        assert!(
+            counted < BACKGROUND_BYTES,
+            "{w}: {counted} bytes counted after the stop"
         );
         // Utilisation over the window observed.
         let util = v["audit"]["witness"]["device"]["util"]
