@@ -193,6 +193,9 @@ fn judge(
     r.observed_syscall_bps = None;
     r.ratio = None;
     r.ratio_syscall = None;
+    // Nor of where its bytes came from or went: the shares were of those calls' bytes.
+    r.cache_share = None;
+    r.flushed_share = None;
     // The block layer sees every channel: O_DIRECT I/O through AIO or io_uring reaches
     // the device, so the device's bytes over the whole time those processes could have
     // made them bound the figure from above (the device may be shared: only a shortfall
@@ -340,6 +343,7 @@ mod tests {
         apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
         assert_eq!(rows[0].verdict, "unverified");
         assert_eq!(rows[0].ratio, None);
+        assert_eq!(rows[0].cache_share, None);
         assert_eq!(
             rows[0].explanation,
             "fio (pid 7) moved its I/O through Linux AIO (io_submit), which this audit does not count per file \

@@ -447,12 +447,14 @@ pub fn run(
     // The processes the command left running are part of what was measured: follow them
     // to their end (or, with stop_at_exit, name them and stop).
     let root_exit_s = t0.elapsed().as_secs_f64();
+    // From now on a signal is for the processes left running (the command is a zombie).
+    WAITING.store(true, Ordering::SeqCst);
     let me = std::process::id();
     let program = argv.first().map(String::as_str).unwrap_or("the command");
     let mut still_running: Vec<ProcessRecord> = Vec::new();
     let mut tree_notes: Vec<String> = Vec::new();
-    // The processes followed after the command's exit, with the parent each had when
-    // first seen.
+    // The processes followed after the command's exit (with the parent each had when
+    // first seen).
     let mut followed: std::collections::BTreeMap<u32, u32> = Default::default();
     let mut live = live_descendants(me, pid);
     if !live.is_empty() && stop_at_exit {
@@ -470,14 +472,22 @@ pub fn run(
             if live.len() == 1 { "" } else { "es" },
             name_all(&live)
         );
-        STOP_WAITING.store(false, Ordering::SeqCst);
-        WAITING.store(true, Ordering::SeqCst);
         loop {
             for r in &live {
                 followed.entry(r.pid).or_insert(r.ppid);
             }
             let sig = FORWARD.swap(0, Ordering::SeqCst);
             if sig > 0 {
+                let name = if sig == libc::SIGHUP {
+                    "SIGHUP"
+                } else {
+                    "SIGTERM"
+                };
+                tree_notes.push(format!(
+                    "{name} sent to candor at {:.3} s was passed on to {}",
+                    t0.elapsed().as_secs_f64(),
+                    name_all(&live)
+                ));
                 for r in &live {
                     // SAFETY: signalling a process of the audited tree.
                     unsafe { libc::kill(r.pid as libc::pid_t, sig) };
@@ -502,7 +512,6 @@ pub fn run(
                 break;
             }
         }
-        WAITING.store(false, Ordering::SeqCst);
         let end = t0.elapsed().as_secs_f64();
         // Names as they are now (a shell's child seen before its exec is the program now).
         let first: Vec<Running> = first
@@ -515,7 +524,7 @@ pub fn run(
             })
             .collect();
         if still_running.is_empty() {
-            tree_notes.push(format!(
+            tree_notes.insert(0, format!(
                 "{program} exited at {root_exit_s:.3} s and left {} process{} running ({}); the audit followed {} to the end, at {end:.3} s (--stop-at-exit stops at the command's exit)",
                 first.len(),
                 if first.len() == 1 { "" } else { "es" },
@@ -524,6 +533,9 @@ pub fn run(
             ));
         }
     }
+    WAITING.store(false, Ordering::SeqCst);
+    STOP_WAITING.store(false, Ordering::SeqCst);
+    FORWARD.store(0, Ordering::SeqCst);
     // Times, rates and utilisations are over the window observed: it ends here.
     out.wall_s = t0.elapsed().as_secs_f64();
     disks.sample(out.wall_s);
@@ -560,16 +572,11 @@ pub fn run(
     out.observed.notes.extend(tree_notes);
     out.observed.still_running = still_running;
     // Orphans of the tree that ended came to candor: reap them (after the last reading of
-    // their counters). Only those first seen with another parent: a child candor's caller
-    // started itself is left to its caller.
-    let mut ended = followed;
-    for p in &out.observed.processes {
-        ended.entry(p.pid).or_insert(p.ppid);
-    }
-    for (p, first_parent) in ended {
-        if p != pid && first_parent != me && first_parent != 0 {
-            reap_if_ended(p);
-        }
+    // their counters). Every child of candor's process is part of the tree (see `audit`).
+    let mut ended: std::collections::BTreeSet<u32> = followed.into_keys().collect();
+    ended.extend(out.observed.processes.iter().map(|p| p.pid));
+    for p in ended.into_iter().filter(|&p| p != pid && p != me) {
+        reap_if_ended(p);
     }
     out.stdout = out_buf
         .lock()

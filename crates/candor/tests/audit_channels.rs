@@ -402,8 +402,8 @@ fn stop_at_exit_names_what_was_still_running() {
     let dir = scratch();
     for w in witnesses() {
         // The shell waits until dd has its output open (so the process is dd, not a shell
-        // about to become dd), then exits; dd still has most of its 200 MiB and the fsync
-        // to do.
+        // about to become dd), then exits; dd, which waits for the device after each
+        // write (oflag=dsync), still has most of its 200 MiB to write.
         let (out, v) = audit(
             dir.path(),
             w,
@@ -411,7 +411,7 @@ fn stop_at_exit_names_what_was_still_running() {
             &[
                 "sh",
                 "-c",
-                "dd if=/dev/zero of=F bs=1M count=200 conv=fsync 2>/dev/null & \
+                "dd if=/dev/zero of=F bs=1M count=200 oflag=dsync 2>/dev/null & \
                  while [ ! -e F ]; do :; done; exit 0",
             ],
         );
@@ -450,4 +450,46 @@ fn stop_at_exit_names_what_was_still_running() {
         assert!(util <= 1.0, "{w}: device utilisation {util}\n{stderr}");
         let _ = std::fs::remove_file(dir.path().join("F"));
     }
+}
+
+/// While the audit waits for a process the command left running, SIGTERM sent to candor
+/// goes on to that process, and the audit reports once it has ended.
+#[test]
+fn sigterm_while_waiting_goes_on_to_the_processes_left_running() {
+    use std::io::BufRead;
+    let _one = serial();
+    let dir = scratch();
+    let json = dir.path().join("audit.json");
+    let mut child = candor()
+        .current_dir(dir.path())
+        .args(["audit", "--witness", "procfs", "-o"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "sleep 60 & exit 0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("candor runs");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    err.read_line(&mut first).expect("a line");
+    assert!(
+        first.contains("waiting for the 1 process it left running") && first.contains("(sleep)"),
+        "{first}"
+    );
+    let started = std::time::Instant::now();
+    // SAFETY: signalling the candor process this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).expect("the rest");
+    let status = child.wait().expect("candor ends");
+    assert!(started.elapsed().as_secs() < 20, "{rest}");
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("SIGTERM sent to candor at"), "{rest}");
+    assert!(rest.contains("was passed on to pid"), "{rest}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("saved")).expect("valid JSON");
+    assert_eq!(
+        v["audit"]["still_running"].as_array().map(Vec::len),
+        Some(0)
+    );
 }
