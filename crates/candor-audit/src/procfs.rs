@@ -106,6 +106,10 @@ pub struct ProcfsSource {
     inherited: HashSet<(u64, u64)>,
     /// Channels other than read and write calls, by (pid, channel, mapped inode).
     channels: BTreeMap<(u32, &'static str, u64), ChannelUse>,
+    /// When each process's channels are next looked at: at every tick while that is cheap,
+    /// less often for a process whose memory map takes long to read (a large program's
+    /// thousands of mappings), so the sampler keeps its pace.
+    next_scan_s: HashMap<u32, f64>,
 }
 
 impl ProcfsSource {
@@ -126,6 +130,7 @@ impl ProcfsSource {
             output_probe: None,
             inherited: HashSet::new(),
             channels: BTreeMap::new(),
+            next_scan_s: HashMap::new(),
         }
     }
 
@@ -605,6 +610,19 @@ impl ProcfsSource {
     /// ring in its memory map (Linux AIO: io_setup maps it, io_submit fills it), an
     /// io_uring descriptor or ring, a regular file mapped into memory.
     fn scan_channels(&mut self, pid: u32, now: f64) {
+        if self.next_scan_s.get(&pid).is_some_and(|t| now < *t) {
+            return;
+        }
+        let started = Instant::now();
+        let found = Self::channels_of(pid);
+        // Ten times the reading's own cost between two readings: at most a tenth of the
+        // sampler's time.
+        let cost = started.elapsed().as_secs_f64();
+        self.next_scan_s.insert(pid, now + 10.0 * cost);
+        self.note_channels(pid, now, found);
+    }
+
+    fn channels_of(pid: u32) -> Vec<Seen> {
         let mut found: Vec<Seen> = Vec::new();
         if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
             for (channel, evidence, file) in channels_in_maps(&maps, pid) {
@@ -628,6 +646,10 @@ impl ProcfsSource {
                 }
             }
         }
+        found
+    }
+
+    fn note_channels(&mut self, pid: u32, now: f64, found: Vec<Seen>) {
         let comm = self
             .procs
             .get(&pid)
