@@ -124,10 +124,9 @@ fn relevant<'a>(c: &Claim, r: &Row, observed: &'a Observed, cwd: &str) -> Vec<&'
                     .path
                     .as_deref()
                     .is_some_and(|path| on_file(path, u.dev, u.inode)),
-                _ => {
-                    phases.iter().any(|q| q.pid == u.pid)
-                        || u.files.iter().any(|f| on_file(&f.path, f.dev, f.inode))
-                }
+                // The files the process had open, when /proc saw them; else the process.
+                _ if u.files.is_empty() => phases.iter().any(|q| q.pid == u.pid),
+                _ => u.files.iter().any(|f| on_file(&f.path, f.dev, f.inode)),
             }
         })
         .collect()
@@ -391,6 +390,31 @@ mod tests {
             "{}",
             rows[0].explanation
         );
+    }
+
+    /// A process that used AIO on one file and read calls on another: the figure about
+    /// the other file keeps its verdict.
+    #[test]
+    fn aio_on_another_file_of_the_same_process_leaves_a_figure_alone() {
+        let p = Phase {
+            pid: 7,
+            path: "/t/f".into(),
+            open_s: 0.0,
+            close_s: 1.0,
+            read_bytes: 100 << 20,
+            dev: Some(1),
+            inode: Some(12),
+            ..Default::default()
+        };
+        let mut aio = aio_user(7, "/t/other", false);
+        aio.files[0].inode = Some(13);
+        let o = observed(vec![aio], vec![p]);
+        let c = claim(false);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "overstated", "{}", rows[0].explanation);
+        assert!(!rows[0].explanation.contains("AIO"));
     }
 
     /// A channel on another file is not this figure's; an unmatched figure with eBPF does
