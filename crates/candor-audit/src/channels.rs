@@ -154,22 +154,35 @@ fn judge(
         let mut pids: Vec<u32> = same.iter().map(|v| v.pid).collect();
         pids.sort_unstable();
         pids.dedup();
-        let who = format!(
-            "{} (pid {})",
-            if u.comm.is_empty() {
-                "a process"
-            } else {
-                &u.comm
-            },
-            pids.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        pids.retain(|&p| p != 0);
+        let who = if pids.is_empty() {
+            c.program.clone()
+        } else {
+            format!(
+                "{} (pid {})",
+                if u.comm.is_empty() {
+                    &c.program
+                } else {
+                    &u.comm
+                },
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         let mut seen = vec![u.evidence.clone()];
-        if u.channel == "io_uring" {
-            if let Some(n) = observed.channel_calls.get("io_uring_enter") {
-                seen.push(format!("{n} io_uring_enter calls"));
+        if u.pid != 0 {
+            // The tracer's counts of the channel's calls, for the tree.
+            let calls: &[&str] = match u.channel.as_str() {
+                "aio" => &["io_submit"],
+                "io_uring" => &["io_uring_enter"],
+                _ => &[],
+            };
+            for name in calls {
+                if let Some(n) = observed.channel_calls.get(*name) {
+                    seen.push(format!("{n} {name} calls counted by eBPF"));
+                }
             }
         }
         clauses.push(format!(
@@ -387,6 +400,40 @@ mod tests {
             rows[0]
                 .explanation
                 .contains("the device vdb read 800.0 MiB while these processes ran, at least the 766.0 MiB claimed"),
+            "{}",
+            rows[0].explanation
+        );
+    }
+
+    /// A job too short for any reading of /proc: eBPF's counts stand for the tree.
+    #[test]
+    fn a_channel_counted_by_ebpf_alone_is_the_program_s() {
+        let tree = ChannelUse {
+            channel: "aio".into(),
+            evidence: "512 io_submit calls counted by eBPF".into(),
+            ..Default::default()
+        };
+        let mut o = observed(vec![tree], vec![]);
+        o.source = "bpf".into();
+        let c = claim(false);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "unverified");
+        assert_eq!(
+            rows[0].explanation,
+            "fio moved its I/O through Linux AIO (io_submit), which this audit does not count per file \
+             (512 io_submit calls counted by eBPF showed it): its 766.0 MiB cannot be checked against the file's read/write calls"
+        );
+        // With a /proc reading of the process, the counts join what /proc showed.
+        let mut o = observed(vec![aio_user(7, "/t/f", false)], vec![]);
+        o.channel_calls.insert("io_submit".into(), 512);
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert!(
+            rows[0].explanation.contains(
+                "(an [aio] ring in /proc/7/maps and 512 io_submit calls counted by eBPF showed it)"
+            ),
             "{}",
             rows[0].explanation
         );

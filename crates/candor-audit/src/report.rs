@@ -371,6 +371,23 @@ mod tests {
         }
     }
 
+    /// The device's utilisation is its busy time over the span its readings cover, not
+    /// over a duration that ended earlier (a writer left running once gave 2046%).
+    #[test]
+    fn utilisation_is_over_the_window_the_device_was_read() {
+        let mut a = audit_with(Vec::new(), Vec::new(), Exit::Code(0));
+        a.wall_s = 0.01;
+        let vda = |ticks: u64| candor_procfs::DiskStat {
+            name: "vda".into(),
+            io_ticks_ms: ticks,
+            ..Default::default()
+        };
+        a.disks.push(0.0, vec![vda(100)]);
+        a.disks.push(2.0, vec![vda(1100)]);
+        let util = witness(&a).device.map(|d| d.util);
+        assert_eq!(util, Some(0.5));
+    }
+
     #[test]
     fn table_has_one_line_per_figure_and_the_reasons() {
         let row = Row {
