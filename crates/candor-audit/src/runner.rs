@@ -261,6 +261,48 @@ pub fn live_descendants(me: u32, root: u32) -> Vec<Running> {
     out
 }
 
+/// Sends `sig` to the processes of `live` that still descend from `me`: each is first
+/// held by a pidfd, then the tree is read again, so a pid that ended and was reused by an
+/// unrelated process in between is never signalled.
+fn signal_tree(me: u32, root: u32, live: &[Running], sig: i32) {
+    let held: Vec<(u32, i32)> = live
+        .iter()
+        .map(|r| {
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid as libc::pid_t, 0) };
+            (r.pid, fd as i32)
+        })
+        .collect();
+    let now = live_descendants(me, root);
+    for (p, fd) in held {
+        if !now.iter().any(|r| r.pid == p) {
+            if fd >= 0 {
+                // SAFETY: closing the descriptor opened above.
+                unsafe { libc::close(fd) };
+            }
+            continue;
+        }
+        if fd < 0 {
+            // A kernel without pidfds (before 5.3): the pid, just checked again.
+            // SAFETY: signalling a process of the audited tree.
+            unsafe { libc::kill(p as libc::pid_t, sig) };
+            continue;
+        }
+        // SAFETY: the descriptor refers to that very process; no siginfo is passed. Then
+        // the descriptor opened above is closed.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd,
+                sig,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
+            libc::close(fd);
+        }
+    }
+}
+
 /// "pid 123 (dd), pid 124 (sh)".
 fn name_all(procs: &[Running]) -> String {
     procs
@@ -488,10 +530,7 @@ pub fn run(
                     t0.elapsed().as_secs_f64(),
                     name_all(&live)
                 ));
-                for r in &live {
-                    // SAFETY: signalling a process of the audited tree.
-                    unsafe { libc::kill(r.pid as libc::pid_t, sig) };
-                }
+                signal_tree(me, pid, &live, sig);
             }
             source.set_output_bytes(count.load(Ordering::SeqCst));
             source.sample();
