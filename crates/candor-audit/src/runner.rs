@@ -495,9 +495,8 @@ pub fn run(
     let program = argv.first().map(String::as_str).unwrap_or("the command");
     let mut still_running: Vec<ProcessRecord> = Vec::new();
     let mut tree_notes: Vec<String> = Vec::new();
-    // The processes followed after the command's exit (with the parent each had when
-    // first seen).
-    let mut followed: std::collections::BTreeMap<u32, u32> = Default::default();
+    // The processes followed after the command's exit.
+    let mut followed: std::collections::BTreeSet<u32> = Default::default();
     let mut live = live_descendants(me, pid);
     if !live.is_empty() && stop_at_exit {
         still_running = live.iter().map(|r| cut_record(r, root_exit_s)).collect();
@@ -515,9 +514,7 @@ pub fn run(
             name_all(&live)
         );
         loop {
-            for r in &live {
-                followed.entry(r.pid).or_insert(r.ppid);
-            }
+            followed.extend(live.iter().map(|r| r.pid));
             let sig = FORWARD.swap(0, Ordering::SeqCst);
             if sig > 0 {
                 let name = if sig == libc::SIGHUP {
@@ -612,7 +609,7 @@ pub fn run(
     out.observed.still_running = still_running;
     // Orphans of the tree that ended came to candor: reap them (after the last reading of
     // their counters). Every child of candor's process is part of the tree (see `audit`).
-    let mut ended: std::collections::BTreeSet<u32> = followed.into_keys().collect();
+    let mut ended = followed;
     ended.extend(out.observed.processes.iter().map(|p| p.pid));
     for p in ended.into_iter().filter(|&p| p != pid && p != me) {
         reap_if_ended(p);
