@@ -675,6 +675,18 @@ impl ProcfsSource {
             if e.comm.is_empty() {
                 e.comm = comm.clone();
             }
+            // The kernel's io-wq workers (threads named iou-wrk-PID) carry the SQEs it
+            // cannot complete inline: buffered writes, for one.
+            if channel == "io_uring" && !e.evidence.contains("io-wq") {
+                let workers = io_wq_workers(pid);
+                if workers > 0 {
+                    e.evidence = format!(
+                        "{} and {workers} io-wq worker thread{} (iou-wrk-{pid})",
+                        e.evidence,
+                        if workers == 1 { "" } else { "s" }
+                    );
+                }
+            }
         }
     }
 
@@ -696,6 +708,18 @@ impl ProcfsSource {
             })
             .collect()
     }
+}
+
+/// How many io-wq worker threads (`iou-wrk-*`) a process has now.
+fn io_wq_workers(pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("iou-wrk-"))
+        })
+        .count()
 }
 
 /// A channel seen in use: (channel, evidence in words, the mapped file as (path, st_dev,
