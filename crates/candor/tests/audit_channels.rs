@@ -228,7 +228,7 @@ fn a_libaio_job_file_with_group_reporting_is_never_overstated() {
         &job,
         format!(
             "[global]\nioengine=libaio\ndirect=1\nbs=64k\nsize=32m\niodepth=8\nfilename={}\n\
-             group_reporting\nnumjobs=2\n\n[grp]\nrw=randread\n",
+             group_reporting\nnumjobs=2\ntime_based\nruntime=300ms\n\n[grp]\nrw=randread\n",
             file.display()
         ),
     )
@@ -245,7 +245,8 @@ fn a_libaio_job_file_with_group_reporting_is_never_overstated() {
         let rows = v["audit"]["reconciliation"].as_array().map(Vec::len);
         assert_eq!(rows, Some(1), "{w}: one figure for the group\n{stderr}");
         check_rows(&v, "libaio", &format!("{w} job file"), &stderr);
-        // Both jobs are named as users of the channel.
+        // Both jobs are named as users of the channel (each runs long enough for /proc's
+        // readings to see it).
         let users: std::collections::BTreeSet<u64> = v["audit"]["channels"]
             .as_array()
             .cloned()
