@@ -277,14 +277,52 @@ impl PhaseSource for BpfSource {
             ));
         }
         let calls = call_ticks(&self.snapshots, self.t0_ns);
+        // The channels the tracer counts for the tree but not per file.
+        let mut channel_calls = std::collections::BTreeMap::new();
+        if let (Some(a), Some(b)) = (self.snapshots.first(), self.snapshots.last()) {
+            let d = b.delta(a);
+            for name in [
+                "io_submit",
+                "io_getevents",
+                "io_uring_setup",
+                "io_uring_enter",
+                "page_fault",
+            ] {
+                if let Some(c) = d.syscalls.get(name).filter(|c| c.count > 0) {
+                    channel_calls.insert(name.to_string(), c.count);
+                }
+            }
+        }
+        let mut counted = self.counters.finish();
+        // A channel the tracer counted that /proc never showed (a process that used it
+        // between two readings): the tree's, without a process or a file.
+        for (channel, calls) in [
+            ("aio", &["io_submit"][..]),
+            ("io_uring", &["io_uring_setup", "io_uring_enter"][..]),
+        ] {
+            let n: Vec<String> = calls
+                .iter()
+                .filter_map(|c| channel_calls.get(*c).map(|n| format!("{n} {c} calls")))
+                .collect();
+            if !n.is_empty() && !counted.channels.iter().any(|u| u.channel == channel) {
+                counted.channels.push(crate::phase::ChannelUse {
+                    channel: channel.into(),
+                    evidence: format!("{} counted by eBPF", n.join(" and ")),
+                    ..Default::default()
+                });
+            }
+        }
         Observed {
             source: "bpf".into(),
             phases,
-            processes: self.counters.finish().processes,
+            processes: counted.processes,
             notes,
             block_requests_unseen,
             block_requests_recovered,
             calls,
+            channels: counted.channels,
+            channel_calls,
+            still_running: Vec::new(),
         }
     }
 }

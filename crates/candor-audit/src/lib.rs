@@ -14,6 +14,7 @@
 //! - [`report`]: the terminal table and the JSON stored in the RunDoc.
 
 pub mod bpf;
+pub mod channels;
 pub mod checks;
 pub mod claims;
 pub mod disk;
@@ -47,6 +48,9 @@ pub struct Options {
     pub interval: Duration,
     /// Pass the command's output through to candor's stdout/stderr.
     pub pass_through: bool,
+    /// Stop when the command exits, even if processes it started still run (they are
+    /// named); by default the audit waits for them.
+    pub stop_at_exit: bool,
 }
 
 impl Default for Options {
@@ -55,6 +59,7 @@ impl Default for Options {
             source: SourceChoice::Auto,
             interval: Duration::from_millis(5),
             pass_through: true,
+            stop_at_exit: false,
         }
     }
 }
@@ -110,12 +115,20 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     } else {
         opts.interval
     };
-    let out = runner::run(argv, source.as_mut(), interval, opts.pass_through);
+    let out = runner::run(
+        argv,
+        source.as_mut(),
+        interval,
+        opts.pass_through,
+        opts.stop_at_exit,
+    );
     let mut observed = out.observed;
     phase::drop_startup_noise(&mut observed);
     if let Some(n) = fallback_note {
         observed.notes.insert(0, n);
     }
+    let channel_notes = channels::notes(&observed);
+    observed.notes.extend(channel_notes);
     let claims::Parsed { claims, unread } = claims::read(argv, &out.stdout, &out.stderr);
     let disks = out.disks;
     let window = |dev: u64, from: f64, to: f64| {
@@ -124,6 +137,7 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     };
     let mut rows = reconcile(&claims, &observed.phases, &out.cwd, &window);
     checks::apply(&claims, &mut rows, &observed);
+    channels::apply(&claims, &mut rows, &observed, &out.cwd, &window);
     Ok(Audit {
         argv: out.argv,
         cwd: out.cwd,

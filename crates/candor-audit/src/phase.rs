@@ -92,6 +92,27 @@ impl Phase {
     }
 }
 
+/// Files every program reads or maps at start: shared libraries, locale and time zone
+/// files, the loader's cache. No benchmark is about them.
+pub fn is_system_file(path: &str) -> bool {
+    const PLACES: &[&str] = &[
+        "/lib/",
+        "/lib64/",
+        "/usr/lib/",
+        "/usr/lib64/",
+        "/usr/share/locale/",
+        "/usr/lib/locale/",
+    ];
+    const FILES: &[&str] = &[
+        "/etc/ld.so.cache",
+        "/etc/localtime",
+        "/etc/nsswitch.conf",
+        "/etc/passwd",
+        "/etc/group",
+    ];
+    PLACES.iter().any(|d| path.starts_with(d)) || FILES.contains(&path)
+}
+
 /// The dynamic loader's and the C library's small reads of shared libraries, locale and
 /// time zone files: every program makes them, no benchmark is about them.
 pub fn is_startup_noise(p: &Phase) -> bool {
@@ -166,6 +187,63 @@ pub struct Observed {
     /// tracer, cumulative from the first reading: what a metadata figure (mdtest, bonnie++'s
     /// file tests) is checked against. Empty with procfs, which cannot count calls.
     pub calls: Vec<CallTick>,
+    /// I/O channels other than read and write calls that the tree's processes used (Linux
+    /// AIO, io_uring, mapped files): what moved through them is not in the phases' bytes.
+    pub channels: Vec<ChannelUse>,
+    /// eBPF only: the tree's calls of the channels the tracer counts but does not give to
+    /// a file (`io_uring_enter`, `page_fault`), over the whole run.
+    pub channel_calls: std::collections::BTreeMap<String, u64>,
+    /// Processes of the tree still running when the audit stopped (`--stop-at-exit`):
+    /// what they did afterwards is not in the audit. Their counters are those read then.
+    pub still_running: Vec<ProcessRecord>,
+}
+
+/// A process of the tree moved I/O through a channel the audit does not count per file.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct ChannelUse {
+    pub pid: u32,
+    pub comm: String,
+    /// "aio" (Linux AIO: io_submit), "io_uring", or "mmap" (a file mapped into memory).
+    pub channel: String,
+    /// What showed it, in words ("an [aio] ring in /proc/PID/maps").
+    pub evidence: String,
+    /// mmap: the mapped file (path, device number, inode).
+    pub path: Option<String>,
+    pub dev: Option<u64>,
+    pub inode: Option<u64>,
+    /// aio and io_uring: the regular files the process had open while it used the channel
+    /// (where its I/O may have gone), with whether they were open with O_DIRECT.
+    pub files: Vec<ChannelFile>,
+    /// Seconds since the audit started the command: when the channel was first and last
+    /// seen in use.
+    pub first_seen_s: f64,
+    pub last_seen_s: f64,
+}
+
+/// A file a process had open while it used a channel.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct ChannelFile {
+    pub path: String,
+    pub dev: Option<u64>,
+    pub inode: Option<u64>,
+    pub direct: bool,
+}
+
+impl ChannelUse {
+    /// The channel in words, as the audit's sentences name it.
+    pub fn name(&self) -> String {
+        match self.channel.as_str() {
+            "aio" => "Linux AIO (io_submit)".into(),
+            "io_uring" => "io_uring (io_uring_enter and its io-wq workers)".into(),
+            "mmap" => format!(
+                "a memory mapping of {} (page faults and writeback, no read or write calls)",
+                self.path.as_deref().unwrap_or("a file")
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// The calls of the tree counted up to one reading of the tracer.

@@ -13,7 +13,7 @@
 //! time inside I/O calls and fsync are not seen at all, and bytes are shared between files a
 //! process has open at the same time by how far each file's position moved (or evenly).
 
-use crate::phase::{Observed, Phase, PhaseSource, ProcessRecord};
+use crate::phase::{ChannelFile, ChannelUse, Observed, Phase, PhaseSource, ProcessRecord};
 // The /proc parsers are candor-procfs's; `Io` is a process's (or a thread's) io counters.
 use candor_procfs::{parse_stat, read_pid_io, FdInfo, PidIo as Io};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -30,6 +30,27 @@ struct OpenFile {
     /// Open in the auditor itself when the command started: the caller's file, passed down
     /// (a lock that `flock` holds, a redirect), not one the command opened.
     inherited: bool,
+    /// The position kept up with the bytes written (write calls, not pwrite).
+    pos_follows: bool,
+}
+
+/// A file only ever written forward by write calls (its position kept up with its bytes)
+/// cannot have taken more bytes than its size: the rest of a closing tick's bytes went
+/// elsewhere (dd's summary written to /dev/null after it closed its output). Returns what
+/// is taken off.
+fn trim_to_size(f: &mut OpenFile) -> u64 {
+    if !(f.sequential && f.pos_follows && f.info.writes() && !f.info.reads()) {
+        return 0;
+    }
+    let Ok(md) = std::fs::metadata(&f.phase.path) else {
+        return 0;
+    };
+    if !md.file_type().is_file() || Some(md.ino()) != f.phase.inode {
+        return 0;
+    }
+    let excess = f.phase.write_bytes.saturating_sub(md.len());
+    f.phase.write_bytes -= excess;
+    excess
 }
 
 struct Proc {
@@ -52,6 +73,9 @@ struct Proc {
     files: HashMap<i32, OpenFile>,
     /// Indexes in `phases` of the files this process had open when it ended.
     last_files: Vec<usize>,
+    /// Every regular file it was seen to have open (where I/O through another channel
+    /// than read and write calls may have gone).
+    seen_files: Vec<ChannelFile>,
 }
 
 /// One tick's reading of one process.
@@ -80,6 +104,12 @@ pub struct ProcfsSource {
     output_probe: Option<Box<dyn Fn() -> u64 + Send>>,
     /// (device, inode) of the regular files the auditor had open when the command started.
     inherited: HashSet<(u64, u64)>,
+    /// Channels other than read and write calls, by (pid, channel, mapped inode).
+    channels: BTreeMap<(u32, &'static str, u64), ChannelUse>,
+    /// When each process's channels are next looked at: at every tick while that is cheap,
+    /// less often for a process whose memory map takes long to read (a large program's
+    /// thousands of mappings), so the sampler keeps its pace.
+    next_scan_s: HashMap<u32, f64>,
 }
 
 impl ProcfsSource {
@@ -99,6 +129,8 @@ impl ProcfsSource {
             extra_notes: Vec::new(),
             output_probe: None,
             inherited: HashSet::new(),
+            channels: BTreeMap::new(),
+            next_scan_s: HashMap::new(),
         }
     }
 
@@ -125,6 +157,7 @@ impl ProcfsSource {
             alive: true,
             files: HashMap::new(),
             last_files: Vec::new(),
+            seen_files: Vec::new(),
         });
     }
 
@@ -347,6 +380,7 @@ impl ProcfsSource {
                 let restarted = f.sequential && info.pos < f.info.pos && info.pos <= moved_now;
                 if info.flags == f.info.flags && !restarted {
                     f.sequential &= info.pos >= f.info.pos;
+                    f.pos_follows = info.pos > 0 && info.pos >= f.phase.write_bytes;
                     f.moved = info.pos.abs_diff(f.info.pos);
                     f.info = info;
                     continue;
@@ -388,6 +422,18 @@ impl ProcfsSource {
             if !(ft.is_file() || ft.is_block_device()) {
                 continue;
             }
+            if !p
+                .seen_files
+                .iter()
+                .any(|f| f.path == path && f.inode == Some(md.ino()))
+            {
+                p.seen_files.push(ChannelFile {
+                    path: path.clone(),
+                    dev: Some(md.dev()),
+                    inode: Some(md.ino()),
+                    direct: info.direct(),
+                });
+            }
             let file = OpenFile {
                 phase: Phase {
                     pid,
@@ -406,6 +452,7 @@ impl ProcfsSource {
                 info,
                 moved: info.pos,
                 sequential: true,
+                pos_follows: false,
                 inherited: self.inherited.contains(&(md.dev(), md.ino())),
             };
             if let Some(old) = p.files.insert(fd, file) {
@@ -426,7 +473,8 @@ impl ProcfsSource {
             .copied()
             .collect();
         for fd in closed {
-            if let Some(f) = p.files.remove(&fd) {
+            if let Some(mut f) = p.files.remove(&fd) {
+                self.unattributed.wchar += trim_to_size(&mut f);
                 let mut ph = f.phase;
                 ph.close_s = mid;
                 p.last_files.push(self.phases.len());
@@ -547,13 +595,202 @@ impl ProcfsSource {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
-        for (_, f) in p.files.drain() {
+        for (_, mut f) in p.files.drain() {
+            self.unattributed.wchar += trim_to_size(&mut f);
             let mut ph = f.phase;
             ph.close_s = at;
             p.last_files.push(self.phases.len());
             self.phases.push(ph);
         }
     }
+}
+
+impl ProcfsSource {
+    /// Notes the channels other than read and write calls a process uses now: an `[aio]`
+    /// ring in its memory map (Linux AIO: io_setup maps it, io_submit fills it), an
+    /// io_uring descriptor or ring, a regular file mapped into memory.
+    fn scan_channels(&mut self, pid: u32, now: f64) {
+        if self.next_scan_s.get(&pid).is_some_and(|t| now < *t) {
+            return;
+        }
+        let started = Instant::now();
+        let found = Self::channels_of(pid);
+        // Ten times the reading's own cost between two readings: at most a tenth of the
+        // sampler's time.
+        let cost = started.elapsed().as_secs_f64();
+        self.next_scan_s.insert(pid, now + 10.0 * cost);
+        self.note_channels(pid, now, found);
+    }
+
+    fn channels_of(pid: u32) -> Vec<Seen> {
+        let mut found: Vec<Seen> = Vec::new();
+        if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            for (channel, evidence, file) in channels_in_maps(&maps, pid) {
+                if !found.iter().any(|f| f.0 == channel && f.2 == file) {
+                    found.push((channel, evidence, file));
+                }
+            }
+        }
+        if !found.iter().any(|f| f.0 == "io_uring") {
+            if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+                let uring = dir.flatten().any(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|t| t.as_os_str() == "anon_inode:[io_uring]")
+                });
+                if uring {
+                    found.push((
+                        "io_uring",
+                        format!("an io_uring descriptor in /proc/{pid}/fd"),
+                        None,
+                    ));
+                }
+            }
+        }
+        found
+    }
+
+    fn note_channels(&mut self, pid: u32, now: f64, found: Vec<Seen>) {
+        let comm = self
+            .procs
+            .get(&pid)
+            .map(|p| p.rec.comm.clone())
+            .unwrap_or_default();
+        for (channel, evidence, file) in found {
+            let inode = file.as_ref().map_or(0, |f| f.2);
+            let e = self
+                .channels
+                .entry((pid, channel, inode))
+                .or_insert_with(|| ChannelUse {
+                    pid,
+                    comm: comm.clone(),
+                    channel: channel.to_string(),
+                    evidence,
+                    path: file.as_ref().map(|f| f.0.clone()),
+                    dev: file.as_ref().map(|f| f.1),
+                    inode: file.as_ref().map(|f| f.2),
+                    first_seen_s: now,
+                    ..Default::default()
+                });
+            e.last_seen_s = now;
+            if e.comm.is_empty() {
+                e.comm = comm.clone();
+            }
+            // The kernel's io-wq workers (threads named iou-wrk-PID) carry the SQEs it
+            // cannot complete inline: buffered writes, for one.
+            if channel == "io_uring" && !e.evidence.contains("io-wq") {
+                let workers = io_wq_workers(pid);
+                if workers > 0 {
+                    e.evidence = format!(
+                        "{} and {workers} io-wq worker thread{} (iou-wrk-{pid})",
+                        e.evidence,
+                        if workers == 1 { "" } else { "s" }
+                    );
+                }
+            }
+        }
+    }
+
+    /// The channels seen, each with the files its process had open.
+    fn channel_uses(&self) -> Vec<ChannelUse> {
+        self.channels
+            .values()
+            .map(|u| {
+                let mut u = u.clone();
+                if let Some(p) = self.procs.get(&u.pid) {
+                    if u.channel != "mmap" {
+                        u.files = p.seen_files.clone();
+                    }
+                    if u.comm.is_empty() {
+                        u.comm = p.rec.comm.clone();
+                    }
+                }
+                u
+            })
+            .collect()
+    }
+}
+
+/// How many io-wq worker threads (`iou-wrk-*`) a process has now.
+fn io_wq_workers(pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("iou-wrk-"))
+        })
+        .count()
+}
+
+/// A channel seen in use: (channel, evidence in words, the mapped file as (path, st_dev,
+/// inode) for a mapping).
+type Seen = (&'static str, String, Option<(String, u64, u64)>);
+
+/// The channels other than read and write calls that one /proc/<pid>/maps shows:
+/// (channel, evidence, mapped file as (path, st_dev, inode)). A mapped regular file counts
+/// unless it is a program or library (it has an executable mapping) or one of the files
+/// every program maps at start (locale archives...).
+fn channels_in_maps(maps: &str, pid: u32) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let mut lines: Vec<(String, u64, u64)> = Vec::new();
+    let mut exec: HashSet<u64> = HashSet::new();
+    for line in maps.lines() {
+        let mut f = line.splitn(6, ' ');
+        let (Some(_addr), Some(perms), Some(_off), Some(dev), Some(inode)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        let path = f.next().unwrap_or("").trim_start();
+        let inode: u64 = inode.parse().unwrap_or(0);
+        if path.starts_with("/[aio]") {
+            out.push(("aio", format!("an [aio] ring in /proc/{pid}/maps"), None));
+            continue;
+        }
+        if path == "anon_inode:[io_uring]" {
+            out.push((
+                "io_uring",
+                format!("an io_uring ring in /proc/{pid}/maps"),
+                None,
+            ));
+            continue;
+        }
+        if inode == 0 || !path.starts_with('/') {
+            continue;
+        }
+        if perms.contains('x') {
+            exec.insert(inode);
+            continue;
+        }
+        let Some((major, minor)) = dev.split_once(':') else {
+            continue;
+        };
+        let (Ok(major), Ok(minor)) = (
+            u32::from_str_radix(major, 16),
+            u32::from_str_radix(minor, 16),
+        ) else {
+            continue;
+        };
+        lines.push((path.to_string(), libc::makedev(major, minor), inode));
+    }
+    let mut seen = HashSet::new();
+    for (path, dev, inode) in lines {
+        if exec.contains(&inode) || crate::phase::is_system_file(&path) || !seen.insert(inode) {
+            continue;
+        }
+        // Shared memory (/dev/zero, SysV segments) and deleted files are not files a
+        // figure can be about: the path must still name this very regular file.
+        let same = std::fs::metadata(&path)
+            .is_ok_and(|m| m.file_type().is_file() && m.ino() == inode && m.dev() == dev);
+        if same {
+            out.push((
+                "mmap",
+                format!("{path} mapped in /proc/{pid}/maps"),
+                Some((path, dev, inode)),
+            ));
+        }
+    }
+    out
 }
 
 /// Weights of each file in a share: how far its position moved, or equal when none moved
@@ -646,6 +883,7 @@ impl PhaseSource for ProcfsSource {
         for (pid, r) in readings {
             if let Some(total) = r.total {
                 self.apply(pid, r, total, now);
+                self.scan_channels(pid, now);
             }
         }
         self.prev_tick_s = now;
@@ -706,6 +944,7 @@ impl PhaseSource for ProcfsSource {
             phases,
             processes: self.procs.values().map(|p| p.rec.clone()).collect(),
             notes,
+            channels: self.channel_uses(),
             ..Default::default()
         }
     }
@@ -758,6 +997,46 @@ mod tests {
                 (1, "/a".into(), 20),
                 (3, "/b".into(), 0),
                 (4, "/c".into(), 0)
+            ]
+        );
+    }
+
+    /// What /proc/<pid>/maps shows of fio's engines: the AIO ring, the io_uring ring, a
+    /// mapped data file; not the program's own segments, shared memory or libraries.
+    #[test]
+    fn maps_show_aio_io_uring_and_mapped_files() {
+        let dir = tempfile_dir("maps");
+        let data = dir.join("data");
+        std::fs::write(&data, b"x").unwrap();
+        let md = std::fs::metadata(&data).unwrap();
+        let (maj, min) = (libc::major(md.dev()), libc::minor(md.dev()));
+        let exe = std::fs::metadata("/proc/self/exe").unwrap();
+        let maps = format!(
+            "55ab43406000-55ab43423000 r--p 00000000 {emaj:02x}:{emin:02x} {eino}                   /proc/self/exe\n\
+             55ab43423000-55ab434a3000 r-xp 0001d000 {emaj:02x}:{emin:02x} {eino}                   /proc/self/exe\n\
+             7fa438622000-7fa439633000 rw-s 00000000 00:01 587                        /dev/zero (deleted)\n\
+             7fa4382a9000-7fa438421000 rw-s 00000000 00:01 32768                      /SYSV00000000 (deleted)\n\
+             7fa4425fc000-7fa4425fd000 rw-s 00000000 00:13 140202                     /[aio] (deleted)\n\
+             7fd892a05000-7fd892a06000 rw-s 08000000 00:10 141056                     anon_inode:[io_uring]\n\
+             7f93a6800000-7f93ae800000 r--s 00000000 {maj:02x}:{min:02x} {ino}                    {path}\n\
+             7f93a6800000-7f93ae800000 r--p 00000000 fe:00 77                         /usr/lib/locale/locale-archive\n",
+            emaj = libc::major(exe.dev()),
+            emin = libc::minor(exe.dev()),
+            eino = exe.ino(),
+            ino = md.ino(),
+            path = data.display(),
+        );
+        let got: Vec<(&str, Option<String>)> = channels_in_maps(&maps, 42)
+            .into_iter()
+            .map(|(c, _, f)| (c, f.map(|f| f.0)))
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            got,
+            vec![
+                ("aio", None),
+                ("io_uring", None),
+                ("mmap", Some(data.display().to_string())),
             ]
         );
     }

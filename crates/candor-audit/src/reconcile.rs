@@ -127,7 +127,7 @@ pub fn is_metadata(c: &Claim) -> bool {
     c.flags.iter().any(|f| f == "metadata")
 }
 
-fn file_matches(c: &Claim, p: &Phase, cwd: &str) -> bool {
+pub(crate) fn file_matches(c: &Claim, p: &Phase, cwd: &str) -> bool {
     match &c.filename {
         Some(f) => {
             // fio allows several files separated by ':'.

@@ -242,8 +242,15 @@ pub fn witness(a: &Audit) -> Witness {
             dev.read_ios += c.read_ios;
             dev.write_ios += c.write_ios;
             lat_ms += c.read_ms + c.write_ms;
-            if a.wall_s > 0.0 {
-                dev.util = dev.util.max(c.io_ticks_ms as f64 / 1000.0 / a.wall_s);
+            // Over the span the device counters cover: the window observed.
+            let span = a
+                .disks
+                .span()
+                .map(|(from, to)| to - from)
+                .filter(|s| *s > 0.0)
+                .unwrap_or(a.wall_s);
+            if span > 0.0 {
+                dev.util = dev.util.max(c.io_ticks_ms as f64 / 1000.0 / span);
             }
         }
     }
@@ -318,6 +325,9 @@ pub fn audit_value(a: &Audit) -> Value {
         "claims": a.claims,
         "unread": a.unread,
         "calls": a.observed.calls,
+        "channels": a.observed.channels,
+        "channel_calls": a.observed.channel_calls,
+        "still_running": a.observed.still_running,
         "reconciliation": rows,
         "witness": witness(a),
     })
@@ -359,6 +369,23 @@ mod tests {
             unread: Vec::new(),
             rows,
         }
+    }
+
+    /// The device's utilisation is its busy time over the span its readings cover, not
+    /// over a duration that ended earlier (a writer left running once gave 2046%).
+    #[test]
+    fn utilisation_is_over_the_window_the_device_was_read() {
+        let mut a = audit_with(Vec::new(), Vec::new(), Exit::Code(0));
+        a.wall_s = 0.01;
+        let vda = |ticks: u64| candor_procfs::DiskStat {
+            name: "vda".into(),
+            io_ticks_ms: ticks,
+            ..Default::default()
+        };
+        a.disks.push(0.0, vec![vda(100)]);
+        a.disks.push(2.0, vec![vda(1100)]);
+        let util = witness(&a).device.map(|d| d.util);
+        assert_eq!(util, Some(0.5));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! runs; its exit (code or signal) is reported as it happened.
 
 use crate::disk::{device_name, DiskTimeline};
-use crate::phase::{Observed, PhaseSource};
+use crate::phase::{Observed, PhaseSource, ProcessRecord};
+use candor_model::units::{format_bytes, ByteStyle};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
@@ -44,7 +45,8 @@ pub struct Outcome {
     pub stderr: String,
     pub observed: Observed,
     pub disks: DiskTimeline,
-    /// Seconds from start to the end of the command.
+    /// Seconds from start to the end of what was observed: the last process of the tree
+    /// (or the command's exit with `stop_at_exit`).
     pub wall_s: f64,
     /// Devices under the files the tree touched and under the working directory.
     pub devices: Vec<String>,
@@ -144,6 +146,12 @@ fn peek_exit(pid: u32) -> Option<Exit> {
 
 /// The command's pid while it runs, for the signal handler.
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The command has exited and the audit waits for the processes it left running.
+static WAITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// SIGINT while waiting for them: stop waiting.
+static STOP_WAITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// SIGTERM or SIGHUP while waiting for them: passed on to them.
+static FORWARD: AtomicI32 = AtomicI32::new(0);
 /// A SIGTERM or SIGHUP that came before the command started (sent on once it has).
 static PENDING: AtomicI32 = AtomicI32::new(0);
 
@@ -152,6 +160,14 @@ static PENDING: AtomicI32 = AtomicI32::new(0);
 /// only waits for the command to end. (Handlers, unlike ignored signals, are reset for the
 /// command when it starts, so it keeps its own default behaviour.)
 extern "C" fn on_signal(sig: libc::c_int) {
+    if WAITING.load(Ordering::SeqCst) {
+        if sig == libc::SIGINT {
+            STOP_WAITING.store(true, Ordering::SeqCst);
+        } else {
+            FORWARD.store(sig, Ordering::SeqCst);
+        }
+        return;
+    }
     if sig == libc::SIGINT {
         return;
     }
@@ -178,13 +194,172 @@ fn reap(pid: u32) {
     unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
 }
 
+/// Reaps `pid` if it is an ended child of this process (an orphan of the tree that came
+/// to candor as subreaper); anything else is left alone.
+fn reap_if_ended(pid: u32) {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid, without blocking; ECHILD when it is not our child.
+    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+}
+
+/// A process of the tree still running: (pid, parent, command name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Running {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+}
+
+/// The processes descended from `me` that still run (zombies are not running), `root`
+/// left out. With candor as child subreaper every orphan of the tree is re-parented to
+/// candor, so the tree is whatever descends from it.
+pub fn live_descendants(me: u32, root: u32) -> Vec<Running> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // pid -> (ppid, comm, zombie)
+    let mut all: std::collections::HashMap<u32, (u32, String, bool)> = Default::default();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let mut rest = stat[close + 1..].split_whitespace();
+        let state = rest.next().unwrap_or("");
+        let Some(ppid) = rest.next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        all.insert(pid, (ppid, comm, state == "Z" || state == "X"));
+    }
+    let descends = |mut pid: u32| {
+        for _ in 0..4096 {
+            match all.get(&pid) {
+                Some((ppid, _, _)) if *ppid == me => return true,
+                Some((ppid, _, _)) if *ppid > 1 => pid = *ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut out: Vec<Running> = all
+        .iter()
+        .filter(|(pid, (_, _, zombie))| **pid != root && **pid != me && !*zombie)
+        .filter(|(pid, _)| descends(**pid))
+        .map(|(pid, (ppid, comm, _))| Running {
+            pid: *pid,
+            ppid: *ppid,
+            comm: comm.clone(),
+        })
+        .collect();
+    out.sort_by_key(|r| r.pid);
+    out
+}
+
+/// Sends `sig` to the processes of `live` that still descend from `me`: each is first
+/// held by a pidfd, then the tree is read again, so a pid that ended and was reused by an
+/// unrelated process in between is never signalled.
+fn signal_tree(me: u32, root: u32, live: &[Running], sig: i32) {
+    let held: Vec<(u32, i32)> = live
+        .iter()
+        .map(|r| {
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid as libc::pid_t, 0) };
+            (r.pid, fd as i32)
+        })
+        .collect();
+    let now = live_descendants(me, root);
+    for (p, fd) in held {
+        if !now.iter().any(|r| r.pid == p) {
+            if fd >= 0 {
+                // SAFETY: closing the descriptor opened above.
+                unsafe { libc::close(fd) };
+            }
+            continue;
+        }
+        if fd < 0 {
+            // A kernel without pidfds (before 5.3): the pid, just checked again.
+            // SAFETY: signalling a process of the audited tree.
+            unsafe { libc::kill(p as libc::pid_t, sig) };
+            continue;
+        }
+        // SAFETY: the descriptor refers to that very process; no siginfo is passed. Then
+        // the descriptor opened above is closed.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd,
+                sig,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
+            libc::close(fd);
+        }
+    }
+}
+
+/// "pid 123 (dd), pid 124 (sh)".
+fn name_all(procs: &[Running]) -> String {
+    procs
+        .iter()
+        .map(|r| format!("pid {} ({})", r.pid, r.comm))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The record of a process cut off at `at`, with its counters read then.
+fn cut_record(r: &Running, at: f64) -> ProcessRecord {
+    ProcessRecord {
+        pid: r.pid,
+        ppid: r.ppid,
+        comm: r.comm.clone(),
+        first_seen_s: at,
+        exit_s: None,
+        io: candor_procfs::read_pid_io(&format!("/proc/{}/io", r.pid)).unwrap_or_default(),
+    }
+}
+
+/// What was cut off when the audit stopped with processes still running.
+fn cut_sentence(cut: &[ProcessRecord], at: f64, why: &str) -> String {
+    let each: Vec<String> = cut
+        .iter()
+        .map(|p| {
+            format!(
+                "pid {} ({}), which had read {} and written {} by then",
+                p.pid,
+                p.comm,
+                format_bytes(p.io.rchar, ByteStyle::TENTHS),
+                format_bytes(p.io.wchar, ByteStyle::TENTHS)
+            )
+        })
+        .collect();
+    let n = cut.len();
+    format!(
+        "{why} at {at:.3} s, while {n} process{} of its tree {} still running: {}; what {} did from then on is not in this audit",
+        if n == 1 { "" } else { "es" },
+        if n == 1 { "was" } else { "were" },
+        each.join("; "),
+        if n == 1 { "it" } else { "they" }
+    )
+}
+
 /// Runs `argv` under `source`, sampling every `interval`. `pass_through` false keeps the
 /// command's output off candor's own stdout/stderr (it is still captured).
+///
+/// When the command exits while processes it started still run, the audit goes on until
+/// they end too (they are part of what was measured), unless `stop_at_exit`: then it
+/// stops at once and names them (`Observed::still_running`).
 pub fn run(
     argv: &[String],
     source: &mut dyn PhaseSource,
     interval: Duration,
     pass_through: bool,
+    stop_at_exit: bool,
 ) -> Outcome {
     let cwd = std::env::current_dir()
         .map(|p| p.display().to_string())
@@ -311,7 +486,102 @@ pub fn run(
         }
         std::thread::sleep(interval);
     };
+    // The processes the command left running are part of what was measured: follow them
+    // to their end (or, with stop_at_exit, name them and stop).
+    let root_exit_s = t0.elapsed().as_secs_f64();
+    // From now on a signal is for the processes left running (the command is a zombie).
+    WAITING.store(true, Ordering::SeqCst);
+    let me = std::process::id();
+    let program = argv.first().map(String::as_str).unwrap_or("the command");
+    let mut still_running: Vec<ProcessRecord> = Vec::new();
+    let mut tree_notes: Vec<String> = Vec::new();
+    // The processes followed after the command's exit.
+    let mut followed: std::collections::BTreeSet<u32> = Default::default();
+    let mut live = live_descendants(me, pid);
+    if !live.is_empty() && stop_at_exit {
+        still_running = live.iter().map(|r| cut_record(r, root_exit_s)).collect();
+        tree_notes.push(cut_sentence(
+            &still_running,
+            root_exit_s,
+            &format!("stopped at {program}'s exit (--stop-at-exit)"),
+        ));
+    } else if !live.is_empty() {
+        let first = live.clone();
+        eprintln!(
+            "candor audit: {program} exited; waiting for the {} process{} it left running ({}): --stop-at-exit does not wait, Ctrl-C stops waiting",
+            live.len(),
+            if live.len() == 1 { "" } else { "es" },
+            name_all(&live)
+        );
+        loop {
+            followed.extend(live.iter().map(|r| r.pid));
+            let sig = FORWARD.swap(0, Ordering::SeqCst);
+            if sig > 0 {
+                let name = if sig == libc::SIGHUP {
+                    "SIGHUP"
+                } else {
+                    "SIGTERM"
+                };
+                tree_notes.push(format!(
+                    "{name} sent to candor at {:.3} s was passed on to {}",
+                    t0.elapsed().as_secs_f64(),
+                    name_all(&live)
+                ));
+                signal_tree(me, pid, &live, sig);
+            }
+            source.set_output_bytes(count.load(Ordering::SeqCst));
+            source.sample();
+            disks.sample(t0.elapsed().as_secs_f64());
+            std::thread::sleep(interval);
+            live = live_descendants(me, pid);
+            if live.is_empty() {
+                break;
+            }
+            if STOP_WAITING.swap(false, Ordering::SeqCst) {
+                let at = t0.elapsed().as_secs_f64();
+                still_running = live.iter().map(|r| cut_record(r, at)).collect();
+                tree_notes.push(cut_sentence(
+                    &still_running,
+                    at,
+                    "stopped waiting on an interrupt",
+                ));
+                break;
+            }
+        }
+        let end = t0.elapsed().as_secs_f64();
+        // Names as they are now (a shell's child seen before its exec is the program now).
+        let first: Vec<Running> = first
+            .into_iter()
+            .map(|mut r| {
+                if let Ok(c) = std::fs::read_to_string(format!("/proc/{}/comm", r.pid)) {
+                    r.comm = c.trim_end().to_string();
+                }
+                r
+            })
+            .collect();
+        if still_running.is_empty() {
+            tree_notes.insert(0, format!(
+                "{program} exited at {root_exit_s:.3} s and left {} process{} running ({}); the audit followed {} to the end, at {end:.3} s (--stop-at-exit stops at the command's exit)",
+                first.len(),
+                if first.len() == 1 { "" } else { "es" },
+                name_all(&first),
+                if first.len() == 1 { "it" } else { "them" }
+            ));
+        }
+    }
+    WAITING.store(false, Ordering::SeqCst);
+    STOP_WAITING.store(false, Ordering::SeqCst);
+    FORWARD.store(0, Ordering::SeqCst);
+    // Times, rates and utilisations are over the window observed: it ends here.
     out.wall_s = t0.elapsed().as_secs_f64();
+    disks.sample(out.wall_s);
+    // Cut off here, the processes still running are observed no longer (they may hold the
+    // output pipes open for the wait below).
+    let cut_off = (!still_running.is_empty()).then(|| {
+        source.set_output_bytes(count.load(Ordering::SeqCst));
+        source.exited(pid);
+        source.finish()
+    });
     // The output pipes close when the last process holding them ends; a daemon left
     // behind may keep them open, so wait only a little for the rest of the output.
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -323,14 +593,27 @@ pub fn run(
             let _ = p.join();
         }
     }
-    source.set_output_bytes(count.load(Ordering::SeqCst));
-    source.exited(pid);
-    disks.sample(t0.elapsed().as_secs_f64());
+    if cut_off.is_none() {
+        source.set_output_bytes(count.load(Ordering::SeqCst));
+        source.exited(pid);
+    }
     reap(pid);
     CHILD.store(0, Ordering::SeqCst);
     drop(child);
     out.exit = exit;
-    out.observed = source.finish();
+    out.observed = match cut_off {
+        Some(o) => o,
+        None => source.finish(),
+    };
+    out.observed.notes.extend(tree_notes);
+    out.observed.still_running = still_running;
+    // Orphans of the tree that ended came to candor: reap them (after the last reading of
+    // their counters). Every child of candor's process is part of the tree (see `audit`).
+    let mut ended = followed;
+    ended.extend(out.observed.processes.iter().map(|p| p.pid));
+    for p in ended.into_iter().filter(|&p| p != pid && p != me) {
+        reap_if_ended(p);
+    }
     out.stdout = out_buf
         .lock()
         .map(|b| String::from_utf8_lossy(&b).into_owned())

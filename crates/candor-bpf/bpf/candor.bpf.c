@@ -21,7 +21,7 @@ volatile const __u32 candor_phases = 1;
  * sampling thread inside the traced process is not the workload. Empty: none. */
 volatile const char candor_quiet_comm[16] = {};
 
-#define NSLOTS 27
+#define NSLOTS 30
 #define SLOT_READ 0
 #define SLOT_WRITE 1
 #define SLOT_PREAD64 2
@@ -54,6 +54,12 @@ volatile const char candor_quiet_comm[16] = {};
 #define SLOT_COPY_FILE_RANGE 24
 #define SLOT_SENDFILE 25
 #define SLOT_SPLICE 26
+/* Asynchronous I/O set-up and submission, counted only: their data moves without read or
+ * write calls, which the audit must know to not judge a figure by those calls alone.
+ * SLOT_IO_GETEVENTS also counts io_pgetevents. Their `bytes` stay 0. */
+#define SLOT_IO_SUBMIT 27
+#define SLOT_IO_GETEVENTS 28
+#define SLOT_IO_URING_SETUP 29
 #define SLOT_FIRST_META SLOT_MKDIR
 #define X86_O_CREAT 0100
 #define AT_REMOVEDIR 0x200
@@ -412,6 +418,10 @@ static __always_inline int slot_of(__s32 nr)
 	case 326: return SLOT_COPY_FILE_RANGE;
 	case 40: return SLOT_SENDFILE;
 	case 275: return SLOT_SPLICE;
+	case 209: return SLOT_IO_SUBMIT;
+	case 208: /* io_getevents */
+	case 333: return SLOT_IO_GETEVENTS; /* io_pgetevents */
+	case 425: return SLOT_IO_URING_SETUP;
 	}
 	return -1;
 }
@@ -426,6 +436,12 @@ static __always_inline int is_write_slot(__u32 s)
 {
 	return s == SLOT_WRITE || s == SLOT_PWRITE64 || s == SLOT_WRITEV || s == SLOT_PWRITEV ||
 	       s == SLOT_PWRITEV2;
+}
+
+/* The calls after the metadata ones whose result is a byte count. */
+static __always_inline int is_byte_slot(__u32 s)
+{
+	return s >= SLOT_GETDENTS && s <= SLOT_SPLICE;
 }
 
 /* Calls that carry their own file offset as the 4th argument. */
@@ -699,7 +715,7 @@ int candor_sys_count(__u64 *ctx)
 	st->count += 1;
 	if (ret < 0)
 		st->errors += 1;
-	else if (is_read_slot(slot) || is_write_slot(slot) || slot >= SLOT_GETDENTS)
+	else if (is_read_slot(slot) || is_write_slot(slot) || is_byte_slot(slot))
 		st->bytes += ret;
 	return 0;
 }
@@ -751,7 +767,7 @@ int candor_sys_exit(__u64 *ctx)
 		st->time_ns += lat;
 		if (ret < 0)
 			st->errors += 1;
-		else if (rd || wr || slot >= SLOT_GETDENTS)
+		else if (rd || wr || is_byte_slot(slot))
 			st->bytes += ret;
 		st->lat[ll_bucket(lat)] += 1;
 	}

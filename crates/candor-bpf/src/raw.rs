@@ -8,7 +8,7 @@ pub const L2_BUCKETS: usize = 64;
 pub const PATH_MAX_BYTES: usize = 256;
 
 /// Syscall slots, in the order of the BPF program's `SLOT_*` numbers.
-pub const SLOT_NAMES: [&str; 27] = [
+pub const SLOT_NAMES: [&str; 30] = [
     "read",
     "write",
     "pread64",
@@ -36,6 +36,9 @@ pub const SLOT_NAMES: [&str; 27] = [
     "copy_file_range",
     "sendfile",
     "splice",
+    "io_submit",
+    "io_getevents",
+    "io_uring_setup",
 ];
 pub const SLOT_PAGE_FAULT: usize = 16;
 /// The first of the metadata slots (counted and timed, never a file phase): mkdir and
@@ -43,7 +46,9 @@ pub const SLOT_PAGE_FAULT: usize = 16;
 /// newfstatat and statx; rename, renameat and renameat2; "create": openat with O_CREAT
 /// (counted when it is called, whatever its result), creat, mknod and mknodat. After them,
 /// calls that return bytes without a file phase (their `bytes` are what they returned):
-/// getdents64 (and getdents), copy_file_range, sendfile, splice.
+/// getdents64 (and getdents), copy_file_range, sendfile, splice. Last, the calls of
+/// asynchronous I/O, counted and timed only (their `bytes` stay 0): io_submit,
+/// io_getevents (and io_pgetevents), io_uring_setup.
 pub const SLOT_FIRST_META: usize = 17;
 
 /// `diag` map indexes.

@@ -28,6 +28,11 @@ pub struct Args {
     /// Do not pass the command's output through (it is still parsed).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Stop when the command exits, even if processes it started still run (they are
+    /// named, and what they did afterwards is left out); by default the audit waits for
+    /// them.
+    #[arg(long)]
+    pub stop_at_exit: bool,
     /// The command to audit, after `--`.
     #[arg(
         required = true,
@@ -84,6 +89,7 @@ pub fn run(args: Args) -> CmdResult {
         source,
         interval: Duration::from_millis(args.interval),
         pass_through: !args.quiet,
+        stop_at_exit: args.stop_at_exit,
     };
     let started_at = rfc3339_now();
     let audit = candor_audit::audit(&args.command, &opts).map_err(|e| {
@@ -109,6 +115,8 @@ pub fn run(args: Args) -> CmdResult {
             .insert("witness".into(), serde_json::json!(source_name(source)));
         doc.options
             .insert("interval_ms".into(), serde_json::json!(args.interval));
+        doc.options
+            .insert("stop_at_exit".into(), serde_json::json!(args.stop_at_exit));
         doc.audit = Some(report::audit_value(&audit));
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| Failure::failed(format!("could not encode the audit: {e}")))?;

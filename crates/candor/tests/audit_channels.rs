@@ -1,0 +1,496 @@
+//! `candor audit` on I/O that does not go through read and write calls (Linux AIO,
+//! io_uring, mapped files: fio's libaio, io_uring and mmap engines), and on a process tree
+//! that outlives the command (a background writer left running by a shell).
+//!
+//! A figure whose bytes moved through a channel the audit does not count per file is
+//! `unverified`, with a sentence naming the channel, and never `overstated`; the tree is
+//! followed to its last process unless `--stop-at-exit` says otherwise, and then the text
+//! names what was still running.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+
+/// One audit at a time: a test's device traffic would be another test's foreign traffic.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn candor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_candor"))
+}
+
+/// A scratch directory on a filesystem that takes O_DIRECT (ext4 under /var/tmp here).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("candor-audit-channels")
+        .tempdir_in("/var/tmp")
+        .or_else(|_| tempfile::tempdir())
+        .expect("a temporary directory")
+}
+
+fn audit(dir: &Path, witness: &str, extra: &[&str], cmd: &[&str]) -> (Output, Value) {
+    let json = dir.join(format!("audit-{witness}.json"));
+    let _ = std::fs::remove_file(&json);
+    let out = candor()
+        .current_dir(dir)
+        .args(["audit", "-q", "--witness", witness, "-o"])
+        .arg(&json)
+        .args(extra)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("candor runs");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no {}: {e}\nstderr: {}",
+            json.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let v: Value = serde_json::from_str(&text).expect("valid JSON");
+    (out, v)
+}
+
+/// The witnesses to test: both as root (eBPF must then load), procfs alone otherwise.
+fn witnesses() -> Vec<&'static str> {
+    if common::is_root() {
+        if !common::need_bpf() {
+            return vec!["procfs"];
+        }
+        vec!["bpf", "procfs"]
+    } else {
+        eprintln!("note: not root: only the procfs witness is tested");
+        vec!["procfs"]
+    }
+}
+
+/// Writes `mib` MiB of zeros to `file` with dd (outside any audit).
+fn lay_out(file: &Path, mib: u32) {
+    let st = Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M", "status=none", "conv=fsync"])
+        .arg(format!("count={mib}"))
+        .arg(format!("of={}", file.display()))
+        .status()
+        .expect("dd runs");
+    assert!(st.success(), "dd lays out {}", file.display());
+}
+
+/// The words a row's sentence must hold for each engine's channel.
+fn channel_words(engine: &str) -> &'static str {
+    match engine {
+        "libaio" => "Linux AIO (io_submit)",
+        "io_uring" => "io_uring",
+        _ => "memory mapping",
+    }
+}
+
+/// Every row: never overstated; when not checked, the sentence names the channel (and
+/// says its bytes cannot be checked against read/write calls).
+fn check_rows(v: &Value, engine: &str, what: &str, stderr: &str) {
+    let rows = v["audit"]["reconciliation"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!rows.is_empty(), "{what}: no figure read\n{stderr}");
+    for r in &rows {
+        let verdict = r["verdict"].as_str().unwrap_or("");
+        let why = r["explanation"].as_str().unwrap_or("");
+        assert_ne!(verdict, "overstated", "{what}: {r:#}\n{stderr}");
+        assert!(
+            ["agrees", "cache speed", "unverified"].contains(&verdict),
+            "{what}: {r:#}"
+        );
+        if verdict == "unverified" {
+            assert!(
+                why.contains(channel_words(engine)),
+                "{what}: the sentence names the channel: {why}\n{stderr}"
+            );
+            assert!(
+                why.contains("cannot be checked against the file's read/write calls")
+                    || why.contains("the device"),
+                "{what}: {why}"
+            );
+            assert!(
+                !why.contains("sampling period"),
+                "{what}: no sampling period reason: {why}"
+            );
+        }
+    }
+    // The terminal text says the same.
+    if rows
+        .iter()
+        .any(|r| r["verdict"].as_str() == Some("unverified"))
+    {
+        assert!(
+            stderr.contains(channel_words(engine)),
+            "{what}: the text names the channel\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn fio_engines_that_bypass_read_and_write_are_never_overstated() {
+    let _one = serial();
+    if !common::need_programs(&["fio"]) {
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("eng.dat");
+    lay_out(&file, 32);
+    let fname = format!("--filename={}", file.display());
+    for w in witnesses() {
+        for engine in ["libaio", "io_uring", "mmap"] {
+            for (direct, rw) in [
+                ("1", "randread"),
+                ("0", "read"),
+                ("1", "write"),
+                ("0", "randwrite"),
+            ] {
+                let what = format!("{w} {engine} direct={direct} {rw}");
+                let (out, v) = audit(
+                    dir.path(),
+                    w,
+                    &[],
+                    &[
+                        "fio",
+                        "--name=eng",
+                        &fname,
+                        &format!("--ioengine={engine}"),
+                        &format!("--direct={direct}"),
+                        &format!("--rw={rw}"),
+                        "--bs=64k",
+                        "--size=32m",
+                        "--iodepth=8",
+                        // Long enough for /proc's readings to see the job (a job shorter
+                        // than one reading is seen by eBPF's counters alone).
+                        "--time_based",
+                        "--runtime=300ms",
+                        "--output-format=json",
+                    ],
+                );
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert_eq!(out.status.code(), Some(0), "{what}: {stderr}");
+                assert_eq!(v["audit"]["source"], w, "{what}");
+                check_rows(&v, engine, &what, &stderr);
+                // O_DIRECT through AIO or io_uring reaches the device: its bytes bound the
+                // figure, and the sentence says so.
+                if direct == "1" && engine != "mmap" {
+                    let r = &v["audit"]["reconciliation"][0];
+                    let why = r["explanation"].as_str().unwrap_or("");
+                    if r["verdict"] == "unverified" {
+                        assert!(
+                            why.contains("at least the")
+                                && why.contains("claimed, as O_DIRECT I/O must"),
+                            "{what}: {why}"
+                        );
+                    }
+                }
+                // The channel is in the saved audit, with the process that used it.
+                let channels = v["audit"]["channels"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let want = match engine {
+                    "libaio" => "aio",
+                    e => e,
+                };
+                // /proc names the process; a job too short for any reading of /proc is
+                // still counted by eBPF, for the tree (pid 0).
+                assert!(
+                    channels.iter().any(|c| c["channel"] == want
+                        && ((c["comm"] == "fio" && c["pid"].as_u64().is_some_and(|p| p > 0))
+                            || (w == "bpf" && engine != "mmap" && c["pid"] == 0))),
+                    "{what}: {channels:#?}"
+                );
+            }
+        }
+    }
+}
+
+/// A job file with two jobs and group reporting (one figure for both processes), on
+/// libaio with O_DIRECT: the figure the procfs witness once called "overstated 5299x".
+#[test]
+fn a_libaio_job_file_with_group_reporting_is_never_overstated() {
+    let _one = serial();
+    if !common::need_programs(&["fio"]) {
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("grp.dat");
+    lay_out(&file, 32);
+    let job = dir.path().join("grp.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nioengine=libaio\ndirect=1\nbs=64k\nsize=32m\niodepth=8\nfilename={}\n\
+             group_reporting\nnumjobs=2\ntime_based\nruntime=300ms\n\n[grp]\nrw=randread\n",
+            file.display()
+        ),
+    )
+    .expect("job file");
+    for w in witnesses() {
+        let (out, v) = audit(
+            dir.path(),
+            w,
+            &[],
+            &["fio", "--output-format=json", &job.display().to_string()],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{w}: {stderr}");
+        let rows = v["audit"]["reconciliation"].as_array().map(Vec::len);
+        assert_eq!(rows, Some(1), "{w}: one figure for the group\n{stderr}");
+        check_rows(&v, "libaio", &format!("{w} job file"), &stderr);
+        // Both jobs are named as users of the channel (each runs long enough for /proc's
+        // readings to see it).
+        let users: std::collections::BTreeSet<u64> = v["audit"]["channels"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter(|c| c["channel"] == "aio")
+            .filter_map(|c| c["pid"].as_u64())
+            .collect();
+        assert_eq!(users.len(), 2, "{w}: {:#}", v["audit"]["channels"]);
+    }
+}
+
+/// The plain read/write engine is still checked against the calls, and agrees.
+#[test]
+fn fio_psync_still_agrees() {
+    let _one = serial();
+    if !common::need_programs(&["fio"]) {
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("ps.dat");
+    lay_out(&file, 128);
+    for w in witnesses() {
+        let (out, v) = audit(
+            dir.path(),
+            w,
+            &[],
+            &[
+                "fio",
+                "--name=ps",
+                &format!("--filename={}", file.display()),
+                "--ioengine=psync",
+                "--direct=1",
+                "--rw=read",
+                "--bs=128k",
+                "--size=128m",
+                "--output-format=json",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let r = &v["audit"]["reconciliation"][0];
+        assert_eq!(
+            r["observed_bytes"].as_u64().map(|b| b > 0),
+            Some(true),
+            "{w}: {r:#}"
+        );
+        if w == "bpf" {
+            assert_eq!(r["observed_bytes"], 128 << 20, "{w}: {r:#}");
+            assert_eq!(r["verdict"], "agrees", "{w}: {r:#}\n{stderr}");
+        } else {
+            assert_ne!(r["verdict"], "overstated", "{w}: {r:#}");
+        }
+        let why = r["explanation"].as_str().unwrap_or("");
+        assert!(
+            !why.contains("does not count per file"),
+            "{w}: no channel is named for read calls: {why}"
+        );
+        assert_eq!(
+            v["audit"]["channels"].as_array().map(Vec::len),
+            Some(0),
+            "{w}: {:#}",
+            v["audit"]["channels"]
+        );
+    }
+}
+
+const BACKGROUND_BYTES: u64 = 200 << 20;
+
+/// Bytes written to `name` by the audit's phases.
+fn written_to(v: &Value, name: &str) -> u64 {
+    v["audit"]["phases"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p["path"].as_str().is_some_and(|x| x.ends_with(name)))
+        .filter_map(|p| p["write_bytes"].as_u64())
+        .sum()
+}
+
+/// Waits until the process `pid` is gone (a writer the audit did not wait for).
+fn wait_gone(pid: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        // A zombie left to init is gone for our purpose.
+        let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if st
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'))
+        {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "pid {pid} still runs");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A shell that starts a writer in the background and exits at once: by default the audit
+/// waits for the writer, counts its 200 MiB, and its times and the device's utilisation
+/// are over the whole window.
+#[test]
+fn a_background_writer_is_followed_to_its_end() {
+    let _one = serial();
+    let dir = scratch();
+    for w in witnesses() {
+        let (out, v) = audit(
+            dir.path(),
+            w,
+            &[],
+            &[
+                "sh",
+                "-c",
+                "dd if=/dev/zero of=F bs=1M count=200 conv=fsync 2>/dev/null & exit 0",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{w}: {stderr}");
+        let f = dir.path().join("F");
+        assert_eq!(
+            std::fs::metadata(&f).map(|m| m.len()).ok(),
+            Some(BACKGROUND_BYTES),
+            "{w}: dd finished before the audit ended"
+        );
+        assert_eq!(written_to(&v, "/F"), BACKGROUND_BYTES, "{w}\n{stderr}");
+        let a = &v["audit"];
+        let wall = a["wall_s"].as_f64().unwrap_or(0.0);
+        // The writer's phase ends inside the window the header gives.
+        let last_close = a["phases"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p["close_s"].as_f64())
+            .fold(0.0, f64::max);
+        assert!(
+            last_close > 0.0 && wall >= last_close - 0.01,
+            "{w}: wall {wall} < {last_close}"
+        );
+        let util = a["witness"]["device"]["util"].as_f64().unwrap_or(0.0);
+        assert!(util <= 1.0, "{w}: device utilisation {util}\n{stderr}");
+        assert_eq!(a["still_running"].as_array().map(Vec::len), Some(0), "{w}");
+        let header = format!("{wall:.2} s)");
+        assert!(stderr.contains(&header), "{w}: {header}\n{stderr}");
+        std::fs::remove_file(&f).expect("remove F");
+    }
+}
+
+/// With `--stop-at-exit` the audit stops when the command exits and says which process
+/// was still running and what was cut.
+#[test]
+fn stop_at_exit_names_what_was_still_running() {
+    let _one = serial();
+    let dir = scratch();
+    for w in witnesses() {
+        // The shell waits until dd has its output open (so the process is dd, not a shell
+        // about to become dd), then exits; dd, which waits for the device after each
+        // write (oflag=dsync), still has most of its 200 MiB to write.
+        let (out, v) = audit(
+            dir.path(),
+            w,
+            &["--stop-at-exit"],
+            &[
+                "sh",
+                "-c",
+                "dd if=/dev/zero of=F bs=1M count=200 oflag=dsync 2>/dev/null & \
+                 while [ ! -e F ]; do :; done; exit 0",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{w}: {stderr}");
+        let running = v["audit"]["still_running"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let dd = running
+            .iter()
+            .find(|p| p["comm"] == "dd")
+            .unwrap_or_else(|| panic!("{w}: dd still running: {running:#?}\n{stderr}"));
+        let pid = dd["pid"].as_u64().expect("a pid");
+        wait_gone(pid);
+        assert!(
+            stderr.contains(&format!("pid {pid} (dd)")),
+            "{w}: the text names the process\n{stderr}"
+        );
+        assert!(stderr.contains("--stop-at-exit"), "{w}\n{stderr}");
+        assert!(stderr.contains("still running"), "{w}\n{stderr}");
+        assert!(
+            stderr.contains("is not in this audit"),
+            "{w}: says what was cut\n{stderr}"
+        );
+        // What dd wrote after the stop is not counted.
+        let counted = written_to(&v, "/F");
+        assert!(
+            counted < BACKGROUND_BYTES,
+            "{w}: {counted} bytes counted after the stop"
+        );
+        // Utilisation over the window observed.
+        let util = v["audit"]["witness"]["device"]["util"]
+            .as_f64()
+            .unwrap_or(0.0);
+        assert!(util <= 1.0, "{w}: device utilisation {util}\n{stderr}");
+        let _ = std::fs::remove_file(dir.path().join("F"));
+    }
+}
+
+/// While the audit waits for a process the command left running, SIGTERM sent to candor
+/// goes on to that process, and the audit reports once it has ended.
+#[test]
+fn sigterm_while_waiting_goes_on_to_the_processes_left_running() {
+    use std::io::BufRead;
+    let _one = serial();
+    let dir = scratch();
+    let json = dir.path().join("audit.json");
+    let mut child = candor()
+        .current_dir(dir.path())
+        .args(["audit", "--witness", "procfs", "-o"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "sleep 60 & exit 0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("candor runs");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    err.read_line(&mut first).expect("a line");
+    assert!(
+        first.contains("waiting for the 1 process it left running") && first.contains("(sleep)"),
+        "{first}"
+    );
+    let started = std::time::Instant::now();
+    // SAFETY: signalling the candor process this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).expect("the rest");
+    let status = child.wait().expect("candor ends");
+    assert!(started.elapsed().as_secs() < 20, "{rest}");
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("SIGTERM sent to candor at"), "{rest}");
+    assert!(rest.contains("was passed on to pid"), "{rest}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("saved")).expect("valid JSON");
+    assert_eq!(
+        v["audit"]["still_running"].as_array().map(Vec::len),
+        Some(0)
+    );
+}
