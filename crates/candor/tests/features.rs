@@ -387,6 +387,44 @@ fn format_iozone_and_excel_print_iozones_table() {
     }
 }
 
+/// A plan iozone's layout cannot hold (here a metadata test beside write) is printed as the
+/// table, with one sentence on stderr saying why; nothing of it is left out.
+#[test]
+fn format_iozone_of_a_plan_that_is_not_iozones_prints_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    let json = dir.path().join("r.json");
+    let out = small_run(
+        &work,
+        &json,
+        &[
+            "--tests",
+            "write,create",
+            "--files",
+            "20",
+            "--format",
+            "iozone",
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!stdout.contains("kBytes/sec"), "{stdout}");
+    assert!(stdout.contains("MB/s (95% CI)"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("create ")),
+        "every result is in the table: {stdout}"
+    );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("iozone's layout"))
+        .collect();
+    assert_eq!(
+        said,
+        ["candor: iozone's layout holds iozone's tests at queue depth 1, and this run has create: printed as --format table instead"],
+        "{stderr}"
+    );
+}
+
 #[test]
 fn format_table_has_the_header_and_the_test_row() {
     let (out, doc) = formatted("table");

@@ -465,21 +465,32 @@ fn check_counts(o: &RunOptions) -> Result<(), PlanError> {
 /// `presets::Fallback`), in one line with the options that would keep them; None when the
 /// options already say them.
 fn not_kept(o: &RunOptions, direct: bool) -> Option<String> {
-    let mut differ = Vec::new();
+    let mut differ: Vec<(&str, &str, &str)> = Vec::new();
     if o.engine.is_none() && o.iodepth.is_none() {
-        differ.push(
-            "psync at depth 1 (the default run: io_uring at depths 1 and 8 or 32; add --engine io_uring --iodepth 1,32)",
-        );
+        differ.push((
+            "psync at depth 1",
+            "io_uring at depths 1 and 8 or 32",
+            "--engine io_uring --iodepth 1,32",
+        ));
     }
     if !direct {
-        differ.push("buffered (the default run: O_DIRECT; add --direct)");
+        differ.push(("buffered", "O_DIRECT", "--direct"));
     }
     if differ.is_empty() {
         return None;
     }
+    let join = |i: usize| {
+        differ
+            .iter()
+            .map(|d| [d.0, d.1, d.2][i])
+            .collect::<Vec<_>>()
+            .join(if i == 2 { " " } else { " and " })
+    };
     Some(format!(
-        "this plan keeps the default run's file size, record sizes, repetitions and cap where not given, and runs {}: a plan of options runs one engine at the depths it is given and goes through the page cache unless --direct says otherwise, as iozone does",
-        differ.join(" and ")
+        "this plan runs {}, where the default run uses {} (add {} for those): a plan of options runs the engine and depths it is given, through the page cache unless --direct says otherwise, as iozone does",
+        join(0),
+        join(1),
+        join(2)
     ))
 }
 
@@ -995,9 +1006,9 @@ mod tests {
         assert!(said
             .iter()
             .any(|n| n.contains("each repetition is capped at 2 s")));
-        assert!(said.iter().any(|n| n
-            .contains("psync at depth 1 (the default run: io_uring at depths 1 and 8 or 32")
-            && n.contains("buffered (the default run: O_DIRECT")));
+        assert!(said.iter().any(|n| n.starts_with(
+            "this plan runs psync at depth 1 and buffered, where the default run uses io_uring at depths 1 and 8 or 32 and O_DIRECT (add --engine io_uring --iodepth 1,32 --direct for those)"
+        )), "{said:?}");
         let _ = std::fs::remove_dir_all(base);
 
         // The README's io_uring example without --direct: the file is the default run's.
