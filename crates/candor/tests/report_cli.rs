@@ -118,13 +118,30 @@ fn the_output_name_chooses_the_format_unless_one_is_given() {
         os("-o"),
         out.as_os_str(),
         os("--format"),
-        os("iozone"),
+        os("markdown"),
     ]);
     assert_eq!(o.status.code(), Some(0));
     let text = std::fs::read_to_string(&out).expect("written");
     assert!(
-        text.contains("Iozone-compatible output"),
+        text.starts_with("# candor results"),
         "--format wins over the name"
+    );
+    // --format iozone of a run iozone's layout cannot hold writes the table, and says so.
+    let o = candor(&[
+        os("report"),
+        json.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+        os("--format"),
+        os("iozone"),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = std::fs::read_to_string(&out).expect("written");
+    assert!(text.contains("MB/s (95% CI)"), "{text}");
+    assert!(
+        stderr(&o).starts_with("candor: iozone's layout holds iozone's tests at queue depth 1"),
+        "{}",
+        stderr(&o)
     );
 }
 
