@@ -913,3 +913,45 @@ fn help_groups_every_option_and_states_the_plans_real_defaults() {
     assert_eq!(threads, "1");
     assert!(default.points.iter().all(|p| p.threads == 1));
 }
+
+/// A plan of options keeps the default run's record size per test kind and its three
+/// repetitions, and says in one line the engine, depth and O_DIRECT it does not keep.
+#[test]
+fn options_not_given_keep_the_default_runs_values_and_say_which_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let o = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "write,randwrite",
+            "--file-size",
+            "1m",
+            "--witness",
+            "off",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = common::text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let doc = load(&json);
+    let got: Vec<(&str, u64, u32)> = doc
+        .results
+        .iter()
+        .map(|r| (r.test.as_str(), r.record_size, r.repetitions))
+        .collect();
+    assert_eq!(got, [("write", 1 << 20, 3), ("randwrite", 4096, 3)]);
+    assert_eq!(doc.options["repeat"], 3);
+    assert_eq!(doc.options["runtime_s"], serde_json::Value::Null);
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("the default run uses"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("add --engine io_uring --iodepth 1,32 --direct for those"),
+        "{err}"
+    );
+}
