@@ -233,7 +233,8 @@ impl Plan {
                     .file_size
                     .unwrap_or_else(|| presets::file_size_to_fit(fit, free));
                 let points = sweep_points(o, s, file_size, &threads, &iodepths)?;
-                if sized && runtime_ns.is_none() && steady.is_none() {
+                let has_files = points.iter().any(|p| p.file_size > 0);
+                if sized && has_files && runtime_ns.is_none() && steady.is_none() {
                     if let Some(cap) = s.fallback.cap_ns {
                         runtime_ns = Some(cap);
                         notes.push(format!(
@@ -1042,6 +1043,21 @@ mod tests {
         };
         let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
         assert_eq!((p.settings.repeat, p.settings.runtime_ns), (1, None));
+        let _ = std::fs::remove_dir_all(base);
+
+        // Metadata tests have no file to size: no cap, nothing said of one.
+        let (base, d) = tmp_dir("kept-meta");
+        let o = RunOptions {
+            tests: Some("create,stat".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        assert_eq!((p.settings.repeat, p.settings.runtime_ns), (3, None));
+        assert!(
+            !p.notes.iter().any(|n| n.contains("capped")),
+            "{:?}",
+            p.notes
+        );
         let _ = std::fs::remove_dir_all(base);
     }
 
