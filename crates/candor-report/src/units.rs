@@ -81,10 +81,11 @@ pub fn interval_needs(t: &Summary) -> Option<u32> {
     let narrow = |n: u32| {
         candor_stats::student_t_quantile(0.95, (n - 1) as f64) * cv / (n as f64).sqrt() < 1.0
     };
+    let after = t.n.saturating_add(1);
     Some(
-        (t.n + 1..=MOST_REPETITIONS)
+        (after..=MOST_REPETITIONS)
             .find(|&n| narrow(n))
-            .unwrap_or(MOST_REPETITIONS),
+            .unwrap_or(MOST_REPETITIONS.max(after)),
     )
 }
 
