@@ -543,7 +543,7 @@ pub fn side_grid(c: &Comparison) -> Grid {
                     cells.push(if failed {
                         "failed".to_string()
                     } else {
-                        units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n)
+                        units::mb_s_ci(&r.throughput)
                     });
                     if wa {
                         cells.push(amplification_cell(r));
@@ -651,6 +651,13 @@ fn text(c: &Comparison, markdown: bool) -> String {
             out.push('\n');
         }
         out.push_str(&grid(&side_grid(c)));
+        if let Some(s) = range_sentence(c) {
+            out.push_str(&if markdown {
+                format!("\n{s}\n")
+            } else {
+                format!("  {s}\n")
+            });
+        }
     }
     if !c.unmatched.is_empty() {
         out.push_str(&format!("\n{h}Not compared\n"));
@@ -690,6 +697,17 @@ fn text(c: &Comparison, markdown: bool) -> String {
     }
     out.push_str(&grid(&study_grid(c, !markdown)));
     out
+}
+
+/// What a min-max in the side-by-side grid is, when one is shown (`units::range_sentence`).
+pub fn range_sentence(c: &Comparison) -> Option<String> {
+    units::range_sentence(
+        c.rows
+            .iter()
+            .flat_map(|r| r.cells.iter().flatten())
+            .filter(|cell| !view::failed(&cell.result))
+            .map(|cell| &cell.result.throughput),
+    )
 }
 
 fn csv(c: &Comparison) -> String {
@@ -908,6 +926,28 @@ mod tests {
         };
         assert_eq!(significance(&one, &b), Significance::TooFewRuns);
         assert_eq!(Significance::TooFewRuns.cell(), "n/a (1 run)");
+    }
+
+    #[test]
+    fn two_noisy_repetitions_show_min_max_and_the_repetitions_an_interval_needs() {
+        let a = side("a.json", vec![result("read", 4096, &[600e6, 1400e6])]);
+        let b = side("b.json", vec![result("read", 4096, &[900e6, 1100e6])]);
+        let c = compare(lettered(vec![a, b]));
+        let text = render(&c, CompareFormat::Table);
+        assert!(text.contains("1000 (600-1400)"), "{text}");
+        assert!(!text.contains("1000 ±"), "{text}");
+        assert!(
+            text.contains("the interval needs 4 repetitions (--repeat 4)"),
+            "{text}"
+        );
+        // The chart draws what the table shows: the whisker spans min to max.
+        let html = crate::html::compare_page(&c);
+        assert!(
+            html.contains(
+                "A · read 64m/4k psync: 1000 (slowest and fastest repetition 600 to 1400)"
+            ),
+            "{html}"
+        );
     }
 
     #[test]

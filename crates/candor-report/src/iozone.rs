@@ -78,6 +78,34 @@ fn fits(r: &TestResult) -> bool {
     r.threads <= 1 && r.iodepth <= 1 && !view::failed(r) && COLUMNS.iter().any(|c| c.test == r.test)
 }
 
+/// True for results iozone's output can hold at all: its tests at queue depth 1, in its
+/// table (one thread) or its throughput mode (several, where the mixed workload is too).
+fn iozones(r: &TestResult) -> bool {
+    r.iodepth <= 1
+        && (COLUMNS.iter().any(|c| c.test == r.test) || (r.threads > 1 && r.test == "randmix"))
+}
+
+/// Why `--format iozone` cannot show these results, in one sentence naming the first of
+/// them; None when iozone's layout holds every result that did not fail.
+pub fn not_iozones(doc: &RunDoc) -> Option<String> {
+    let unfit: Vec<String> = doc
+        .results
+        .iter()
+        .filter(|r| !view::failed(r) && !iozones(r))
+        .map(view::label)
+        .collect();
+    let (shown, more) = unfit.split_at(unfit.len().min(3));
+    let mut list = shown.join(", ");
+    if !more.is_empty() {
+        list.push_str(&format!(" and {} more", more.len()));
+    }
+    (!unfit.is_empty()).then(|| {
+        format!(
+            "iozone's layout holds iozone's tests at queue depth 1, and this run has {list}: printed as --format table instead"
+        )
+    })
+}
+
 /// The results that go into the table: of several results for one cell (other engines,
 /// O_DIRECT...), the first; the others are named under the table.
 pub fn table_results<'a>(results: &[&'a TestResult]) -> Vec<&'a TestResult> {

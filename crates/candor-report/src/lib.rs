@@ -130,6 +130,20 @@ pub fn write_to(doc: &RunDoc, format: Format, out: &mut dyn std::io::Write) -> s
     }
 }
 
+/// The format a result is printed in when `asked` is asked, and the sentence saying why
+/// when it is another: `--format iozone` of results iozone's layout cannot hold (queue
+/// depths above 1, tests iozone does not have) prints the table, which holds them all,
+/// rather than a sparse iozone table and a list of what did not fit.
+pub fn printed_format(doc: &RunDoc, asked: Format) -> (Format, Option<String>) {
+    match asked {
+        Format::Iozone => match iozone::not_iozones(doc) {
+            Some(why) => (Format::Table, Some(why)),
+            None => (asked, None),
+        },
+        f => (f, None),
+    }
+}
+
 /// Renders the self-contained HTML report (inline CSS and SVG, nothing fetched).
 pub fn render_html(doc: &RunDoc) -> String {
     html::render(doc)

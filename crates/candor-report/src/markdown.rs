@@ -24,6 +24,9 @@ pub fn render(doc: &RunDoc) -> String {
         let (grid, notes) = table::results_grid(&g.results, next);
         next += notes.len();
         out.push_str(&grid.to_markdown());
+        if let Some(s) = table::range_sentence(&g.results) {
+            out.push_str(&format!("\n{s}\n"));
+        }
         if !notes.is_empty() {
             out.push('\n');
             for n in &notes {

@@ -126,6 +126,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Per point (low, high) of an error bar; empty for none.
     pub err: Vec<(f64, f64)>,
+    /// Per point: its error bar is the slowest and fastest repetition, not a 95% interval
+    /// (`units::shown_interval`); empty for none.
+    pub err_ranges: Vec<bool>,
     pub dashed: bool,
     /// Palette index; None = the series' position.
     pub colour: Option<usize>,
@@ -331,7 +334,12 @@ fn hover_text(c: &LineChart, s: &Series, j: usize, p: (f64, f64)) -> String {
         (c.y_fmt)(p.1)
     );
     if let Some((lo, hi)) = s.err.get(j).filter(|(lo, hi)| hi > lo) {
-        let _ = write!(t, " (95% CI {} to {})", (c.y_fmt)(*lo), (c.y_fmt)(*hi));
+        let what = if s.err_ranges.get(j) == Some(&true) {
+            "slowest and fastest repetition"
+        } else {
+            "95% CI"
+        };
+        let _ = write!(t, " ({what} {} to {})", (c.y_fmt)(*lo), (c.y_fmt)(*hi));
     }
     t
 }
@@ -668,6 +676,9 @@ pub struct IntervalRow {
     pub flagged: bool,
     /// Palette index of the bar; None = blue, or vermillion when flagged.
     pub colour: Option<usize>,
+    /// `lo` and `hi` are the slowest and fastest repetition, shown instead of a 95%
+    /// interval wider than the mean (`units::shown_interval`).
+    pub range: bool,
 }
 
 /// Horizontal bars (mean) with 95% interval whiskers and the individual repetitions as dots.
@@ -721,7 +732,7 @@ pub fn interval_chart(
         let _ = write!(
             b,
             "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tk\" text-anchor=\"end\">{}</text>\
-             <rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{col}\" opacity=\"0.35\"><title>{}: {} (95% CI {} to {})</title></rect>",
+             <rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{col}\" opacity=\"0.35\"><title>{}: {} ({} {} to {})</title></rect>",
             left - 8.0,
             y + rh / 2.0 + 4.0,
             esc(&r.label),
@@ -730,6 +741,11 @@ pub fn interval_chart(
             rh - 8.0,
             esc(&r.label),
             esc(&fmt(r.mean)),
+            if r.range {
+                "slowest and fastest repetition"
+            } else {
+                "95% CI"
+            },
             esc(&fmt(r.lo)),
             esc(&fmt(r.hi))
         );

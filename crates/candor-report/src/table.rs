@@ -34,6 +34,9 @@ pub fn render(doc: &RunDoc) -> String {
         let (grid, notes) = results_grid(&g.results, next_note);
         next_note += notes.len();
         out.push_str(&grid.to_text());
+        if let Some(s) = range_sentence(&g.results) {
+            out.push_str(&format!("  {s}\n"));
+        }
         for n in &notes {
             out.push_str(&note_line(n));
         }
@@ -246,6 +249,16 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
         g.push(row);
     }
     (g, notes)
+}
+
+/// What a min-max in the results grid is, when one is shown (`units::range_sentence`).
+pub fn range_sentence(results: &[&TestResult]) -> Option<String> {
+    units::range_sentence(
+        results
+            .iter()
+            .filter(|r| !view::failed(r) && view::throughput_cell(r) != "-")
+            .map(|r| &r.throughput),
+    )
 }
 
 /// The throughput without the flush, when it was measured and differs from the headline.

@@ -4,6 +4,7 @@
 //! result model's byte formatter in its table and prose spellings.
 
 use candor_model::units::{format_bytes, trim_zeros, ByteStyle};
+use candor_model::Summary;
 
 /// Bytes per second as MB/s, with as many decimals as make 3-4 significant digits.
 pub fn mb_s(bps: f64) -> String {
@@ -42,14 +43,84 @@ pub fn decimals_like(x: f64, reference: f64) -> String {
     }
 }
 
-/// Mean ± half the 95% confidence interval, in MB/s ("512 ± 12"); the mean alone for one run.
-pub fn mb_s_ci(mean: f64, ci95: [f64; 2], n: u32) -> String {
-    let m = mean / 1e6;
-    if n < 2 {
+/// Mean ± half the 95% confidence interval, in MB/s ("512 ± 12"); the mean alone for one
+/// run; the mean and the slowest and fastest repetition ("1000 (600-1400)") when so few
+/// repetitions give an interval wider than the mean (see [`interval_needs`]).
+pub fn mb_s_ci(t: &Summary) -> String {
+    let m = t.mean / 1e6;
+    if t.n < 2 {
         return decimals(m);
     }
-    let half = ((ci95[1] - ci95[0]) / 2.0 / 1e6).abs();
+    if interval_needs(t).is_some() {
+        return format!(
+            "{} ({}-{})",
+            decimals(m),
+            decimals_like(t.min / 1e6, m),
+            decimals_like(t.max / 1e6, m)
+        );
+    }
+    let half = ((t.ci95[1] - t.ci95[0]) / 2.0 / 1e6).abs();
     format!("{} ± {}", decimals(m), decimals_like(half, m))
+}
+
+/// The most repetitions [`interval_needs`] names: beyond it the spread is the finding.
+const MOST_REPETITIONS: u32 = 1000;
+
+/// When the 95% interval of `t`'s repetitions is at least as wide as the mean (its low end
+/// at or below zero, which no throughput is): the number of repetitions at which an
+/// interval with the same spread (the same coefficient of variation) would be narrower
+/// than the mean, that is the smallest n with t(0.975, n-1) x CV / sqrt(n) < 1. None when
+/// the interval means something, or there is a single repetition.
+pub fn interval_needs(t: &Summary) -> Option<u32> {
+    let half = (t.ci95[1] - t.ci95[0]) / 2.0;
+    let meaningless = t.n >= 2 && t.mean > 0.0 && half >= t.mean;
+    if !meaningless {
+        return None;
+    }
+    let cv = t.stddev / t.mean;
+    let narrow = |n: u32| {
+        candor_stats::student_t_quantile(0.95, (n - 1) as f64) * cv / (n as f64).sqrt() < 1.0
+    };
+    let after = t.n.saturating_add(1);
+    Some(
+        (after..=MOST_REPETITIONS)
+            .find(|&n| narrow(n))
+            .unwrap_or(MOST_REPETITIONS.max(after)),
+    )
+}
+
+/// The low and high ends a chart draws for `t`, as the tables show it: the 95% interval,
+/// the slowest and fastest repetition where the interval is wider than the mean, the mean
+/// for one repetition.
+pub fn shown_interval(t: &Summary) -> (f64, f64) {
+    if t.n < 2 {
+        (t.mean, t.mean)
+    } else if interval_needs(t).is_some() {
+        (t.min, t.max)
+    } else {
+        (t.ci95[0], t.ci95[1])
+    }
+}
+
+/// The sentence under a table that shows a min-max instead of an interval: what the
+/// parentheses are and the repetitions the widest of those intervals needs; None when every
+/// interval is shown.
+pub fn range_sentence<'a>(summaries: impl IntoIterator<Item = &'a Summary>) -> Option<String> {
+    let mut first = None;
+    let mut most = 0;
+    for t in summaries {
+        if let Some(n) = interval_needs(t) {
+            first.get_or_insert(t);
+            most = most.max(n);
+        }
+    }
+    let t = first?;
+    let m = t.mean / 1e6;
+    Some(format!(
+        "({}-{}): the slowest and fastest repetition, shown where so few repetitions give a 95% interval wider than the mean; the interval needs {most} repetitions (--repeat {most})",
+        decimals_like(t.min / 1e6, m),
+        decimals_like(t.max / 1e6, m)
+    ))
 }
 
 /// A count or a rate of operations: 950, 12.3k, 1.23M.
@@ -121,9 +192,31 @@ mod tests {
         assert_eq!(mb_s(12_345_678.0), "12.3");
         assert_eq!(mb_s(1_234_567.0), "1.23");
         assert_eq!(mb_s(0.0), "0");
-        assert_eq!(mb_s_ci(500e6, [490e6, 510e6], 3), "500 ± 10");
-        assert_eq!(mb_s_ci(50e6, [49e6, 51e6], 3), "50.0 ± 1.0");
-        assert_eq!(mb_s_ci(50e6, [50e6, 50e6], 1), "50.0");
+        let sum = candor_stats::summarize;
+        assert_eq!(mb_s_ci(&sum(&[490e6, 500e6, 510e6])), "500 ± 25");
+        assert_eq!(mb_s_ci(&sum(&[49e6, 50e6, 51e6])), "50.0 ± 2.5");
+        assert_eq!(mb_s_ci(&sum(&[50e6])), "50.0");
+    }
+
+    #[test]
+    fn an_interval_wider_than_the_mean_gives_way_to_min_max() {
+        // Two repetitions 600 and 1400 MB/s: the 95% interval, 1000 ± 5082, says nothing.
+        let two = candor_stats::summarize(&[600e6, 1400e6]);
+        assert!(two.ci95[0] < 0.0, "{:?}", two.ci95);
+        assert_eq!(mb_s_ci(&two), "1000 (600-1400)");
+        // With this spread (CV 57%) the interval is narrower than the mean from 4
+        // repetitions: t(0.975, 3) x 0.566 / sqrt(4) = 0.90.
+        assert_eq!(interval_needs(&two), Some(4));
+        assert_eq!(shown_interval(&two), (600e6, 1400e6));
+        let three = candor_stats::summarize(&[490e6, 500e6, 510e6]);
+        assert_eq!(interval_needs(&three), None);
+        assert_eq!(shown_interval(&three), (three.ci95[0], three.ci95[1]));
+        assert_eq!(interval_needs(&candor_stats::summarize(&[5e6])), None);
+        assert_eq!(
+            range_sentence([&two, &three]).as_deref(),
+            Some("(600-1400): the slowest and fastest repetition, shown where so few repetitions give a 95% interval wider than the mean; the interval needs 4 repetitions (--repeat 4)")
+        );
+        assert_eq!(range_sentence([&three]), None);
     }
 
     #[test]

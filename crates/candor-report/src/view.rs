@@ -105,7 +105,7 @@ pub fn throughput_cell(r: &TestResult) -> String {
     if r.throughput.mean == 0.0 && r.throughput.max == 0.0 && r.iops.mean > 0.0 {
         return "-".to_string();
     }
-    units::mb_s_ci(r.throughput.mean, r.throughput.ci95, r.throughput.n)
+    units::mb_s_ci(&r.throughput)
 }
 
 /// How the test did its I/O: "psync", "io_uring direct", "sync osync".

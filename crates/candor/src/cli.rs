@@ -24,6 +24,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Benchmark one or more directories (default: the current directory).
+    #[command(long_about = commands::run::LONG_ABOUT, after_long_help = commands::run::EXAMPLES)]
     Run(Box<commands::run::Args>),
     /// Run another benchmark (iozone, fio, dd...) under the witness and check what it claims.
     Audit(commands::audit::Args),

@@ -85,8 +85,12 @@ impl Output {
                 eprintln!("candor: cannot write the HTML report {}: {e}", h.display());
             }
         }
+        let (format, why) = candor_report::printed_format(doc, self.format);
+        if let Some(why) = why {
+            eprintln!("candor: {why}");
+        }
         let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-        let _ = candor_report::write_to(doc, self.format, &mut stdout);
+        let _ = candor_report::write_to(doc, format, &mut stdout);
         let _ = stdout.flush();
     }
 

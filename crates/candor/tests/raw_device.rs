@@ -272,6 +272,8 @@ fn a_full_run_writes_its_region_and_nothing_else() {
             "2",
             "--offset",
             "4m",
+            "--repeat",
+            "1",
             "--format",
             "json",
         ],

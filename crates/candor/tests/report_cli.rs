@@ -34,11 +34,13 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn every_format_renders_the_saved_result_as_the_library_does() {
     let json = fixture("sample.json");
+    // The sample has queue depths above 1, which iozone's layout cannot hold: --format
+    // iozone prints the table and says why.
     for (format, expected) in [
         ("table", "sample.table.txt"),
         ("csv", "sample.csv"),
         ("markdown", "sample.md"),
-        ("iozone", "sample.iozone.txt"),
+        ("iozone", "sample.table.txt"),
         ("excel", "sample.excel.txt"),
         ("json", "sample.json"),
     ] {
@@ -46,6 +48,14 @@ fn every_format_renders_the_saved_result_as_the_library_does() {
         assert_eq!(o.status.code(), Some(0), "{format}: {}", stderr(&o));
         let want = std::fs::read_to_string(fixture(expected)).expect("expected file");
         assert_eq!(stdout(&o), want, "candor report --format {format}");
+        if format == "iozone" {
+            assert_eq!(
+                stderr(&o),
+                "candor: iozone's layout holds iozone's tests at queue depth 1, and this run has randread 256m/4k qd4, randread 256m/4k qd16, randread 256m/4k qd32 and 1 more: printed as --format table instead\n"
+            );
+        } else {
+            assert_eq!(stderr(&o), "", "{format}");
+        }
     }
     // The default is the table.
     let o = candor(&[os("report"), json.as_os_str()]);
@@ -108,13 +118,30 @@ fn the_output_name_chooses_the_format_unless_one_is_given() {
         os("-o"),
         out.as_os_str(),
         os("--format"),
-        os("iozone"),
+        os("markdown"),
     ]);
     assert_eq!(o.status.code(), Some(0));
     let text = std::fs::read_to_string(&out).expect("written");
     assert!(
-        text.contains("Iozone-compatible output"),
+        text.starts_with("# candor results"),
         "--format wins over the name"
+    );
+    // --format iozone of a run iozone's layout cannot hold writes the table, and says so.
+    let o = candor(&[
+        os("report"),
+        json.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+        os("--format"),
+        os("iozone"),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = std::fs::read_to_string(&out).expect("written");
+    assert!(text.contains("MB/s (95% CI)"), "{text}");
+    assert!(
+        stderr(&o).starts_with("candor: iozone's layout holds iozone's tests at queue depth 1"),
+        "{}",
+        stderr(&o)
     );
 }
 
@@ -210,4 +237,43 @@ fn compare_names_the_html_page_it_writes() {
     assert!(std::fs::read_to_string(&html)
         .expect("written")
         .starts_with("<!DOCTYPE html>"));
+}
+
+/// Two repetitions 600 and 1400 MB/s apart give a 95% interval of 1000 ± 5082: the tables
+/// show the slowest and fastest repetition and the repetitions an interval needs, and the
+/// chart's whisker spans what the table shows.
+#[test]
+fn an_interval_wider_than_the_mean_is_shown_as_min_max_everywhere() {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("sample.json")).unwrap()).unwrap();
+    let noisy = candor_stats::summarize(&[600e6, 1400e6]);
+    doc["results"][0]["throughput"] = serde_json::to_value(&noisy).unwrap();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let json = dir.path().join("noisy.json");
+    std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let sentence = "(600-1400): the slowest and fastest repetition, shown where so few repetitions give a 95% interval wider than the mean; the interval needs 4 repetitions (--repeat 4)";
+    for format in ["table", "markdown"] {
+        let o = candor(&[os("report"), json.as_os_str(), os("--format"), os(format)]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let row = out
+            .lines()
+            .find(|l| l.contains("1000"))
+            .unwrap_or_else(|| panic!("no row with the mean: {out}"));
+        assert!(row.contains("1000 (600-1400)"), "{format}: {row}");
+        assert!(!out.contains("1000 ±"), "{format}: {out}");
+        assert!(out.contains(sentence), "{format}: {out}");
+    }
+    let html = dir.path().join("r.html");
+    let o = candor(&[os("report"), json.as_os_str(), os("-o"), html.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(": 1000 (slowest and fastest repetition 600 to 1400)"),
+        "the repetitions chart draws min-max"
+    );
+    assert!(
+        !page.contains("1000 (95% CI -"),
+        "no interval below zero is drawn"
+    );
 }

@@ -271,6 +271,8 @@ fn stonewall_stops_the_others_and_counts_what_each_moved() {
             "8m",
             "--record-size",
             "4k",
+            "--repeat",
+            "1",
             "--format",
             "json",
         ],
@@ -635,6 +637,8 @@ fn copy_and_metadata_workloads() {
             "1m",
             "--files",
             "300",
+            "--repeat",
+            "1",
             "--format",
             "json",
         ],
@@ -676,4 +680,278 @@ fn copy_and_metadata_workloads() {
     let rd = doc.results.iter().find(|r| r.test == "readdir").unwrap();
     assert_eq!(rd.reps[0].ops, 302, "300 entries plus . and ..");
     assert!(entries(dir.path()).is_empty());
+}
+
+/// `candor run --help`'s options: (heading, option name, its description joined into one
+/// line). Blocks are separated by blank lines; a heading is a line at the margin ending ':'.
+fn help_options(help: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut heading = String::new();
+    let mut current: Option<(String, String)> = None;
+    let mut flush = |c: &mut Option<(String, String)>, h: &str| {
+        if let Some((name, desc)) = c.take() {
+            out.push((h.to_string(), name, desc.trim().to_string()));
+        }
+    };
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.trim_end().ends_with(':') {
+            flush(&mut current, &heading);
+            heading = line.trim_end().trim_end_matches(':').to_string();
+            continue;
+        }
+        let t = line.trim();
+        if t.starts_with('-') && line.starts_with("  ") && !line.starts_with("        ") {
+            flush(&mut current, &heading);
+            let name = t
+                .split([' ', ','])
+                .find(|w| w.starts_with("--"))
+                .unwrap_or(t)
+                .to_string();
+            current = Some((name, String::new()));
+            continue;
+        }
+        if let Some((_, desc)) = current.as_mut() {
+            if !t.is_empty() {
+                desc.push(' ');
+                desc.push_str(t);
+            }
+        }
+    }
+    flush(&mut current, &heading);
+    out
+}
+
+/// What an option's "[default: ...]" says.
+fn stated_default<'a>(opts: &'a [(String, String, String)], name: &str) -> &'a str {
+    let (_, _, desc) = opts
+        .iter()
+        .find(|o| o.1 == name)
+        .unwrap_or_else(|| panic!("{name} is not in --help"));
+    let from = desc
+        .find("[default: ")
+        .unwrap_or_else(|| panic!("{name} states no default: {desc}"))
+        + "[default: ".len();
+    let to = desc[from..].find(']').expect("a closed [default: ...]") + from;
+    &desc[from..to]
+}
+
+/// The plan `candor run` makes of `o` on a target with `free` bytes free.
+fn plan_of(o: &candor_engine::plan::RunOptions, free: u64) -> candor_engine::plan::Plan {
+    let base = tempfile::tempdir().unwrap();
+    let dir = candor_engine::rundir::RunDir::create(base.path(), "t").unwrap();
+    let info = candor_model::TargetInfo {
+        path: "/t".into(),
+        free_bytes: free,
+        ..Default::default()
+    };
+    let plan = candor_engine::plan::Plan::new(o, "t", &[info], std::slice::from_ref(&dir))
+        .expect("a plan");
+    drop(dir);
+    plan
+}
+
+/// `-h` is a summary, `--help` the long text with every option under its heading,
+/// described, with its default and examples; the defaults it states are the plan's.
+#[test]
+fn help_groups_every_option_and_states_the_plans_real_defaults() {
+    use candor_engine::plan::RunOptions;
+    use candor_engine::size::parse_size;
+    let long = common::text(&candor().args(["run", "--help"]).output().unwrap().stdout);
+    let short = common::text(&candor().args(["run", "-h"]).output().unwrap().stdout);
+    assert!(
+        short.len() * 2 < long.len(),
+        "-h is a summary ({} bytes), --help the long text ({} bytes)",
+        short.len(),
+        long.len()
+    );
+    assert!(long.contains("Examples:") && !short.contains("Examples:"));
+    assert!(long.contains("candor run --tests randread --engine io_uring --iodepth 1,32"));
+
+    let opts = help_options(&long);
+    assert!(opts.len() >= 50, "{} options in --help", opts.len());
+    let headings = [
+        "Plan",
+        "Engine and I/O",
+        "Timing and cache",
+        "Witness",
+        "Steady state and preconditioning",
+        "Targets and devices",
+        "Output",
+        "MPI",
+    ];
+    for (heading, name, desc) in &opts {
+        if name == "--help" {
+            continue;
+        }
+        assert!(
+            headings.contains(&heading.as_str())
+                || (heading == "Arguments" && name == "[TARGETS]..."),
+            "{name} is under '{heading}', not one of the groups"
+        );
+        assert!(desc.len() > 10, "{name} has no description: '{desc}'");
+    }
+    for h in headings {
+        assert!(opts.iter().any(|o| o.0 == h), "no option under {h}");
+        assert!(
+            short.contains(&format!("\n{h}:\n")),
+            "-h has no heading {h}"
+        );
+    }
+    // Every option that takes a value says what it is when not given.
+    for (_, name, _) in opts.iter().filter(|o| o.1.starts_with("--")) {
+        let line = long
+            .lines()
+            .find(|l| l.trim_start().starts_with(name.as_str()) || l.contains(&format!(", {name}")))
+            .unwrap();
+        if line.contains('<') && !line.contains("[=<") {
+            let _ = stated_default(&opts, name);
+        }
+    }
+
+    // The default run, on a target with room for its largest file.
+    let default = plan_of(&RunOptions::default(), u64::MAX / 2);
+    // A plan of options that leaves the rest to the defaults.
+    let options = plan_of(
+        &RunOptions {
+            tests: Some("write,randread".into()),
+            ..RunOptions::default()
+        },
+        u64::MAX / 2,
+    );
+    let given_file = plan_of(
+        &RunOptions {
+            file_size: Some("1m".into()),
+            ..RunOptions::default()
+        },
+        u64::MAX / 2,
+    );
+
+    let repeat = stated_default(&opts, "--repeat");
+    let n: u32 = repeat.split([' ', ';']).next().unwrap().parse().unwrap();
+    assert_eq!(
+        (default.settings.repeat, options.settings.repeat),
+        (n, n),
+        "{repeat}"
+    );
+
+    let runtime = stated_default(&opts, "--runtime");
+    let cap = candor_engine::plan::options::parse_duration(runtime.split(' ').next().unwrap())
+        .unwrap()
+        .as_nanos() as u64;
+    assert!(runtime.contains("default run"), "{runtime}");
+    assert_eq!(default.settings.runtime_ns, Some(cap), "{runtime}");
+    assert_eq!(options.settings.runtime_ns, Some(cap), "{runtime}");
+    assert_eq!(given_file.settings.runtime_ns, None, "{runtime}");
+
+    let file = stated_default(&opts, "--file-size");
+    let size = parse_size(file.split([' ', ',']).next().unwrap()).unwrap();
+    assert!(default.points.iter().all(|p| p.file_size == size), "{file}");
+    assert!(options.points.iter().all(|p| p.file_size == size), "{file}");
+    assert!(file.contains("8 files per thread fit"), "{file}");
+
+    let record = stated_default(&opts, "--record-size");
+    let (seq, rnd) = record
+        .strip_suffix(" for random ones")
+        .and_then(|r| r.split_once(" for sequential tests, "))
+        .unwrap_or_else(|| panic!("{record}"));
+    let (seq, rnd) = (parse_size(seq).unwrap(), parse_size(rnd).unwrap());
+    for p in default.points.iter().chain(&options.points) {
+        let want = if p.spec.name.starts_with("rand") {
+            rnd
+        } else {
+            seq
+        };
+        assert_eq!(p.record_size, want, "{} {record}", p.spec.name);
+    }
+
+    let depth = stated_default(&opts, "--iodepth");
+    assert!(
+        depth.starts_with("1 and 8 (sequential) or 32 (random) in the default run; 1 otherwise"),
+        "{depth}"
+    );
+    for p in &default.points {
+        let deep = if p.spec.name.starts_with("rand") {
+            32
+        } else {
+            8
+        };
+        assert!(
+            [1, deep].contains(&p.iodepth),
+            "{} qd{}",
+            p.spec.name,
+            p.iodepth
+        );
+    }
+    assert!(options.points.iter().all(|p| p.iodepth == 1));
+
+    let engine = stated_default(&opts, "--engine");
+    assert!(
+        engine.starts_with("io_uring in the default run; psync"),
+        "{engine}"
+    );
+    assert!(default.points.iter().all(|p| p.engine.name() == "io_uring"));
+    assert!(options.points.iter().all(|p| p.engine.name() == "psync"));
+
+    let tests = stated_default(&opts, "--tests");
+    let (in_default, otherwise) = tests
+        .strip_suffix(" otherwise")
+        .and_then(|t| t.split_once(" in the default run; "))
+        .unwrap_or_else(|| panic!("{tests}"));
+    let mut names: Vec<&str> = default.points.iter().map(|p| p.spec.name).collect();
+    names.dedup();
+    assert_eq!(names.join(","), in_default);
+    let groups: Vec<&str> = candor_engine::workload::parse_tests(otherwise)
+        .unwrap()
+        .iter()
+        .map(|t| t.name)
+        .collect();
+    let mut names: Vec<&str> = given_file.points.iter().map(|p| p.spec.name).collect();
+    names.dedup();
+    assert_eq!(names, groups);
+
+    let threads = stated_default(&opts, "--threads");
+    assert_eq!(threads, "1");
+    assert!(default.points.iter().all(|p| p.threads == 1));
+}
+
+/// A plan of options keeps the default run's record size per test kind and its three
+/// repetitions, and says in one line the engine, depth and O_DIRECT it does not keep.
+#[test]
+fn options_not_given_keep_the_default_runs_values_and_say_which_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let o = run_in(
+        dir.path(),
+        &[
+            "--tests",
+            "write,randwrite",
+            "--file-size",
+            "1m",
+            "--witness",
+            "off",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = common::text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let doc = load(&json);
+    let got: Vec<(&str, u64, u32)> = doc
+        .results
+        .iter()
+        .map(|r| (r.test.as_str(), r.record_size, r.repetitions))
+        .collect();
+    assert_eq!(got, [("write", 1 << 20, 3), ("randwrite", 4096, 3)]);
+    assert_eq!(doc.options["repeat"], 3);
+    assert_eq!(doc.options["runtime_s"], serde_json::Value::Null);
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("the default run uses"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("add --engine io_uring --iodepth 1,32 --direct for those"),
+        "{err}"
+    );
 }

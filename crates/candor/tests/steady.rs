@@ -222,6 +222,8 @@ fn the_warm_up_is_recorded_and_left_out_of_the_figures() {
             "--time-based",
             "--ramp",
             "600ms",
+            "--repeat",
+            "1",
             "--witness",
             "off",
             "--format",

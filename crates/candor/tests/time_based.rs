@@ -37,6 +37,8 @@ fn time_based_goes_over_the_file_until_the_runtime_ends() {
             "--runtime",
             "300ms",
             "--time-based",
+            "--repeat",
+            "1",
             "--witness",
             "off",
             "--format",

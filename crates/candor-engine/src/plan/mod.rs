@@ -187,15 +187,15 @@ impl Plan {
         let mut time_based = o.time_based;
         let mut fsync_in_timing = !o.no_fsync_in_timing;
         let mut keep_cache = o.keep_cache;
+        let free = infos
+            .iter()
+            .zip(dirs)
+            .map(|(i, d)| d.device().map_or(i.free_bytes, |d| d.room()))
+            .filter(|&f| f > 0)
+            .min()
+            .unwrap_or(0);
         let (points, repeat_default) = match &preset.shape {
             Shape::Fixed(f) => {
-                let free = infos
-                    .iter()
-                    .zip(dirs)
-                    .map(|(i, d)| d.device().map_or(i.free_bytes, |d| d.room()))
-                    .filter(|&f| f > 0)
-                    .min()
-                    .unwrap_or(0);
                 let size = f.file_size(free);
                 let refused: Vec<String> = dirs
                     .iter()
@@ -224,7 +224,38 @@ impl Plan {
                 }
                 (f.points(size)?, f.repeat)
             }
-            Shape::Sweep(s) => (sweep_points(o, s, &threads, &iodepths)?, 1),
+            Shape::Sweep(s) => {
+                let most_threads = threads.iter().copied().max().unwrap_or(1) as u64;
+                let fit = presets::DEFAULT_FIT.saturating_mul(most_threads);
+                let sized = !(o.auto || s.auto) && o.file_size.is_none();
+                let file_size = s
+                    .fallback
+                    .file_size
+                    .unwrap_or_else(|| presets::file_size_to_fit(fit, free));
+                let points = sweep_points(o, s, file_size, &threads, &iodepths)?;
+                let has_files = points.iter().any(|p| p.file_size > 0);
+                if sized && has_files && runtime_ns.is_none() && steady.is_none() {
+                    if let Some(cap) = s.fallback.cap_ns {
+                        runtime_ns = Some(cap);
+                        notes.push(format!(
+                            "without --file-size the files are the default run's {} and, as in the default run, each repetition is capped at {} s: tests that cannot cover the file in that time measure the part they reached (give --file-size or --runtime to change it)",
+                            format_bytes(file_size, ByteStyle::LABEL),
+                            cap / 1_000_000_000
+                        ));
+                    }
+                }
+                if preset.chosen == Chosen::PlanOptions && !(o.auto || s.auto) {
+                    if let Some(n) = not_kept(o, direct) {
+                        notes.push(n);
+                    }
+                }
+                let repeat = if o.auto || s.auto {
+                    1
+                } else {
+                    s.fallback.repeat
+                };
+                (points, repeat)
+            }
             Shape::Pairs(p) => {
                 runtime_ns = runtime_ns.or(Some(p.runtime_ns));
                 time_based = true;
@@ -431,10 +462,45 @@ fn check_counts(o: &RunOptions) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// The points of a sweep preset, shaped by the options.
+/// The default run's settings that a plan of options does not keep (see
+/// `presets::Fallback`), in one line with the options that would keep them; None when the
+/// options already say them.
+fn not_kept(o: &RunOptions, direct: bool) -> Option<String> {
+    let mut differ: Vec<(&str, &str, &str)> = Vec::new();
+    if o.engine.is_none() && o.iodepth.is_none() {
+        differ.push((
+            "psync at depth 1",
+            "io_uring at depths 1 and 8 or 32",
+            "--engine io_uring --iodepth 1,32",
+        ));
+    }
+    if !direct {
+        differ.push(("buffered", "O_DIRECT", "--direct"));
+    }
+    if differ.is_empty() {
+        return None;
+    }
+    let join = |i: usize| {
+        differ
+            .iter()
+            .map(|d| [d.0, d.1, d.2][i])
+            .collect::<Vec<_>>()
+            .join(if i == 2 { " " } else { " and " })
+    };
+    Some(format!(
+        "this plan runs {}, where the default run uses {} (add {} for those): a plan of options runs the engine and depths it is given, through the page cache unless --direct says otherwise, as iozone does",
+        join(0),
+        join(1),
+        join(2)
+    ))
+}
+
+/// The points of a sweep preset, shaped by the options; `file_size` when `--file-size`
+/// is not given.
 fn sweep_points(
     o: &RunOptions,
     preset: &presets::Sweep,
+    file_size: u64,
     threads: &[u32],
     iodepths: &[u32],
 ) -> Result<Vec<Point>, PlanError> {
@@ -476,11 +542,15 @@ fn sweep_points(
                 .unwrap_or_else(|| powers_of_two(lo_r, hi_r)),
         )
     } else {
-        let f = given_files.unwrap_or_else(|| vec![preset.file_size]);
+        let f = given_files.unwrap_or_else(|| vec![file_size]);
+        let smallest = f.iter().copied().min().unwrap_or(file_size);
         let r = given_records.clone().unwrap_or_else(|| {
-            vec![preset
-                .record_size
-                .min(*f.iter().min().unwrap_or(&preset.record_size))]
+            let mut r = vec![preset.fallback.sequential_record.min(smallest)];
+            let random = preset.fallback.random_record.min(smallest);
+            if !r.contains(&random) {
+                r.push(random);
+            }
+            r
         });
         (f, r)
     };
@@ -514,7 +584,7 @@ fn sweep_points(
         Some(_) => records.clone(),
         None => vec![256, 1024, 4096],
     };
-    let points = build(&Sweep {
+    let mut points = build(&Sweep {
         tests: &tests,
         file_sizes: &files,
         record_sizes: &records,
@@ -524,6 +594,14 @@ fn sweep_points(
         auto,
         copy_record_sizes: &copy_records,
     });
+    if !auto && given_records.is_none() {
+        // Each record test in its kind's record size (at most the smallest file).
+        let smallest = files.iter().copied().min().unwrap_or(0);
+        points.retain(|p| {
+            !p.spec.is_records()
+                || p.record_size == preset.fallback.record_for(p.spec).min(smallest)
+        });
+    }
     if points.is_empty() {
         return Err(PlanError::usage(
             "no test fits: every record size is larger than every file size",
@@ -862,9 +940,18 @@ mod tests {
             "write,rewrite,read,reread,randread,randwrite"
         );
         assert!(p.points.iter().all(|x| x.engine == EngineKind::Psync));
-        assert!(p.points.iter().all(|x| x.record_size == 1 << 20));
+        // The default run's record sizes by kind, capped at the 1 MiB file.
+        let records: Vec<u64> = p.points.iter().map(|x| x.record_size).collect();
+        assert_eq!(
+            records,
+            [1 << 20, 1 << 20, 1 << 20, 1 << 20, 4 << 10, 4 << 10]
+        );
         assert!(!p.default_run());
-        assert_eq!(p.settings.repeat, 1);
+        assert_eq!(p.settings.repeat, 3);
+        assert_eq!(
+            p.settings.runtime_ns, None,
+            "a given file size is not capped"
+        );
         assert_eq!(p.record["default_run"], Value::Bool(false));
         assert_eq!(p.record["buffer_pattern"], Value::from("random"));
         let _ = std::fs::remove_dir_all(base);
@@ -883,6 +970,94 @@ mod tests {
             .notes
             .iter()
             .any(|n| n.contains("caps each repetition at 2 s")));
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn options_keep_the_default_runs_file_record_repetitions_and_cap() {
+        // The README's SNIA example without the device: random writes in 4 KiB records.
+        let (base, d) = tmp_dir("kept");
+        let o = RunOptions {
+            tests: Some("write,randwrite".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        let got: Vec<(&str, u64, u64, u32)> = p
+            .points
+            .iter()
+            .map(|x| (x.spec.name, x.file_size, x.record_size, x.iodepth))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("write", 128 << 20, 1 << 20, 1),
+                ("randwrite", 128 << 20, 4 << 10, 1)
+            ]
+        );
+        assert_eq!(p.settings.repeat, 3);
+        assert_eq!(p.settings.runtime_ns, Some(2_000_000_000));
+        assert_eq!(p.record["repeat"], Value::from(3));
+        assert_eq!(p.record["runtime_s"], Value::from(2.0));
+        let said: Vec<&String> = p
+            .notes
+            .iter()
+            .filter(|n| n.contains("the default run"))
+            .collect();
+        assert_eq!(said.len(), 2, "{:?}", p.notes);
+        assert!(said
+            .iter()
+            .any(|n| n.contains("each repetition is capped at 2 s")));
+        assert!(said.iter().any(|n| n.starts_with(
+            "this plan runs psync at depth 1 and buffered, where the default run uses io_uring at depths 1 and 8 or 32 and O_DIRECT (add --engine io_uring --iodepth 1,32 --direct for those)"
+        )), "{said:?}");
+        let _ = std::fs::remove_dir_all(base);
+
+        // The README's io_uring example without --direct: the file is the default run's.
+        let (base, d) = tmp_dir("kept-uring");
+        let o = RunOptions {
+            tests: Some("randread".into()),
+            engine: Some(EngineKind::IoUring),
+            iodepth: Some("1,4,16,32".into()),
+            record_size: Some("4k".into()),
+            threads: Some("2".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        assert_eq!(p.points.len(), 4);
+        // Two threads: each thread's file is half of what one thread gets.
+        assert!(
+            p.points.iter().all(|x| x.file_size == 64 << 20),
+            "{:?}",
+            p.points
+        );
+        assert!(!p.notes.iter().any(|n| n.contains("psync at depth 1")));
+        let _ = std::fs::remove_dir_all(base);
+
+        // A sweep keeps iozone's single repetition; a given repetition count is kept.
+        let (base, d) = tmp_dir("kept-auto");
+        let o = RunOptions {
+            auto: true,
+            max_file_size: Some("256k".into()),
+            tests: Some("write".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        assert_eq!((p.settings.repeat, p.settings.runtime_ns), (1, None));
+        let _ = std::fs::remove_dir_all(base);
+
+        // Metadata tests have no file to size: no cap, nothing said of one.
+        let (base, d) = tmp_dir("kept-meta");
+        let o = RunOptions {
+            tests: Some("create,stat".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        assert_eq!((p.settings.repeat, p.settings.runtime_ns), (3, None));
+        assert!(
+            !p.notes.iter().any(|n| n.contains("capped")),
+            "{:?}",
+            p.notes
+        );
         let _ = std::fs::remove_dir_all(base);
     }
 

@@ -55,10 +55,46 @@ pub struct Sweep {
     pub tests: &'static str,
     /// iozone -a's sweep of file and record sizes (also with `--auto`).
     pub auto: bool,
-    /// Without a sweep: `--file-size` and the largest `--record-size` when not given.
-    pub file_size: u64,
-    pub record_size: u64,
+    /// Without a sweep: `--file-size`, `--record-size`, `--repeat` and `--runtime` when
+    /// not given.
+    pub fallback: Fallback,
 }
+
+/// What a plan of options uses for the options it was not given (without `--auto`, whose
+/// sweep gives the sizes and runs each point once). The options preset's row is the rule
+/// "options not given keep the default run's values" (README, docs/methodology.md):
+///
+/// | not given     | value                                                     | as the default run |
+/// |---------------|-----------------------------------------------------------|--------------------|
+/// | --file-size   | the largest power of two from 16 MiB to 1 GiB of which 8 per thread fit the free space | yes |
+/// | --record-size | 1 MiB for sequential tests, 4 KiB for random ones (at most the file) | yes     |
+/// | --repeat      | 3 (1 with --auto or --steady-state)                       | yes                |
+/// | --runtime     | 2 s per repetition when the file size was not given       | yes                |
+/// | --engine, --iodepth | psync at depth 1 (io_uring when a depth above 1 is given) | no: said in one line |
+/// | --direct      | buffered                                                  | no: said in the same line |
+///
+/// A plan of options runs one engine at the depths it is given and goes through the page
+/// cache unless `--direct` says otherwise, as iozone does; the run says which of the
+/// default run's settings it does not keep and the options that would.
+#[derive(Debug)]
+pub struct Fallback {
+    /// `--file-size`: None sizes the file to the free space as the default run does.
+    pub file_size: Option<u64>,
+    /// `--record-size`: for the sequential tests (and every other non-random one).
+    pub sequential_record: u64,
+    /// `--record-size`: for the random tests (randread, randwrite, randmix).
+    pub random_record: u64,
+    /// `--repeat`.
+    pub repeat: u32,
+    /// `--runtime` when the file was sized to the free space.
+    pub cap_ns: Option<u64>,
+}
+
+/// The default run's file: 8 of it fit in the free space (see [`file_size_to_fit`]).
+pub const DEFAULT_FIT: u64 = 8;
+/// The default run's repetitions and cap per repetition.
+pub const DEFAULT_REPEAT: u32 = 3;
+pub const DEFAULT_CAP_NS: u64 = 2_000_000_000;
 
 #[derive(Debug)]
 pub struct Fixed {
@@ -103,23 +139,28 @@ pub const PRESETS: &[Preset] = &[
                 ("randwrite", 4 << 10, 1),
                 ("randwrite", 4 << 10, 32),
             ],
-            fit: 8,
-            repeat: 3,
-            runtime_ns: 2_000_000_000,
+            fit: DEFAULT_FIT,
+            repeat: DEFAULT_REPEAT,
+            runtime_ns: DEFAULT_CAP_NS,
         }),
         format: None,
         fadvise: None,
     },
     Preset {
         name: "options",
-        about: "what the options say: iozone's write, read and random tests on a 64 MiB file \
-                in 1 MiB records unless they say otherwise",
+        about: "what the options say: iozone's write, read and random tests, with the default \
+                run's file size, record sizes, repetitions and cap unless they say otherwise",
         chosen: Chosen::PlanOptions,
         shape: Shape::Sweep(Sweep {
             tests: "0,1,2",
             auto: false,
-            file_size: 64 << 20,
-            record_size: 1 << 20,
+            fallback: Fallback {
+                file_size: None,
+                sequential_record: 1 << 20,
+                random_record: 4 << 10,
+                repeat: DEFAULT_REPEAT,
+                cap_ns: Some(DEFAULT_CAP_NS),
+            },
         }),
         format: None,
         fadvise: None,
@@ -131,8 +172,13 @@ pub const PRESETS: &[Preset] = &[
         shape: Shape::Sweep(Sweep {
             tests: "0,1,2,3,4,5,6,7,9,10,11,12",
             auto: true,
-            file_size: 64 << 20,
-            record_size: 1 << 20,
+            fallback: Fallback {
+                file_size: Some(64 << 20),
+                sequential_record: 1 << 20,
+                random_record: 1 << 20,
+                repeat: 1,
+                cap_ns: None,
+            },
         }),
         format: Some("iozone"),
         // iozone gives the kernel no hint: its random tests include the read-around the
@@ -184,6 +230,26 @@ pub const PRESETS: &[Preset] = &[
         fadvise: None,
     },
 ];
+
+/// The largest power of two from 16 MiB to 1 GiB of which `fit` copies fit in `free` bytes
+/// (free space unknown: 0, the smallest).
+pub fn file_size_to_fit(fit: u64, free: u64) -> u64 {
+    let mut size: u64 = 1 << 30;
+    while size > 16 << 20 && size.saturating_mul(fit) > free {
+        size /= 2;
+    }
+    size
+}
+
+impl Fallback {
+    /// The record size a test gets when `--record-size` is not given.
+    pub fn record_for(&self, spec: &workload::TestSpec) -> u64 {
+        match spec.pattern {
+            workload::PatternKind::Random => self.random_record,
+            _ => self.sequential_record,
+        }
+    }
+}
 
 /// The preset `--preset NAME` names.
 pub fn by_name(name: &str) -> Result<&'static Preset, PlanError> {
@@ -242,13 +308,9 @@ impl Pairs {
 }
 
 impl Fixed {
-    /// The file size for a target with `free` bytes free (unknown: 0, the largest).
+    /// The file size for a target with `free` bytes free.
     pub fn file_size(&self, free: u64) -> u64 {
-        let mut size: u64 = 1 << 30;
-        while size > 16 << 20 && size.saturating_mul(self.fit) > free {
-            size /= 2;
-        }
-        size
+        file_size_to_fit(self.fit, free)
     }
 
     /// The points, on files of `file_size`.

@@ -67,11 +67,7 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
                     let _ = write!(
                         b,
                         "<td>{}{} {}</td>",
-                        esc(&units::mb_s_ci(
-                            r.throughput.mean,
-                            r.throughput.ci95,
-                            r.throughput.n
-                        )),
+                        esc(&units::mb_s_ci(&r.throughput)),
                         if wa.is_empty() {
                             String::new()
                         } else {
@@ -109,6 +105,9 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
         b.push_str("</tr>");
     }
     b.push_str("</table>");
+    if let Some(s) = crate::compare::range_sentence(c) {
+        let _ = write!(b, "<p class=\"sub\">{}</p>", esc(&s));
+    }
     if !c.rows.is_empty() {
         let mut rows = Vec::new();
         for row in &c.rows {
@@ -127,16 +126,9 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
                             }
                         ),
                         mean: t.mean / 1e6,
-                        lo: if t.n >= 2 {
-                            t.ci95[0] / 1e6
-                        } else {
-                            t.mean / 1e6
-                        },
-                        hi: if t.n >= 2 {
-                            t.ci95[1] / 1e6
-                        } else {
-                            t.mean / 1e6
-                        },
+                        lo: units::shown_interval(t).0 / 1e6,
+                        hi: units::shown_interval(t).1 / 1e6,
+                        range: units::interval_needs(t).is_some(),
                         samples: t.samples.iter().map(|x| x / 1e6).collect(),
                         flagged: false,
                         colour: Some(si),

@@ -28,8 +28,9 @@ pub(super) fn repetitions(doc: &RunDoc, b: &mut String) {
                 .map(|r| IntervalRow {
                     label: view::label(r),
                     mean: r.throughput.mean / 1e6,
-                    lo: r.throughput.ci95[0] / 1e6,
-                    hi: r.throughput.ci95[1] / 1e6,
+                    lo: crate::units::shown_interval(&r.throughput).0 / 1e6,
+                    hi: crate::units::shown_interval(&r.throughput).1 / 1e6,
+                    range: crate::units::interval_needs(&r.throughput).is_some(),
                     samples: r.throughput.samples.iter().map(|s| s / 1e6).collect(),
                     flagged: r.throughput.cv > view::NOISY_CV
                         || r.witness.as_ref().is_some_and(|w| w.contradicts_intent),
@@ -52,7 +53,7 @@ pub(super) fn repetitions(doc: &RunDoc, b: &mut String) {
                 );
                 charts.push_str(&fig(
                     c,
-                    "Each dot is one repetition (in the JSON: throughput.samples).",
+                    "Each dot is one repetition (in the JSON: throughput.samples). Where so few repetitions give a 95% interval wider than the mean, the whisker spans the slowest and fastest repetition, as the tables show.",
                 ));
             }
         }

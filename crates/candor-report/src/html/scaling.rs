@@ -41,7 +41,15 @@ fn throughput_series(s: &view::Series) -> Vec<Series> {
         err: s
             .points
             .iter()
-            .map(|r| (r.throughput.ci95[0] / 1e6, r.throughput.ci95[1] / 1e6))
+            .map(|r| {
+                let (lo, hi) = units::shown_interval(&r.throughput);
+                (lo / 1e6, hi / 1e6)
+            })
+            .collect(),
+        err_ranges: s
+            .points
+            .iter()
+            .map(|r| units::interval_needs(&r.throughput).is_some())
             .collect(),
         ..Default::default()
     };
@@ -212,7 +220,7 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut String) {
                 "<p>{} <small class=\"mono\">{}</small></p><div class=\"charts\">{}{}</div>",
                 esc(&view::scaling_sentence(s)),
                 esc(target),
-                fig(c1, "Error bars: 95% confidence interval over the repetitions. Dashed: perfect scaling from the first point."),
+                fig(c1, "Error bars: 95% confidence interval over the repetitions (the slowest and fastest repetition where that interval would be wider than the mean). Dashed: perfect scaling from the first point."),
                 fig(c2, "Latency of one operation (one record) at the 50th, 99th and 99.9th percentile; log scale.")
             );
         } else {
@@ -224,7 +232,7 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut String) {
                         .points
                         .iter()
                         .zip(&s.points)
-                        .map(|(p, r)| p.1.max(r.throughput.ci95[1] / 1e6))
+                        .map(|(p, r)| p.1.max(units::shown_interval(&r.throughput).1 / 1e6))
                         .fold(0.0, f64::max)
                 })
                 .collect();
@@ -373,6 +381,7 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut String) {
                 samples: k.samples.iter().map(|x| x / 1e6).collect(),
                 flagged: lagging.contains(&k.rank),
                 colour: None,
+                range: false,
             })
             .collect();
         let c = svg::interval_chart(

@@ -176,6 +176,7 @@ pub(super) fn audit(doc: &RunDoc, b: &mut String) {
             samples: Vec::new(),
             flagged: false,
             colour: Some(colour),
+            range: false,
         };
         rows.push(point(format!("{label}: claimed"), c.claimed_bps, 1));
         if let Some(o) = c.observed_wall_bps {

@@ -32,13 +32,20 @@ fn parse_format(name: &str) -> Result<Format, String> {
 pub fn run(args: Args) -> CmdResult {
     let format = args.format;
     let doc = candor_model::load_result(&args.result).map_err(|e| Failure::usage(e.to_string()))?;
+    let text = |asked: Format| {
+        let (f, why) = candor_report::printed_format(&doc, asked);
+        if let Some(why) = why {
+            eprintln!("candor: {why}");
+        }
+        candor_report::render(&doc, f)
+    };
     match (&args.output, format) {
         (Some(path), None) => match format_of(path) {
-            Some(f) => write_file(path, &candor_report::render(&doc, f))?,
+            Some(f) => write_file(path, &text(f))?,
             None => write_file(path, &candor_report::render_html(&doc))?,
         },
-        (Some(path), Some(f)) => write_file(path, &candor_report::render(&doc, f))?,
-        (None, f) => to_stdout(&candor_report::render(&doc, f.unwrap_or(Format::Table)))?,
+        (Some(path), Some(f)) => write_file(path, &text(f))?,
+        (None, f) => to_stdout(&text(f.unwrap_or(Format::Table)))?,
     }
     Ok(OK)
 }

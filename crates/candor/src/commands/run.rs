@@ -32,246 +32,383 @@ pub fn rank_warnings(r: &TestResult) -> Vec<String> {
     mpi::warnings(r)
 }
 
+/// `candor run --help`'s text before the options.
+pub const LONG_ABOUT: &str = "Benchmark one or more directories (default: the current directory).
+
+With no option that shapes the plan (--tests, --file-size, --record-size, --auto, --preset, \
+--threads, --iodepth, --engine) candor runs the default run: sequential 1 MiB writes and reads \
+at queue depths 1 and 8, random 4 KiB reads and writes at depths 1 and 32, on io_uring with \
+O_DIRECT where the filesystem takes it, on a 1 GiB file (halved until 8 of it fit in the free \
+space, 16 MiB at least), 3 repetitions each capped at 2 s: about a minute.
+
+A plan of options keeps the default run's file size, record sizes (1 MiB for sequential tests, \
+4 KiB for random ones), 3 repetitions and 2 s cap for the options it is not given; it runs psync \
+at depth 1, buffered, unless --engine, --iodepth or --direct say otherwise, and says so in one \
+line. --auto and --preset iozone sweep the sizes and run each point once.";
+
+/// `candor run --help`'s examples.
+pub const EXAMPLES: &str = "Examples:
+  candor run                                        the default run in the current directory
+  candor run /mnt/data -o r.json --html r.html      ... of /mnt/data, saved and drawn
+  candor run --tests randread,randwrite --direct    4 KiB random I/O, O_DIRECT, 3 repetitions
+  candor run --tests randread --engine io_uring --iodepth 1,32 --direct
+                                                    the default run's depths for one test
+  candor run --tests 0,1,2 --file-size 1g --record-size 4k,1m --repeat 5
+  candor run --preset iozone --html report.html     iozone -a (several minutes)
+  candor run --threads 1,2,4 --stonewall --tests write,read /mnt/a /mnt/b
+  candor run --precondition --steady-state --tests randwrite --direct /mnt/ssd
+  sudo candor run /dev/sdX --allow-device-writes    a whole unused device (its data is lost)";
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Directories to benchmark (default: the current directory). Several run the same plan
-    /// in turn, interleaved by repetition.
+    /// Directories to benchmark (default: the current directory).
+    ///
+    /// Several run the same plan in turn, interleaved by repetition. A block device needs
+    /// --allow-device-writes.
     pub targets: Vec<PathBuf>,
 
-    /// Tests to run, comma separated: write, rewrite, read, reread, randread, randwrite,
-    /// bkwdread, recrewrite, strideread, fwrite, frewrite, fread, freread, randmix, pwrite,
-    /// repwrite, pread, repread, pwritev, repwritev, preadv, repreadv, mmapwrite, mmapread,
-    /// copy, create, stat, open, readdir, unlink, mkdir, rmdir; or iozone's numbers 0-12
-    /// (each means its group).
-    #[arg(long, value_name = "LIST")]
+    /// Tests to run, comma separated names or iozone's numbers 0-12.
+    ///
+    /// The names: write, rewrite, read, reread, randread, randwrite, bkwdread, recrewrite,
+    /// strideread, fwrite, frewrite, fread, freread, randmix, pwrite, repwrite, pread,
+    /// repread, pwritev, repwritev, preadv, repreadv, mmapwrite, mmapread, copy, create,
+    /// stat, open, readdir, unlink, mkdir, rmdir; iozone's numbers 0-12 each mean their
+    /// group. [default: write,read,randread,randwrite in the default run; 0,1,2 otherwise]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub tests: Option<String>,
 
     /// File size(s) per thread, e.g. 64m or 4k,64k,1m (binary units).
-    #[arg(long, value_name = "LIST")]
+    ///
+    /// [default: 1g, halved until 8 files per thread fit in the free space, 16m at least;
+    /// with --auto the sweep's]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub file_size: Option<String>,
 
     /// Record size(s): the size of each I/O, e.g. 4k,64k,1m.
-    #[arg(long, value_name = "LIST")]
+    ///
+    /// Without it each test gets its kind's record, at most the smallest file; with --auto
+    /// the sweep's. [default: 1m for sequential tests, 4k for random ones]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub record_size: Option<String>,
 
     /// iozone -a: sweep file sizes 64K..512M and record sizes 4K..16M by powers of two.
-    #[arg(long)]
+    ///
+    /// Each point runs once unless --repeat says otherwise; records under 64 KiB are
+    /// skipped for files over 32 MiB, as iozone does.
+    #[arg(long, help_heading = PLAN)]
     pub auto: bool,
-    #[arg(long, value_name = "SIZE")]
+
+    /// With --auto: the smallest file size of the sweep.
+    ///
+    /// [default: 64k]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub min_file_size: Option<String>,
-    #[arg(long, value_name = "SIZE")]
+
+    /// With --auto: the largest file size of the sweep.
+    ///
+    /// [default: 512m]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub max_file_size: Option<String>,
-    #[arg(long, value_name = "SIZE")]
+
+    /// With --auto: the smallest record size of the sweep.
+    ///
+    /// [default: 4k]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub min_record_size: Option<String>,
-    #[arg(long, value_name = "SIZE")]
+
+    /// With --auto: the largest record size of the sweep (at most the file).
+    ///
+    /// [default: 16m]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub max_record_size: Option<String>,
 
-    /// A ready-made plan: "iozone" is iozone -a's sweep of all its tests; "unixbench-copy"
-    /// is UnixBench's three File Copy tests as its fstime runs them (256/1024/4096-byte
-    /// buffers on 500/2000/8000 KiB files, 30 s each, no flush).
-    #[arg(long, value_name = "NAME")]
+    /// A ready-made plan: iozone or unixbench-copy.
+    ///
+    /// "iozone" is iozone -a's sweep of all its tests (several minutes), printed in
+    /// iozone's layout; "unixbench-copy" is UnixBench's three File Copy tests as its fstime
+    /// runs them (256/1024/4096-byte buffers on 500/2000/8000 KiB files, 30 s each, no
+    /// flush). [default: none: the default run, or the plan the options make]
+    #[arg(long, value_name = "NAME", help_heading = PLAN)]
     pub preset: Option<String>,
 
     /// Thread count(s): one file per thread, all released together, e.g. 1,2,4,8.
-    #[arg(long, value_name = "LIST")]
+    ///
+    /// [default: 1]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub threads: Option<String>,
 
     /// I/Os in flight per thread (io_uring), e.g. 1 or 1,4,16,32.
-    #[arg(long, value_name = "LIST")]
+    ///
+    /// A depth above 1 chooses io_uring when --engine is not given. [default: 1 and 8
+    /// (sequential) or 32 (random) in the default run; 1 otherwise]
+    #[arg(long, value_name = "LIST", help_heading = ENGINE)]
     pub iodepth: Option<String>,
 
     /// I/O engine: sync, psync, vector, stdio, mmap, io_uring, null.
-    #[arg(long, value_name = "NAME", value_parser = refusing(parse_engine))]
+    ///
+    /// Tests named after an interface (fwrite, pread, mmapread...) use theirs whatever
+    /// this says. [default: io_uring in the default run; psync otherwise, io_uring when
+    /// --iodepth is above 1]
+    #[arg(long, value_name = "NAME", value_parser = refusing(parse_engine), help_heading = ENGINE)]
     pub engine: Option<EngineKind>,
 
     /// Open files with O_DIRECT (bypass the page cache).
-    #[arg(long)]
+    ///
+    /// The default run uses O_DIRECT where the filesystem takes it; a plan of options runs
+    /// buffered without this.
+    #[arg(long, help_heading = ENGINE)]
     pub direct: bool,
 
     /// Open files with O_SYNC.
-    #[arg(long)]
+    ///
+    /// Every write then waits for the device.
+    #[arg(long, help_heading = ENGINE)]
     pub osync: bool,
 
     /// Leave the final fsync out of write tests' headline figure (iozone's default).
+    ///
     /// Both figures are reported either way.
-    #[arg(long)]
+    #[arg(long, help_heading = TIMING)]
     pub no_fsync_in_timing: bool,
 
     /// Include close() in the timed region (iozone -c).
-    #[arg(long)]
+    ///
+    /// Off by default: close() is outside the timing.
+    #[arg(long, help_heading = TIMING)]
     pub close_in_timing: bool,
 
-    /// Do not drop the files' cached pages before read tests (all reads then mean to hit
-    /// the cache).
-    #[arg(long)]
+    /// Do not drop the files' cached pages before read tests.
+    ///
+    /// All reads then mean to hit the cache.
+    #[arg(long, help_heading = TIMING)]
     pub keep_cache: bool,
 
-    /// Also write /proc/sys/vm/drop_caches before read tests meant for the device: every
-    /// clean page on the machine is dropped, not only the test's files' (root only; refused
-    /// otherwise).
-    #[arg(long)]
+    /// Also write /proc/sys/vm/drop_caches before read tests meant for the device (root).
+    ///
+    /// Every clean page on the machine is dropped, not only the test's files' (root only;
+    /// refused otherwise).
+    #[arg(long, help_heading = TIMING)]
     pub drop_caches: bool,
 
     /// Repetitions of each test (mean, standard deviation, 95% confidence interval).
-    #[arg(long, value_name = "N")]
+    ///
+    /// Below the repetitions a meaningful interval needs, the tables show min-max instead.
+    /// [default: 3; 1 with --auto, --preset iozone or --steady-state]
+    #[arg(long, value_name = "N", help_heading = PLAN)]
     pub repeat: Option<u32>,
 
     /// Stride read: records skipped between reads.
-    #[arg(long, value_name = "N", default_value_t = options::STRIDE)]
+    #[arg(long, value_name = "N", default_value_t = options::STRIDE, help_heading = PLAN)]
     pub stride: u64,
 
     /// randmix: percentage of reads.
-    #[arg(long, value_name = "PCT", default_value_t = options::MIX_READ_PCT)]
+    #[arg(long, value_name = "PCT", default_value_t = options::MIX_READ_PCT, help_heading = PLAN)]
     pub mix_read_pct: u32,
 
     /// Stop all threads of a test when the first one finishes (iozone's stonewalling).
-    #[arg(long)]
+    ///
+    /// Each thread's bytes are reported; off by default (every thread does its whole file).
+    #[arg(long, help_heading = ENGINE)]
     pub stonewall: bool,
 
-    /// Cap each repetition's I/O time, e.g. 5s or 500ms; a capped repetition covers only
-    /// part of the file and says so.
-    #[arg(long, value_name = "DURATION")]
+    /// Cap each repetition's I/O time, e.g. 5s or 500ms.
+    ///
+    /// A capped repetition covers only part of the file and says so. [default: 2s in the
+    /// default run and whenever --file-size is not given (the files are then the default
+    /// run's); none otherwise]
+    #[arg(long, value_name = "DURATION", help_heading = TIMING)]
     pub runtime: Option<String>,
 
-    /// With --runtime: keep going over the file, pass after pass, until the runtime ends
-    /// (fio's time_based), instead of stopping after one pass.
-    #[arg(long)]
+    /// With --runtime: keep going over the file until the runtime ends (fio's time_based).
+    ///
+    /// Pass after pass, instead of stopping after one pass.
+    #[arg(long, help_heading = TIMING)]
     pub time_based: bool,
 
-    /// Pin the I/O threads to these CPUs, e.g. 0,1 or 0-3: thread i runs on the i-th CPU
-    /// of the list (wrapping around).
-    #[arg(long, value_name = "LIST")]
+    /// Pin the I/O threads to these CPUs, e.g. 0,1 or 0-3.
+    ///
+    /// Thread i runs on the i-th CPU of the list (wrapping around). [default: not pinned]
+    #[arg(long, value_name = "LIST", help_heading = ENGINE)]
     pub cpus: Option<String>,
 
     /// Witness source: auto, procfs, bpf or off.
-    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = refusing(Mode::parse))]
+    ///
+    /// auto uses eBPF where it loads (root), else /proc.
+    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = refusing(Mode::parse), help_heading = WITNESS)]
     pub witness: Mode,
 
-    /// With the eBPF witness, also trace every system call: per-call counts, bytes, time
-    /// and latency in `witness.syscalls`. Off by default: enabling the kernel's syscall
-    /// tracepoints costs every system call about 0.2 µs (a fifth of a cached 4 KiB read);
-    /// io_uring and device-bound tests barely notice.
-    #[arg(long)]
+    /// With the eBPF witness, also trace every system call.
+    ///
+    /// Per-call counts, bytes, time and latency in `witness.syscalls`. Off by default:
+    /// enabling the kernel's syscall tracepoints costs every system call about 0.2 µs (a
+    /// fifth of a cached 4 KiB read); io_uring and device-bound tests barely notice.
+    #[arg(long, help_heading = WITNESS)]
     pub trace_syscalls: bool,
 
     /// Witness timeline sampling period, e.g. 100ms.
-    #[arg(long, value_name = "DURATION", default_value = options::WITNESS_INTERVAL)]
+    #[arg(long, value_name = "DURATION", default_value = options::WITNESS_INTERVAL, help_heading = WITNESS)]
     pub witness_interval: String,
 
     /// Save the result as JSON (rewritten atomically after every test).
-    #[arg(short, long, value_name = "FILE")]
+    ///
+    /// [default: not saved]
+    #[arg(short, long, value_name = "FILE", help_heading = OUTPUT)]
     pub output: Option<PathBuf>,
 
     /// What to print on stdout: table, json, csv, markdown, iozone, excel, openmetrics,
-    /// fio-json (default: table; iozone with --preset iozone).
-    #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
+    /// fio-json.
+    ///
+    /// [default: table; iozone with --preset iozone]
+    #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format), help_heading = OUTPUT)]
     pub format: Option<Format>,
 
     /// Also write the HTML report.
-    #[arg(long, value_name = "FILE")]
+    ///
+    /// [default: none]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
 
-    /// Allow a block device as a target: candor benchmarks the device itself, O_DIRECT by
-    /// default, on `threads x --file-size` bytes from --offset, overwriting them. Refused
-    /// when the device is in use (mounted, a mounted partition, swap, held by device-mapper
-    /// or md, the backing of a loop device) or holds any signature libblkid knows: a
-    /// filesystem, partition table, RAID or swap area (see --destroy-existing-data).
-    #[arg(long)]
+    /// Allow a block device as a target, overwriting candor's region of it.
+    ///
+    /// candor benchmarks the device itself, O_DIRECT by default, on `threads x
+    /// --file-size` bytes from --offset, overwriting them. Refused when the device is in
+    /// use (mounted, a mounted partition, swap, held by device-mapper or md, the backing of
+    /// a loop device) or holds any signature libblkid knows: a filesystem, partition table,
+    /// RAID or swap area (see --destroy-existing-data).
+    #[arg(long, help_heading = TARGETS)]
     pub allow_device_writes: bool,
 
-    /// With --allow-device-writes: overwrite a device even though it holds a filesystem,
-    /// a partition table or another signature (its data is destroyed).
-    #[arg(long, requires = "allow_device_writes")]
+    /// With --allow-device-writes: overwrite a device even though it holds a signature.
+    ///
+    /// A filesystem, a partition table or another signature: its data is destroyed.
+    #[arg(long, requires = "allow_device_writes", help_heading = TARGETS)]
     pub destroy_existing_data: bool,
 
     /// On a block device: where candor's region starts (a multiple of the logical block).
-    #[arg(long, value_name = "SIZE", requires = "allow_device_writes")]
+    ///
+    /// [default: 0]
+    #[arg(long, value_name = "SIZE", requires = "allow_device_writes", help_heading = TARGETS)]
     pub offset: Option<String>,
 
     /// On a block device: go through the page cache instead of the default O_DIRECT.
-    #[arg(long, conflicts_with = "direct")]
+    ///
+    /// Not with --direct.
+    #[arg(long, conflicts_with = "direct", help_heading = TARGETS)]
     pub buffered: bool,
 
     /// Seed of the random orders and buffer contents.
-    #[arg(long, value_name = "N", default_value_t = options::SEED)]
+    #[arg(long, value_name = "N", default_value_t = options::SEED, help_heading = PLAN)]
     pub seed: u64,
 
     /// No progress bar.
-    #[arg(short, long)]
+    ///
+    /// The notes, warnings and the output are still printed.
+    #[arg(short, long, help_heading = OUTPUT)]
     pub quiet: bool,
 
-    /// Run as one rank of an MPI job (`mpirun -n N candor run --mpi ...`): all ranks pass
-    /// a barrier before each test, rank 0 merges and reports (see docs/mpi.md).
-    #[arg(long)]
+    /// Run as one rank of an MPI job (`mpirun -n N candor run --mpi ...`).
+    ///
+    /// All ranks pass a barrier before each test, rank 0 merges and reports (see
+    /// docs/mpi.md).
+    #[arg(long, help_heading = MPI)]
     pub mpi: bool,
 
-    /// With --mpi: read tests meant for the device read another rank's files (the next
-    /// node's, IOR's -C), so no node reads back what it wrote; needs a shared target.
-    #[arg(long)]
+    /// With --mpi: read tests meant for the device read another rank's files.
+    ///
+    /// The next node's, IOR's -C, so no node reads back what it wrote; needs a shared
+    /// target.
+    #[arg(long, help_heading = MPI)]
     pub reorder: bool,
 
-    /// With --mpi: one file per thread shared by all ranks, each rank on its own segment
-    /// (IOR's default N-1 layout) instead of a file per rank; needs a shared target.
-    #[arg(long)]
+    /// With --mpi: one file per thread shared by all ranks, each on its own segment.
+    ///
+    /// IOR's default N-1 layout, instead of a file per rank; needs a shared target.
+    #[arg(long, help_heading = MPI)]
     pub shared_file: bool,
 
-    /// With --mpi: every rank also saves its own result, before the merge, as
-    /// DIR/rank-N.json (`candor merge DIR/rank-*.json` gives the MPI run's figures again).
-    #[arg(long, value_name = "DIR")]
+    /// With --mpi: every rank also saves its own result as DIR/rank-N.json.
+    ///
+    /// Before the merge (`candor merge DIR/rank-*.json` gives the MPI run's figures
+    /// again). [default: none]
+    #[arg(long, value_name = "DIR", help_heading = MPI)]
     pub rank_output: Option<PathBuf>,
 
-    /// Entries per thread for the metadata tests (create, stat, open, readdir, unlink,
-    /// mkdir, rmdir).
-    #[arg(long, value_name = "N", default_value_t = options::META_FILES)]
+    /// Entries per thread for the metadata tests.
+    ///
+    /// create, stat, open, readdir, unlink, mkdir, rmdir.
+    #[arg(long, value_name = "N", default_value_t = options::META_FILES, help_heading = PLAN)]
     pub files: u64,
 
-    /// The device's ceiling, to report every result's efficiency against it:
+    /// The device's ceiling, to report every result's efficiency against it.
+    ///
     /// e.g. seq=510MB/s,iops=95000 (also seq-read, seq-write, iops-read, iops-write), or
     /// auto to measure it first (O_DIRECT, large sequential and 4 KiB random at depth 64).
-    #[arg(long, value_name = "SPEC")]
+    /// [default: none: no efficiency figures]
+    #[arg(long, value_name = "SPEC", help_heading = WITNESS)]
     pub device_spec: Option<String>,
 
-    /// Check the data: every record written carries a header (run, file, offset,
-    /// generation, checksum) and a payload derived from it; read tests check every record
-    /// and report corruption, misdirected, stale and torn records (see docs/reliability.md).
-    #[arg(long)]
+    /// Check the data: every record written carries a header, every record read is checked.
+    ///
+    /// The header holds the run, file, offset, generation and checksum, and the payload is
+    /// derived from it; read tests report corruption, misdirected, stale and torn records
+    /// (see docs/reliability.md).
+    #[arg(long, help_heading = ENGINE)]
     pub verify: bool,
 
-    /// What the buffers hold: random (incompressible, the default), zero, or
-    /// compressible=N% (N% of each 4 KiB zero).
-    #[arg(long, value_name = "PATTERN", default_value = "random", value_parser = refusing(BufferPattern::parse))]
+    /// What the buffers hold: random, zero, or compressible=N%.
+    ///
+    /// random is incompressible; compressible=N% makes N% of each 4 KiB zero.
+    #[arg(long, value_name = "PATTERN", default_value = "random", value_parser = refusing(BufferPattern::parse), help_heading = ENGINE)]
     pub buffer_pattern: BufferPattern,
 
-    /// The access hint given to the kernel for each test's files (posix_fadvise): auto
-    /// (what the test means, as fio does: random for random tests, sequential for
-    /// sequential ones; none under --preset iozone), none, random or sequential.
-    #[arg(long, value_name = "HINT", default_value = "auto", value_parser = refusing(Hint::parse))]
+    /// The access hint given to the kernel for each test's files (posix_fadvise).
+    ///
+    /// auto is what the test means, as fio does: random for random tests, sequential for
+    /// sequential ones; none under --preset iozone. Also none, random or sequential.
+    #[arg(long, value_name = "HINT", default_value = "auto", value_parser = refusing(Hint::parse), help_heading = ENGINE)]
     pub fadvise: Hint,
 
-    /// Soak: repeat the whole plan until this much time has passed, e.g. 10m (the results
-    /// hold each test's last round and every round's throughput).
-    #[arg(long, value_name = "DURATION")]
+    /// Soak: repeat the whole plan until this much time has passed, e.g. 10m.
+    ///
+    /// The results hold each test's last round and every round's throughput. [default: one
+    /// pass over the plan]
+    #[arg(long, value_name = "DURATION", help_heading = PLAN)]
     pub duration: Option<String>,
 
-    /// Warm each test up for this long before its repetitions, e.g. 10s: the same workload,
-    /// not measured (fio's ramp_time); what it did is kept in the result's `ramp`.
-    #[arg(long, value_name = "DURATION")]
+    /// Warm each test up for this long before its repetitions, e.g. 10s.
+    ///
+    /// The same workload, not measured (fio's ramp_time); what it did is kept in the
+    /// result's `ramp`. [default: no warm-up]
+    #[arg(long, value_name = "DURATION", help_heading = STEADY)]
     pub ramp: Option<String>,
 
-    /// Run each test in rounds until a window of them is steady on the application's
-    /// throughput and the device's (SNIA PTS: range within 20% and least-squares slope
-    /// excursion within 10% of the window's average), or the most rounds have run. Optional
-    /// parameters after '=': window=5,range=20%,slope=10%,round=5s,max=25 (see
-    /// docs/methodology.md).
-    #[arg(long, value_name = "PARAMS", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    /// Run each test in rounds until a window of them is steady (SNIA PTS).
+    ///
+    /// Steady on the application's throughput and the device's: range within 20% and
+    /// least-squares slope excursion within 10% of the window's average, or the most rounds
+    /// have run. Optional parameters after '=': window=5,range=20%,slope=10%,round=5s,max=25
+    /// (the defaults; see docs/methodology.md).
+    #[arg(long, value_name = "PARAMS", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = STEADY)]
     pub steady_state: Option<String>,
 
-    /// Before each test, write its files sequentially PASSES times (default 2, as PTS writes
-    /// twice the capacity), then overwrite every block once in a random order; the witness
-    /// reports how much reached the device. Needs a filesystem on a block device.
-    #[arg(long, value_name = "PASSES", num_args = 0..=1, require_equals = true, default_missing_value = "2", value_parser = refusing(options::parse_passes))]
+    /// Before each test, write its files sequentially PASSES times, then overwrite every
+    /// block once at random.
+    ///
+    /// PASSES is 2 when not given, as PTS writes twice the capacity; the witness reports how
+    /// much reached the device. Needs a filesystem on a block device.
+    #[arg(long, value_name = "PASSES", num_args = 0..=1, require_equals = true, default_missing_value = "2", value_parser = refusing(options::parse_passes), help_heading = STEADY)]
     pub precondition: Option<u32>,
 }
+
+/// The headings of `candor run --help`, in the order they are shown.
+const PLAN: &str = "Plan";
+const ENGINE: &str = "Engine and I/O";
+const TIMING: &str = "Timing and cache";
+const WITNESS: &str = "Witness";
+const STEADY: &str = "Steady state and preconditioning";
+const TARGETS: &str = "Targets and devices";
+const OUTPUT: &str = "Output";
+const MPI: &str = "MPI";
 
 fn parse_format(name: &str) -> Result<Format, String> {
     Format::parse(name)
