@@ -277,9 +277,10 @@ pub struct Comparison {
 }
 
 /// Splits loaded files into sides: one per target of each file, lettered A, B, C...
-pub fn sides(files: &[(String, RunDoc)]) -> Vec<Side> {
+pub fn sides<D: std::borrow::Borrow<RunDoc>>(files: &[(String, D)]) -> Vec<Side> {
     let mut out = Vec::new();
     for (name, doc) in files {
+        let doc: &RunDoc = doc.borrow();
         let groups = view::groups(doc);
         let several = groups.len() > 1;
         for g in groups {

@@ -35,6 +35,9 @@ pub struct Args {
     /// per operation that much shorter) and the difference is significant.
     #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Direction::Faster)))]
     pub fail_if_faster: Option<f64>,
+    /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
+    #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = refusing(crate::commands::report::parse_max_input))]
+    pub max_input_size: u64,
 }
 
 fn parse_format(name: &str) -> Result<CompareFormat, String> {
@@ -50,7 +53,8 @@ pub fn run(args: Args) -> CmdResult {
     let format = args.format;
     let mut files = Vec::new();
     for p in &args.results {
-        let doc = candor_model::load_result(p).map_err(|e| Failure::usage(e.to_string()))?;
+        let doc = candor_model::load_result_within(p, args.max_input_size)
+            .map_err(|e| Failure::usage(e.to_string()))?;
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().to_string())

@@ -1,0 +1,324 @@
+//! Result files made to hurt: figures no run writes, files that never end, files too large
+//! or far denser in memory than on disk, strings with terminal controls and markup. Each
+//! is answered in one sentence with exit 2, in bounded time and memory, or rendered with
+//! the hostile characters made harmless.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CANDOR: &str = env!("CARGO_BIN_EXE_candor");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../candor-report/tests/expected")
+        .join(name)
+}
+
+fn sample() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture("sample.json")).unwrap()).unwrap()
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();
+    p
+}
+
+/// Runs candor with `args`, killed after `limit`: None when it had to be.
+fn within(args: &[&str], limit: Duration) -> Option<Output> {
+    let mut child = Command::new(CANDOR)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("candor starts");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return Some(child.wait_with_output().expect("output"));
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Exit 2 with one line on stderr containing each of `words`.
+fn refused(o: &Output, words: &[&str]) {
+    let e = err(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "one sentence: {e}");
+    for w in words {
+        assert!(e.contains(w), "{w:?} in: {e}");
+    }
+}
+
+#[test]
+fn a_huge_timeline_time_is_refused_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    for t in [1.7e308, 1e300, -1.7e308] {
+        let mut v = sample();
+        for r in v["results"].as_array_mut().unwrap() {
+            if let Some(tl) = r["witness"]["timeline"].as_array_mut() {
+                if let Some(last) = tl.last_mut() {
+                    last["t"] = json!(t);
+                }
+            }
+        }
+        let p = write(dir.path(), "t.json", &v);
+        let html = dir.path().join("x.html");
+        let o = within(
+            &["report", p.to_str().unwrap(), "-o", html.to_str().unwrap()],
+            Duration::from_secs(10),
+        )
+        .expect("candor report finishes within 10 s");
+        refused(
+            &o,
+            &["t.json", "out of range in \"t\"", "give a file written by"],
+        );
+        assert!(!html.exists(), "nothing written on refusal");
+    }
+}
+
+#[test]
+fn figures_no_run_writes_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = serde_json::to_string(&sample()).unwrap();
+    let key = "\"mean\":";
+    let at = text.find(key).unwrap() + key.len();
+    let end = at + text[at..].find([',', '}']).unwrap();
+    for (figure, words) in [
+        ("-1e308", vec!["out of range in \"mean\" (-1e308)"]),
+        ("1e999", vec!["out of range in \"mean\" (1e999)"]),
+        ("NaN", vec!["is not JSON"]),
+        ("Infinity", vec!["is not JSON"]),
+        ("-Infinity", vec!["is not JSON"]),
+    ] {
+        let p = dir.path().join("f.json");
+        std::fs::write(&p, format!("{}{figure}{}", &text[..at], &text[end..])).unwrap();
+        for args in [vec!["report"], vec!["report", "--format", "markdown"]] {
+            let mut a = args.clone();
+            a.push(p.to_str().unwrap());
+            let o = within(&a, Duration::from_secs(20)).expect("finishes");
+            refused(&o, &words);
+        }
+    }
+}
+
+#[test]
+fn a_device_or_directory_is_refused_at_once() {
+    for (path, what) in [
+        ("/dev/zero", "a character device"),
+        ("/dev/urandom", "a character device"),
+        ("/", "a directory"),
+    ] {
+        let start = Instant::now();
+        let o = within(&["report", path], Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("candor report {path} ends at once"));
+        refused(
+            &o,
+            &[
+                &format!("{path} is not a regular file ({what})"),
+                "candor run -o",
+            ],
+        );
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let o = within(&["compare", path, path], Duration::from_secs(5)).expect("ends");
+        refused(&o, &["is not a regular file"]);
+    }
+}
+
+#[test]
+fn a_file_over_the_limit_is_refused_and_the_option_raises_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = sample();
+    let results = v["results"].as_array().unwrap().clone();
+    v["results"] = json!(results.iter().cycle().take(28 * 8).collect::<Vec<_>>());
+    let p = write(dir.path(), "big.json", &v);
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert!(len > 1 << 20 && len < 4 << 20, "{len}");
+    let html = dir.path().join("big.html");
+    let path = p.to_str().unwrap();
+    let o = within(
+        &[
+            "report",
+            path,
+            "--max-input-size",
+            "1m",
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    refused(
+        &o,
+        &[
+            "big.json is ",
+            "over the limit of 1 MiB on a result file",
+            "give --max-input-size with a larger size to read it",
+        ],
+    );
+    assert!(!html.exists());
+    let o = within(
+        &["compare", path, path, "--max-input-size", "1m"],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    refused(&o, &["over the limit of 1 MiB"]);
+    let merged = dir.path().join("m.json");
+    let o = within(
+        &[
+            "merge",
+            path,
+            path,
+            "--max-input-size",
+            "1m",
+            "-o",
+            merged.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    refused(&o, &["over the limit of 1 MiB"]);
+    assert!(!merged.exists());
+    // Raised, the same file reads.
+    let o = within(
+        &[
+            "report",
+            path,
+            "--max-input-size",
+            "4m",
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(html.exists());
+    let o = within(
+        &["report", path, "--max-input-size", "lots"],
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    refused(&o, &["--max-input-size", "'lots' is not a size"]);
+}
+
+/// The largest resident set of the children waited for so far, in bytes.
+fn children_max_rss() -> u64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) }, 0);
+    u.ru_maxrss as u64 * 1024
+}
+
+#[test]
+fn a_large_result_is_read_in_memory_a_small_multiple_of_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // 48 MiB of repetitions, two bytes each in the file: the densest list the model has.
+    let text = serde_json::to_string(&sample()).unwrap();
+    let key = "\"samples\":[";
+    let at = text.find(key).unwrap() + key.len();
+    let p = dir.path().join("dense.json");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+    use std::io::Write;
+    f.write_all(&text.as_bytes()[..at]).unwrap();
+    let zeros = "0,".repeat(1 << 20);
+    for _ in 0..24 {
+        f.write_all(zeros.as_bytes()).unwrap();
+    }
+    f.write_all(&text.as_bytes()[at..]).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let len = std::fs::metadata(&p).unwrap().len();
+    for args in [vec!["--format", "table"], vec!["-o"]] {
+        let mut a = vec!["report", p.to_str().unwrap()];
+        a.extend(args.iter());
+        let html = dir.path().join("dense.html");
+        if args == ["-o"] {
+            a.push(html.to_str().unwrap());
+        }
+        let o = within(&a, Duration::from_secs(240)).expect("finishes");
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    }
+    let rss = children_max_rss();
+    // The model holds 8 bytes per 2 of text here: 4 times the file, and the program itself.
+    assert!(
+        rss < 5 * len + (100 << 20),
+        "peak resident set {} MiB for a file of {} MiB",
+        rss >> 20,
+        len >> 20
+    );
+}
+
+#[test]
+fn a_file_cheap_on_disk_and_dear_in_memory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three bytes a test result: 4 MiB of text would be gigabytes of results.
+    let p = dir.path().join("dear.json");
+    let body = "{},".repeat(1_400_000);
+    std::fs::write(
+        &p,
+        format!("{{\"schema_version\":1,\"tool\":\"candor\",\"kind\":\"run\",\"results\":[{body}{{}}]}}"),
+    )
+    .unwrap();
+    // Bounded, so that a candor without the check fails here rather than take the machine.
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -v 4000000; exec {CANDOR} report {}", p.display()),
+        ])
+        .output()
+        .unwrap();
+    refused(
+        &o,
+        &["dear.json would take more than", "give a file written by"],
+    );
+}
+
+#[test]
+fn a_pipe_is_read_up_to_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "s.json", &sample());
+    // Process substitution gives candor a pipe.
+    let o = Command::new("bash")
+        .args([
+            "-c",
+            &format!("{CANDOR} report <(cat {}) --format csv", p.display()),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).starts_with("target,"), "{}", out(&o));
+    let o = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "{CANDOR} report <(cat {}) --max-input-size 64k",
+                p.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    refused(
+        &o,
+        &[
+            "a pipe that gave more bytes than that",
+            "over the limit of 64 KiB",
+        ],
+    );
+}
