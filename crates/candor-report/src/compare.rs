@@ -439,13 +439,15 @@ pub fn render(c: &Comparison, format: CompareFormat) -> String {
 
 /// `render`, with the gate's thresholds for the formats that report its outcome.
 pub fn render_gated(c: &Comparison, format: CompareFormat, gate: &crate::gate::Gate) -> String {
-    match format {
+    let out = match format {
         CompareFormat::Github => crate::gate::github(c, gate),
         CompareFormat::Table => text(c, false),
         CompareFormat::Markdown => text(c, true),
         CompareFormat::Csv => csv(c),
-        CompareFormat::Json => json(c),
-    }
+        CompareFormat::Json => return json(c),
+    };
+    // No control character from a file acts on the terminal (`escape::terminal`).
+    crate::escape::terminal(&out).into_owned()
 }
 
 /// The side in one line, each thing said once: "A  /mnt/lab/ext4 in run.json: ext4
@@ -629,7 +631,11 @@ fn text(c: &Comparison, markdown: bool) -> String {
         if hosts_differ && !s.host.is_empty() {
             line.push_str(&format!(" (host {})", s.host));
         }
-        out.push_str(&format!("{}{}\n", if markdown { "- " } else { "  " }, line));
+        if markdown {
+            out.push_str(&format!("- {}\n", crate::escape::md(&line)));
+        } else {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     out.push('\n');
     if c.rows.is_empty() {
@@ -650,11 +656,11 @@ fn text(c: &Comparison, markdown: bool) -> String {
             out.push('\n');
         }
         for u in &c.unmatched {
-            out.push_str(&format!(
-                "{}{}.\n",
-                if markdown { "- " } else { "  " },
-                u.sentence()
-            ));
+            if markdown {
+                out.push_str(&format!("- {}.\n", crate::escape::md(&u.sentence())));
+            } else {
+                out.push_str(&format!("  {}.\n", u.sentence()));
+            }
         }
     }
     out.push_str(&format!("\n{h}Per device and filesystem\n"));
@@ -673,7 +679,11 @@ fn text(c: &Comparison, markdown: bool) -> String {
         }
         for (n, what) in &devices {
             if markdown {
-                out.push_str(&format!("- `{n}`: {what}\n"));
+                out.push_str(&format!(
+                    "- {}: {}\n",
+                    crate::escape::code(n),
+                    crate::escape::md(what)
+                ));
             } else {
                 out.push_str(&format!("  {n}: {what}\n"));
             }

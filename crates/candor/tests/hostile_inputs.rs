@@ -322,3 +322,96 @@ fn a_pipe_is_read_up_to_the_limit() {
         ],
     );
 }
+
+/// No character in `s` acts on a terminal: C0 controls but newline and tab, DEL, C1
+/// controls, bidirectional overrides.
+fn inert(what: &str, s: &str) {
+    if let Some(c) = s.chars().find(|c| {
+        (c.is_control() && *c != '\n' && *c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }) {
+        panic!("{what}: {c:?} passed through:\n{s}");
+    }
+}
+
+#[test]
+fn strings_from_a_file_are_escaped_in_text_markdown_and_github_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[2J\rX\u{9b}1m";
+    let mut v = sample();
+    let target = format!("/t{evil}|`x`<script>alert(1)</script>");
+    for t in v["targets"].as_array_mut().unwrap() {
+        t["path"] = json!(target);
+    }
+    for r in v["results"].as_array_mut().unwrap() {
+        r["target"] = json!(target);
+        r["engine"] = json!(format!("psync{evil}"));
+        if let Some(w) = r["witness"].as_object_mut() {
+            w["explanation"] = json!(format!("note{evil}\n# heading [l](http://x) | cell"));
+        }
+    }
+    v["warnings"] = json!([format!("warn{evil}\n## injected")]);
+    v["host"]["hostname"] = json!(format!("host{evil}"));
+    let p = write(dir.path(), "evil.json", &v);
+    let path = p.to_str().unwrap();
+    for format in ["table", "markdown", "csv", "iozone", "excel"] {
+        let o = within(
+            &["report", path, "--format", format],
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", err(&o));
+        let s = out(&o);
+        inert(format, &s);
+        if format == "table" {
+            assert!(s.contains("\\u{1b}]0;owned\\u{7}"), "shown escaped: {s}");
+        }
+    }
+    let o = within(
+        &["report", path, "--format", "markdown"],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let md = out(&o);
+    // Markup is escaped, or inert inside a code span fenced longer than its backticks.
+    for l in md.lines().filter(|l| l.contains("<script>")) {
+        assert!(l.starts_with("## Target `` ") && l.ends_with(" ``"), "{l}");
+    }
+    assert!(
+        !md.contains("\n## injected") && !md.contains("\n# heading"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("[l](http://x)") && md.contains("\\[l\\](http://x)"),
+        "{md}"
+    );
+    // compare: two copies of the file are two sides.
+    let q = write(dir.path(), "evil2.json", &v);
+    for format in ["table", "markdown", "github", "csv"] {
+        let o = within(
+            &["compare", path, q.to_str().unwrap(), "--format", format],
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", err(&o));
+        let s = out(&o);
+        inert(&format!("compare {format}"), &s);
+        if format != "csv" && format != "table" {
+            assert!(!s.contains("<script>"), "{format}: {s}");
+        }
+    }
+    // HTML: text and attributes escaped.
+    let html = dir.path().join("evil.html");
+    let o = within(
+        &["report", path, "-o", html.to_str().unwrap()],
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !page.contains("<script>alert(1)"),
+        "HTML escapes the file's markup"
+    );
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
