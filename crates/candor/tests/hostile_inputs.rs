@@ -415,3 +415,46 @@ fn strings_from_a_file_are_escaped_in_text_markdown_and_github_outputs() {
     );
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
 }
+
+#[test]
+fn an_audit_of_a_command_printing_a_lot_keeps_bounded_memory_and_reads_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("a.json");
+    // 256 MiB of chatter on stderr, then dd's own figures there (its summary comes last).
+    let script = "head -c 268435456 /dev/zero | tr '\\0' 'x' >&2; echo >&2; \
+                  dd if=/dev/zero of=f bs=1M count=4 conv=fsync";
+    let before = children_max_rss();
+    let o = Command::new(CANDOR)
+        .current_dir(dir.path())
+        .args(["audit", "--quiet", "--witness", "procfs", "-o"])
+        .arg(&json)
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(o.code(), Some(0));
+    let rss = children_max_rss();
+    assert!(
+        rss.max(before) < 200 << 20,
+        "peak resident set {} MiB for 256 MiB of output",
+        rss >> 20
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let text = v.to_string();
+    assert!(
+        // 256 MiB, the newline and dd's three lines.
+        text.contains("the command printed 2684355")
+            && text.contains(
+                " bytes on stderr; the first 16777216 and the last 16777216 were read for its figures"
+            ),
+        "the audit says how much it read: {}",
+        &text[..text.len().min(3000)]
+    );
+    // dd's figures, printed last, were still read.
+    let a = &v["audit"];
+    let claims = a["claims"].as_array().expect("claims");
+    assert_eq!(claims.len(), 1, "{a}");
+    assert_eq!(claims[0]["program"], "dd");
+    assert_eq!(claims[0]["bytes"], 4194304);
+}
