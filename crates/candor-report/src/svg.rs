@@ -1009,6 +1009,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn axes_with_a_huge_or_unusable_end_have_few_finite_ticks() {
+        // A log axis reaching 1e308 rounded its top up to infinity and walked every exponent
+        // to i32::MAX (gigabytes of ticks); the linear ticks stepped from infinite ends.
+        for kind in [AxisKind::Log2, AxisKind::Log10, AxisKind::Linear] {
+            for (lo, hi) in [
+                (1.0, 1e308),
+                (1.0, f64::INFINITY),
+                (f64::NAN, f64::NAN),
+                (-f64::MAX, f64::MAX),
+                (5e-324, 1e-320),
+                (3.0, 3.0),
+                (10.0, 1.0),
+            ] {
+                let s = Scale {
+                    lo,
+                    hi,
+                    kind,
+                    p0: 0.0,
+                    p1: 100.0,
+                };
+                let t = s.ticks();
+                assert!(
+                    !t.is_empty() && t.len() <= MAX_TICKS,
+                    "{kind:?} {lo}..{hi}: {t:?}"
+                );
+                for x in t {
+                    assert!(x.is_finite(), "{kind:?} {lo}..{hi}");
+                    assert!(s.map(x).is_finite() && (0.0..=100.0).contains(&s.map(x)));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn linear_ticks_are_round() {
         assert_eq!(
             linear_ticks(0.0, 100.0, 5),
