@@ -6,6 +6,8 @@
 //!   `terminal` writes each C0 control but newline and tab, DEL, each C1 control and each
 //!   bidirectional override or isolate as its Rust escape (`\u{1b}`, `\u{9b}`, `\u{202e}`),
 //!   so an ESC, BEL or CR from a file is shown, not obeyed, and the line stays one line.
+//!   OpenMetrics label values, whose only escapes are `\\`, `\"` and `\n`, get U+FFFD
+//!   instead, so that Prometheus still parses them.
 //! - In Markdown (`md`, `code`): a string stays the text of its cell or line. Pipes,
 //!   backticks, brackets (no link, no image), angle brackets (no HTML, no autolink),
 //!   backslashes and a leading `#` are backslash-escaped (emphasis marks are left: they can
@@ -18,7 +20,7 @@ use std::borrow::Cow;
 
 /// True for a character that moves a terminal rather than printing: C0 controls but
 /// newline and tab, DEL, C1 controls, and the bidirectional overrides and isolates.
-fn acts(c: char) -> bool {
+pub fn acts(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }
