@@ -28,7 +28,7 @@ pub const DEFAULT_MAX_INPUT: u64 = 256 << 20;
 pub const LARGEST_FIGURE: f64 = 1e30;
 
 /// The memory a file's model may take, per byte of the file, and besides.
-const MEMORY_PER_BYTE: u64 = 4;
+const MEMORY_PER_BYTE: u64 = 6;
 const MEMORY_ALLOWANCE: u64 = 64 << 20;
 
 /// A number written in more characters than this is not candor's (an f64 takes at most 24).

@@ -320,21 +320,31 @@ fn letter(i: usize) -> String {
 
 /// Matches the sides' results. Rows follow the first side's order, then keys only later sides
 /// have. Failed results take part (their cell says so) but have no ratio.
+/// How many results found on one side only get the closest result of the other side named.
+const MAX_CLOSEST: usize = 50;
+
 pub fn compare(sides: Vec<Side>) -> Comparison {
+    // Every key in the order it first came, and each side's first result at each key, found
+    // through indexes: sides of tens of thousands of results compare in one pass.
     let mut keys: Vec<Key> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut first: Vec<std::collections::BTreeMap<Key, usize>> = Vec::new();
     for s in &sides {
-        for r in &s.results {
+        let mut at = std::collections::BTreeMap::new();
+        for (i, r) in s.results.iter().enumerate() {
             let k = Key::of(r);
-            if !keys.contains(&k) {
-                keys.push(k);
+            if seen.insert(k.clone()) {
+                keys.push(k.clone());
             }
+            at.entry(k).or_insert(i);
         }
+        first.push(at);
     }
-    let find = |s: &Side, k: &Key| s.results.iter().find(|r| Key::of(r) == *k).cloned();
+    let find = |si: usize, k: &Key| first[si].get(k).map(|&i| sides[si].results[i].clone());
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
     for k in &keys {
-        let found: Vec<Option<TestResult>> = sides.iter().map(|s| find(s, k)).collect();
+        let found: Vec<Option<TestResult>> = (0..sides.len()).map(|si| find(si, k)).collect();
         let present = found.iter().filter(|f| f.is_some()).count();
         if present < 2 {
             // A result on one side only: name it against every other side.
@@ -343,17 +353,23 @@ pub fn compare(sides: Vec<Side>) -> Comparison {
                     if j == i {
                         continue;
                     }
-                    let closest = other
-                        .results
-                        .iter()
-                        .filter(|r| r.test == k.test)
-                        .map(|r| {
-                            let ok = Key::of(r);
-                            let d = k.differences(&ok);
-                            (d.len(), ok, d)
+                    // The closest result is looked for among the first MAX_CLOSEST unmatched
+                    // ones: each look is a pass over the other side.
+                    let closest = (unmatched.len() < MAX_CLOSEST)
+                        .then(|| {
+                            other
+                                .results
+                                .iter()
+                                .filter(|r| r.test == k.test)
+                                .map(|r| {
+                                    let ok = Key::of(r);
+                                    let d = k.differences(&ok);
+                                    (d.len(), ok, d)
+                                })
+                                .min_by_key(|(n, ok, _)| (*n, ok.clone()))
+                                .map(|(_, ok, d)| (ok, d))
                         })
-                        .min_by_key(|(n, ok, _)| (*n, ok.clone()))
-                        .map(|(_, ok, d)| (ok, d));
+                        .flatten();
                     unmatched.push(Unmatched {
                         side: format!("{} ({})", sides[i].letter, sides[i].source),
                         key: k.clone(),

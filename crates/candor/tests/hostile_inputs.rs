@@ -487,3 +487,73 @@ fn an_audit_of_a_command_printing_a_lot_keeps_bounded_memory_and_reads_the_end()
     assert_eq!(claims[0]["program"], "dd");
     assert_eq!(claims[0]["bytes"], 4194304);
 }
+
+#[test]
+fn thousands_of_sizes_render_in_bounded_time_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3,000 results at 3,000 file sizes and as many record sizes: half a megabyte of JSON,
+    // nine million cells of a file size x record size map.
+    let results: Vec<Value> = (0..3000u64)
+        .map(|i| {
+            json!({"target": "/t", "test": "write", "engine": "psync",
+                   "file_size": 4096 * (i + 1), "record_size": 512 * (i + 7), "threads": 1,
+                   "throughput": {"mean": 1e6 + i as f64, "n": 1}})
+        })
+        .collect();
+    let v = json!({"tool": "candor", "schema_version": 1, "kind": "run", "results": results});
+    let p = write(dir.path(), "sizes.json", &v);
+    let html = dir.path().join("sizes.html");
+    let start = Instant::now();
+    let o = within(
+        &["report", p.to_str().unwrap(), "-o", html.to_str().unwrap()],
+        Duration::from_secs(30),
+    )
+    .expect("the HTML report is written within 30 s");
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let len = std::fs::metadata(&html).unwrap().len();
+    assert!(
+        len < 20 << 20,
+        "{len} bytes of HTML in {:?}",
+        start.elapsed()
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("3000 file sizes by 3000 record sizes: too many cells to draw"),
+        "the map says why it is not drawn"
+    );
+}
+
+#[test]
+fn tens_of_thousands_of_results_render_and_compare_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20,000 results on two targets, none matching another: every grouping, matching and
+    // study table that scanned all results per result took minutes.
+    let results: Vec<Value> = (0..20_000u64)
+        .map(|i| {
+            let target = ["/t", "/u"][(i % 2) as usize];
+            let test = ["write", "read", "randread"][(i % 3) as usize];
+            json!({"target": target, "test": test, "engine": "psync",
+                   "file_size": 4096 * (i + 1), "record_size": 512 * (i + 7),
+                   "threads": 1 + i % 7, "iodepth": 1 + i % 5,
+                   "throughput": {"mean": 1e6 + i as f64, "n": 3, "samples": [1e6, 1e6, 1e6]},
+                   "reps": [{"bytes": 1, "seconds": 1.0}]})
+        })
+        .collect();
+    let v = json!({"tool": "candor", "schema_version": 1, "kind": "run",
+                   "targets": [{"path": "/t"}, {"path": "/u"}], "results": results});
+    let p = write(dir.path(), "many.json", &v);
+    let path = p.to_str().unwrap();
+    let html = dir.path().join("many.html");
+    for args in [
+        vec!["report", path, "--format", "table"],
+        vec!["report", path, "--format", "markdown"],
+        vec!["report", path, "-o", html.to_str().unwrap()],
+        vec!["compare", path, path],
+    ] {
+        let start = Instant::now();
+        let o = within(&args, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("{args:?} finishes within 40 s"));
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", err(&o));
+        eprintln!("{args:?}: {:?}", start.elapsed());
+    }
+}
