@@ -557,3 +557,27 @@ fn tens_of_thousands_of_results_render_and_compare_in_bounded_time() {
         eprintln!("{args:?}: {:?}", start.elapsed());
     }
 }
+
+#[test]
+fn an_audit_shows_the_commands_file_names_with_their_controls_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file whose name clears the screen and rings the bell, held open long enough for
+    // /proc sampling to see it.
+    let o = Command::new(CANDOR)
+        .current_dir(dir.path())
+        .args(["audit", "--quiet", "--witness", "procfs", "--"])
+        .args([
+            "sh",
+            "-c",
+            "exec 3>\"$(printf 'evil\\033[2J\\007')\"; head -c 4194304 /dev/zero >&3; sleep 0.5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("evil\\u{1b}[2J\\u{7}"),
+        "the name shown escaped: {e}"
+    );
+    inert("candor audit's table", &e);
+}
