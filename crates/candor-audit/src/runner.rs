@@ -52,13 +52,84 @@ pub struct Outcome {
     pub devices: Vec<String>,
 }
 
+/// What is kept of one output stream for its figures: the first `KEEP_HEAD` bytes and the
+/// last `KEEP_TAIL` (tools print their figures as they go, or in a summary at the end), and
+/// the count of all of it. The whole stream is passed through all the same; what lies
+/// between is counted, not kept, so a command that prints gigabytes costs candor
+/// at most `KEEP_HEAD + 2 * KEEP_TAIL` bytes of memory per stream. iozone -a prints some 30
+/// KiB, fio's JSON with latency bins a few MiB.
+#[derive(Default)]
+pub struct Kept {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    /// Every byte the stream carried.
+    pub total: u64,
+}
+
+pub const KEEP_HEAD: usize = 16 << 20;
+pub const KEEP_TAIL: usize = 16 << 20;
+
+impl Kept {
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if self.head.len() < KEEP_HEAD {
+            let n = bytes.len().min(KEEP_HEAD - self.head.len());
+            self.head.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+        }
+        self.tail.extend_from_slice(bytes);
+        if self.tail.len() > 2 * KEEP_TAIL {
+            let cut = self.tail.len() - KEEP_TAIL;
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// Bytes read for the figures (the rest was passed through and counted only).
+    pub fn read_bytes(&self) -> u64 {
+        (self.head.len() + self.tail.len().min(KEEP_TAIL)) as u64
+    }
+
+    /// The text the parsers read: all of it, or the first and last parts in whole lines.
+    pub fn text(&self) -> String {
+        let tail = &self.tail[self.tail.len().saturating_sub(KEEP_TAIL)..];
+        if self.total == (self.head.len() + tail.len()) as u64 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        let head = match self.head.iter().rposition(|b| *b == b'\n') {
+            Some(i) => &self.head[..=i],
+            None => &self.head[..],
+        };
+        let tail = match tail.iter().position(|b| *b == b'\n') {
+            Some(i) => &tail[i + 1..],
+            None => tail,
+        };
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        text.push_str(&String::from_utf8_lossy(tail));
+        text
+    }
+
+    /// The sentence an audit's notes carry when part of the stream was not read.
+    pub fn note(&self, stream: &str) -> Option<String> {
+        (self.read_bytes() < self.total).then(|| {
+            format!(
+                "the command printed {} bytes on {stream}; the first {} and the last {} were read for its figures (what lies between was passed through, not read)",
+                self.total,
+                self.head.len(),
+                self.tail.len().min(KEEP_TAIL)
+            )
+        })
+    }
+}
+
 /// Capture of one output stream, passed through to `sink` as it comes. `drain` is held
 /// from a read out of the pipe to the count's update, so the sampler (which holds it while
 /// it adds the count and what the pipes still hold) never sees bytes in neither.
 fn pump<R: Read + std::os::fd::AsRawFd + Send + 'static>(
     mut from: R,
     mut sink: impl Write + Send + 'static,
-    buf: Arc<Mutex<Vec<u8>>>,
+    buf: Arc<Mutex<Kept>>,
     count: Arc<AtomicU64>,
     drain: Arc<Mutex<()>>,
     open: Arc<std::sync::atomic::AtomicBool>,
@@ -96,7 +167,7 @@ fn pump<R: Read + std::os::fd::AsRawFd + Send + 'static>(
                     let _ = sink.write_all(&chunk[..n]);
                     let _ = sink.flush();
                     if let Ok(mut b) = buf.lock() {
-                        b.extend_from_slice(&chunk[..n]);
+                        b.push(&chunk[..n]);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -420,8 +491,8 @@ pub fn run(
             .notes
             .push(format!("could not follow the command: {e}"));
     }
-    let out_buf = Arc::new(Mutex::new(Vec::new()));
-    let err_buf = Arc::new(Mutex::new(Vec::new()));
+    let out_buf = Arc::new(Mutex::new(Kept::default()));
+    let err_buf = Arc::new(Mutex::new(Kept::default()));
     let count = Arc::new(AtomicU64::new(0));
     let drain = Arc::new(Mutex::new(()));
     let mut pumps = Vec::new();
@@ -614,14 +685,15 @@ pub fn run(
     for p in ended.into_iter().filter(|&p| p != pid && p != me) {
         reap_if_ended(p);
     }
-    out.stdout = out_buf
-        .lock()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    out.stderr = err_buf
-        .lock()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+    for (buf, text, stream) in [
+        (&out_buf, &mut out.stdout, "stdout"),
+        (&err_buf, &mut out.stderr, "stderr"),
+    ] {
+        if let Ok(kept) = buf.lock() {
+            *text = kept.text();
+            out.observed.notes.extend(kept.note(stream));
+        }
+    }
     // Devices: under every file the tree touched, and under the working directory.
     let mut devs: Vec<String> = Vec::new();
     let mut add = |d: Option<String>| {
@@ -655,4 +727,43 @@ pub fn run(
     }
     out.disks = disks;
     out
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use super::*;
+
+    #[test]
+    fn a_short_stream_is_kept_whole() {
+        let mut k = Kept::default();
+        k.push(b"one\n");
+        k.push(b"two\n");
+        assert_eq!(k.text(), "one\ntwo\n");
+        assert_eq!(k.total, 8);
+        assert_eq!(k.note("stdout"), None);
+    }
+
+    #[test]
+    fn a_long_stream_keeps_its_first_and_last_lines_and_says_so() {
+        let mut k = Kept::default();
+        k.push(b"first figures 1\n");
+        let line = [b'x'; 1023];
+        let mut chatter = line.to_vec();
+        chatter.push(b'\n');
+        // 48 MiB of chatter, in pieces as a pipe gives them.
+        for _ in 0..(48 << 10) {
+            k.push(&chatter);
+        }
+        k.push(b"last figures 2\n");
+        let total = 16 + (48u64 << 20) + 15;
+        assert_eq!(k.total, total);
+        assert!(k.head.len() + k.tail.len() <= KEEP_HEAD + 2 * KEEP_TAIL);
+        let t = k.text();
+        assert!(t.starts_with("first figures 1\n") && t.ends_with("\nlast figures 2\n"));
+        assert!(t.lines().all(|l| l.len() == 1023 || l.contains("figures")));
+        assert_eq!(
+            k.note("stdout").unwrap(),
+            format!("the command printed {total} bytes on stdout; the first 16777216 and the last 16777216 were read for its figures (what lies between was passed through, not read)")
+        );
+    }
 }

@@ -61,7 +61,7 @@ impl Serialize for WitnessExtra {
 
 impl<'de> Deserialize<'de> for WitnessExtra {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut details = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
+        let mut details = crate::bounded::value_map(d)?;
         // Facts that do not fit the type stay a detail rather than being lost.
         let facts = match details.remove(FACTS) {
             Some(v) => match serde_json::from_value::<Facts>(v.clone()) {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod audit;
+pub mod bounded;
 mod extra;
 mod facts;
 mod load;
@@ -20,7 +21,9 @@ pub use facts::{
     CallCount, CallFacts, Ceiling, DiskDelta, Exact, Facts, LoopFacts, MetaFacts, OpFacts,
     Placement, RequestFacts, RequestStat,
 };
-pub use load::{load_result, parse_result, LoadError};
+pub use load::{
+    load_result, load_result_within, parse_result, LoadError, DEFAULT_MAX_INPUT, LARGEST_FIGURE,
+};
 pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
@@ -41,6 +44,7 @@ pub struct RunDoc {
     /// "run" for `candor run`, "audit" for `candor audit`.
     pub kind: String,
     pub candor_version: String,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub command_line: Vec<String>,
     /// RFC 3339, UTC.
     pub started_at: String,
@@ -50,15 +54,20 @@ pub struct RunDoc {
     /// Why the run stopped early ("interrupted by SIGINT", "failed: ...").
     pub stop_reason: Option<String>,
     pub host: Host,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub targets: Vec<TargetInfo>,
     /// The options as the run understood them (for the report header and for compare).
+    #[serde(deserialize_with = "crate::bounded::value_map")]
     pub options: BTreeMap<String, serde_json::Value>,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub results: Vec<TestResult>,
     /// Typed warnings, already worded for a person, each with its remedy.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub warnings: Vec<String>,
     /// Present for runs made over MPI.
     pub mpi: Option<MpiInfo>,
     /// Present for `candor audit`.
+    #[serde(deserialize_with = "crate::bounded::opt_value")]
     pub audit: Option<serde_json::Value>,
     /// Where the run's clock started (`Repetition::started_s` counts from it), so that
     /// `candor merge` can put runs of several machines on one time line.
@@ -107,6 +116,7 @@ pub struct Host {
     pub cpu_model: String,
     pub cores: u32,
     pub threads: u32,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub caches: Vec<CpuCache>,
     pub ram_bytes: u64,
 }
@@ -142,6 +152,7 @@ pub struct BlockDevice {
     pub name: String,
     /// The whole disk(s) whose counters are read: the disk of a partition, and what lies
     /// beneath a loop, dm or md device.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub counted: Vec<String>,
     pub model: String,
     pub rotational: bool,
@@ -165,6 +176,7 @@ pub struct Summary {
     pub cv: f64,
     pub n: u32,
     /// One value per repetition, in the order they ran.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub samples: Vec<f64>,
 }
 
@@ -188,6 +200,7 @@ pub struct Latency {
 pub struct HistogramDump {
     /// Relative width of a bucket (the largest error of a percentile read from it).
     pub relative_error: f64,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub buckets: Vec<[u64; 2]>,
 }
 
@@ -249,6 +262,7 @@ pub struct ThreadAggregate {
     pub avg_thread: f64,
     pub stonewalled: bool,
     /// Bytes each thread moved in the last repetition.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub per_thread_bytes: Vec<u64>,
 }
 
@@ -272,6 +286,7 @@ pub struct Repetition {
     pub started_s: f64,
     /// With `--cpus`: where each thread ran, as the thread saw it (absent without pinning).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub pinned: Vec<Pinned>,
 }
 
@@ -280,6 +295,7 @@ pub struct Repetition {
 #[serde(default)]
 pub struct Pinned {
     /// The CPUs the kernel let the thread run on once pinned (its affinity, read back).
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub allowed: Vec<u32>,
     /// The CPU the thread was on when its I/O ended (`sched_getcpu`).
     pub last_cpu: Option<u32>,
@@ -321,15 +337,19 @@ pub struct TestResult {
     pub latency_histogram: HistogramDump,
     pub cpu: Cpu,
     pub thread_aggregate: Option<ThreadAggregate>,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub reps: Vec<Repetition>,
     pub witness: Option<Witness>,
     /// Share of a device's ceiling reached (studies).
     pub efficiency: Option<Efficiency>,
     /// Data verification outcome (--verify).
+    #[serde(deserialize_with = "crate::bounded::opt_value")]
     pub verify: Option<serde_json::Value>,
     /// Per-rank figures of an MPI run.
+    #[serde(deserialize_with = "crate::bounded::opt_value")]
     pub ranks: Option<serde_json::Value>,
     /// Extra figures of workloads that are not records on a file (metadata, copy).
+    #[serde(deserialize_with = "crate::bounded::value_map")]
     pub extra: BTreeMap<String, serde_json::Value>,
     /// `--ramp`: the unmeasured warm-up before the repetitions.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -414,14 +434,18 @@ pub struct Witness {
     pub precision: Option<f64>,
     pub memory: Option<MemoryDelta>,
     /// Deltas of selected /proc/vmstat counters.
+    #[serde(deserialize_with = "crate::bounded::map")]
     pub vmstat: BTreeMap<String, i64>,
     /// /proc/pressure/io "some" and "full" total stall, microseconds, during the test.
     pub io_pressure_us: Option<[u64; 2]>,
     pub file_cache: Option<FileCache>,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub timeline: Vec<TimelinePoint>,
     /// eBPF only: per syscall name.
+    #[serde(deserialize_with = "crate::bounded::opt_map")]
     pub syscalls: Option<BTreeMap<String, SyscallStat>>,
     /// eBPF only: per direction ("read", "write").
+    #[serde(deserialize_with = "crate::bounded::opt_map")]
     pub block: Option<BTreeMap<String, BlockStat>>,
     /// eBPF only: pages of the tracked files inserted into the page cache (misses).
     pub cache_misses: Option<u64>,
@@ -436,6 +460,7 @@ pub struct Witness {
     /// Traps of the host that make a figure other than it seems (a loop device over a
     /// cached file, a CPU-bound test...), each with its sentence.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub traps: Vec<Trap>,
     /// Details a source adds (documented in docs/results-schema.md), and the facts the
     /// verdict was judged from (`extra.facts`).
@@ -552,17 +577,22 @@ pub struct BlockStat {
 pub struct MpiInfo {
     pub ranks: u32,
     pub nodes: u32,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub ranks_per_node: Vec<u32>,
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub node_names: Vec<String>,
     pub shared_file: bool,
     pub reorder: bool,
     /// The MPI library and launcher the run used (e.g. "Open MPI v4.1.4 (OMPI)").
     pub library: String,
     /// Node of each rank, by index into `node_names`.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub rank_nodes: Vec<u32>,
     /// Each rank's clock minus rank 0's clock, estimated at the start (ns); rank times are
     /// shifted by it onto rank 0's clock before spans are computed.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub clock_offsets_ns: Vec<i64>,
     /// Half the round trip of the exchange each offset came from: the offset's uncertainty.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub clock_uncertainty_ns: Vec<u64>,
 }

@@ -112,6 +112,7 @@ pub struct CallCheck {
     /// "not_counted": no per-kind count (no eBPF), `reason` says why.
     pub verdict: String,
     /// Per kind the runner made ("create", "unlink", "read"...).
+    #[serde(deserialize_with = "crate::bounded::map")]
     pub kinds: BTreeMap<String, KindCheck>,
     /// The one sentence the reports show.
     pub sentence: String,

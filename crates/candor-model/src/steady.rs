@@ -31,6 +31,7 @@ pub struct SteadyState {
     pub app: Option<WindowFit>,
     pub device: Option<WindowFit>,
     /// Every round's figures, in order.
+    #[serde(deserialize_with = "crate::bounded::vec")]
     pub rounds: Vec<SteadyRound>,
     /// One sentence: the verdict, the round, and what it rests on.
     pub explanation: String,

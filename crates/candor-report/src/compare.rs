@@ -286,9 +286,10 @@ pub struct Comparison {
 }
 
 /// Splits loaded files into sides: one per target of each file, lettered A, B, C...
-pub fn sides(files: &[(String, RunDoc)]) -> Vec<Side> {
+pub fn sides<D: std::borrow::Borrow<RunDoc>>(files: &[(String, D)]) -> Vec<Side> {
     let mut out = Vec::new();
     for (name, doc) in files {
+        let doc: &RunDoc = doc.borrow();
         let groups = view::groups(doc);
         let several = groups.len() > 1;
         for g in groups {
@@ -328,21 +329,31 @@ fn letter(i: usize) -> String {
 
 /// Matches the sides' results. Rows follow the first side's order, then keys only later sides
 /// have. Failed results take part (their cell says so) but have no ratio.
+/// How many results found on one side only get the closest result of the other side named.
+const MAX_CLOSEST: usize = 50;
+
 pub fn compare(sides: Vec<Side>) -> Comparison {
+    // Every key in the order it first came, and each side's first result at each key, found
+    // through indexes: sides of tens of thousands of results compare in one pass.
     let mut keys: Vec<Key> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut first: Vec<std::collections::BTreeMap<Key, usize>> = Vec::new();
     for s in &sides {
-        for r in &s.results {
+        let mut at = std::collections::BTreeMap::new();
+        for (i, r) in s.results.iter().enumerate() {
             let k = Key::of(r);
-            if !keys.contains(&k) {
-                keys.push(k);
+            if seen.insert(k.clone()) {
+                keys.push(k.clone());
             }
+            at.entry(k).or_insert(i);
         }
+        first.push(at);
     }
-    let find = |s: &Side, k: &Key| s.results.iter().find(|r| Key::of(r) == *k).cloned();
+    let find = |si: usize, k: &Key| first[si].get(k).map(|&i| sides[si].results[i].clone());
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
     for k in &keys {
-        let found: Vec<Option<TestResult>> = sides.iter().map(|s| find(s, k)).collect();
+        let found: Vec<Option<TestResult>> = (0..sides.len()).map(|si| find(si, k)).collect();
         let present = found.iter().filter(|f| f.is_some()).count();
         if present < 2 {
             // A result on one side only: name it against every other side.
@@ -351,17 +362,23 @@ pub fn compare(sides: Vec<Side>) -> Comparison {
                     if j == i {
                         continue;
                     }
-                    let closest = other
-                        .results
-                        .iter()
-                        .filter(|r| r.test == k.test)
-                        .map(|r| {
-                            let ok = Key::of(r);
-                            let d = k.differences(&ok);
-                            (d.len(), ok, d)
+                    // The closest result is looked for among the first MAX_CLOSEST unmatched
+                    // ones: each look is a pass over the other side.
+                    let closest = (unmatched.len() < MAX_CLOSEST)
+                        .then(|| {
+                            other
+                                .results
+                                .iter()
+                                .filter(|r| r.test == k.test)
+                                .map(|r| {
+                                    let ok = Key::of(r);
+                                    let d = k.differences(&ok);
+                                    (d.len(), ok, d)
+                                })
+                                .min_by_key(|(n, ok, _)| (*n, ok.clone()))
+                                .map(|(_, ok, d)| (ok, d))
                         })
-                        .min_by_key(|(n, ok, _)| (*n, ok.clone()))
-                        .map(|(_, ok, d)| (ok, d));
+                        .flatten();
                     unmatched.push(Unmatched {
                         side: format!("{} ({})", sides[i].letter, sides[i].source),
                         key: k.clone(),
@@ -447,13 +464,15 @@ pub fn render(c: &Comparison, format: CompareFormat) -> String {
 
 /// `render`, with the gate's thresholds for the formats that report its outcome.
 pub fn render_gated(c: &Comparison, format: CompareFormat, gate: &crate::gate::Gate) -> String {
-    match format {
+    let out = match format {
         CompareFormat::Github => crate::gate::github(c, gate),
         CompareFormat::Table => text(c, false),
         CompareFormat::Markdown => text(c, true),
         CompareFormat::Csv => csv(c),
-        CompareFormat::Json => json(c),
-    }
+        CompareFormat::Json => return json(c),
+    };
+    // No control character from a file acts on the terminal (`escape::terminal`).
+    crate::escape::terminal(&out).into_owned()
 }
 
 /// The side in one line, each thing said once: "A  /mnt/lab/ext4 in run.json: ext4
@@ -637,7 +656,11 @@ fn text(c: &Comparison, markdown: bool) -> String {
         if hosts_differ && !s.host.is_empty() {
             line.push_str(&format!(" (host {})", s.host));
         }
-        out.push_str(&format!("{}{}\n", if markdown { "- " } else { "  " }, line));
+        if markdown {
+            out.push_str(&format!("- {}\n", crate::escape::md(&line)));
+        } else {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     out.push('\n');
     if c.rows.is_empty() {
@@ -665,11 +688,11 @@ fn text(c: &Comparison, markdown: bool) -> String {
             out.push('\n');
         }
         for u in &c.unmatched {
-            out.push_str(&format!(
-                "{}{}.\n",
-                if markdown { "- " } else { "  " },
-                u.sentence()
-            ));
+            if markdown {
+                out.push_str(&format!("- {}.\n", crate::escape::md(&u.sentence())));
+            } else {
+                out.push_str(&format!("  {}.\n", u.sentence()));
+            }
         }
     }
     out.push_str(&format!("\n{h}Per device and filesystem\n"));
@@ -688,7 +711,11 @@ fn text(c: &Comparison, markdown: bool) -> String {
         }
         for (n, what) in &devices {
             if markdown {
-                out.push_str(&format!("- `{n}`: {what}\n"));
+                out.push_str(&format!(
+                    "- {}: {}\n",
+                    crate::escape::code(n),
+                    crate::escape::md(what)
+                ));
             } else {
                 out.push_str(&format!("  {n}: {what}\n"));
             }

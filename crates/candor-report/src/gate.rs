@@ -403,7 +403,7 @@ pub fn github(c: &Comparison, gate: &Gate) -> String {
             format!(
                 "`{}` {}",
                 s.letter,
-                compare::side_name(s).replace('|', "\\|")
+                crate::escape::md(&compare::side_name(s))
             )
         })
         .collect();
@@ -448,7 +448,7 @@ pub fn github(c: &Comparison, gate: &Gate) -> String {
         out.push('\n');
     }
     for f in &o.failed_tests {
-        out.push_str(&format!("- {f}\n"));
+        out.push_str(&format!("- {}\n", crate::escape::md(f)));
     }
     if !o.failed_tests.is_empty() {
         out.push('\n');
@@ -663,7 +663,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| read 16m/64k psync | B (new.json) | 0.50x | -50.0% | yes (p<0.001) |"),
+            md.contains("| read 16m/64k psync | B (new.json) | 0.50x | -50.0% | yes (p\\<0.001) |"),
             "{md}"
         );
         assert!(md.contains("<details>") && md.trim_end().ends_with("</details>"));

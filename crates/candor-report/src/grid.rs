@@ -125,9 +125,9 @@ impl Grid {
         out
     }
 
-    /// A GitHub-flavoured Markdown table (pipes in cells escaped).
+    /// A GitHub-flavoured Markdown table (every cell's Markdown escaped: `escape::md`).
     pub fn to_markdown(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
+        let esc = |s: &str| crate::escape::md(s);
         let mut out = String::new();
         out.push_str("| ");
         out.push_str(

@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod compare;
 mod csv;
+pub mod escape;
 mod excel;
 pub mod fio;
 pub mod gate;
@@ -20,7 +21,7 @@ mod markdown;
 mod openmetrics;
 pub mod steady;
 pub mod study;
-mod svg;
+pub mod svg;
 mod table;
 pub mod units;
 pub mod view;
@@ -118,8 +119,14 @@ impl Format {
 }
 
 /// Renders a result in a text format.
+/// Renders a result in a text format. Text meant for a terminal carries no control
+/// character from the file (`escape::terminal`); JSON escapes its own.
 pub fn render(doc: &RunDoc, format: Format) -> String {
-    (format.entry().render)(doc)
+    let out = (format.entry().render)(doc);
+    match format {
+        Format::Json | Format::FioJson => out,
+        _ => escape::terminal(&out).into_owned(),
+    }
 }
 
 /// `render`, written to `out`; the JSON is written as it is serialized.

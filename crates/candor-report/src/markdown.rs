@@ -1,6 +1,7 @@
 //! `--format markdown`: the terminal table's content as Markdown (for issues, wikis, READMEs):
 //! a header list, one table per target with its notes, scaling tables and warnings.
 
+use crate::escape::{code, md};
 use crate::table;
 use crate::view::{self, Axis};
 use candor_model::RunDoc;
@@ -8,14 +9,14 @@ use candor_model::RunDoc;
 pub fn render(doc: &RunDoc) -> String {
     let mut out = String::from("# candor results\n\n");
     for l in table::header_lines(doc) {
-        out.push_str(&format!("- {}\n", l.replace('|', "\\|")));
+        out.push_str(&format!("- {}\n", md(&l)));
     }
     out.push_str(&crate::audit::text(doc, true));
     let mut next = 1;
     for g in view::groups(doc) {
-        out.push_str(&format!("\n## Target `{}`\n\n", g.path));
+        out.push_str(&format!("\n## Target {}\n\n", code(&g.path)));
         if let Some(t) = g.info {
-            out.push_str(&format!("{}\n\n", view::target_line(t)));
+            out.push_str(&format!("{}\n\n", md(&view::target_line(t))));
         }
         if g.results.is_empty() {
             out.push_str("No results.\n");
@@ -30,7 +31,12 @@ pub fn render(doc: &RunDoc) -> String {
         if !notes.is_empty() {
             out.push('\n');
             for n in &notes {
-                out.push_str(&format!("{}. **{}**: {}\n", n.number, n.about, n.text));
+                out.push_str(&format!(
+                    "{}. **{}**: {}\n",
+                    n.number,
+                    md(&n.about),
+                    md(&n.text)
+                ));
             }
         }
         out.push_str(&crate::steady::markdown(&g.results));
@@ -51,7 +57,7 @@ pub fn render(doc: &RunDoc) -> String {
     if !warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");
         for w in &warnings {
-            out.push_str(&format!("- {w}\n"));
+            out.push_str(&format!("- {}\n", md(w)));
         }
     }
     out

@@ -96,11 +96,13 @@ fn ok(r: &TestResult) -> Option<&TestResult> {
     (!view::failed(r)).then_some(r)
 }
 
-/// A label value with OpenMetrics' three escapes.
+/// A label value with OpenMetrics' three escapes; a character that would act on a terminal
+/// (`escape::acts`) becomes U+FFFD, which OpenMetrics takes as it is.
 fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
+            c if c != '\n' && crate::escape::acts(c) => o.push('\u{fffd}'),
             '\\' => o.push_str("\\\\"),
             '"' => o.push_str("\\\""),
             '\n' => o.push_str("\\n"),
@@ -235,6 +237,14 @@ pub fn render(doc: &RunDoc) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_in_a_label_become_the_replacement_character() {
+        assert_eq!(
+            escape("a\u{1b}[2J\u{7}\rb\n\"\\"),
+            "a\u{fffd}[2J\u{fffd}\u{fffd}b\\n\\\"\\\\"
+        );
+    }
 
     #[test]
     fn label_values_are_escaped_and_numbers_exact() {

@@ -207,19 +207,28 @@ pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
     let mut last: [String; 3] = Default::default();
     for s in ordered(sides) {
         let device = device_cell(s.device);
-        let mut sizes: Vec<u64> = s.results.iter().map(|r| r.file_size).collect();
-        sizes.sort();
-        sizes.dedup();
-        for size in sizes {
-            let mut rs: Vec<&&TestResult> =
-                s.results.iter().filter(|r| r.file_size == size).collect();
+        // By file size, and how many results each test has at each size, in one pass.
+        let mut by_size: std::collections::BTreeMap<u64, Vec<&&TestResult>> = Default::default();
+        let mut variants: std::collections::BTreeMap<(&str, u64), usize> = Default::default();
+        for r in &s.results {
+            by_size.entry(r.file_size).or_default().push(r);
+            *variants.entry((r.test.as_str(), r.file_size)).or_default() += 1;
+        }
+        for (size, mut rs) in by_size {
             rs.sort_by_key(|r| (rank(&r.test), r.record_size, r.threads, r.iodepth));
             for r in rs {
                 let secs = rep_seconds(r);
                 let (m, _) = mean_sd(&secs);
                 let (per, per_sd) = mean_sd(&rep_ms_per_mib(r));
                 let mut op = operation(&r.test);
-                if rs_has_variants(&s.results, r) {
+                // The same test at the same file size ran with other records, threads or
+                // depths: the operation's name tells them apart.
+                if variants
+                    .get(&(r.test.as_str(), r.file_size))
+                    .copied()
+                    .unwrap_or(0)
+                    > 1
+                {
                     op.push_str(&format!(" {}", units::size(r.record_size)));
                     if r.threads > 1 {
                         op.push_str(&format!(" x{}", r.threads));
@@ -263,16 +272,6 @@ pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
         }
     }
     g
-}
-
-/// True when the same test at the same file size ran with other records, threads or depths,
-/// so the operation name needs them to be told apart.
-fn rs_has_variants(results: &[&TestResult], r: &TestResult) -> bool {
-    results
-        .iter()
-        .filter(|o| o.test == r.test && o.file_size == r.file_size)
-        .count()
-        > 1
 }
 
 #[cfg(test)]

@@ -53,70 +53,136 @@ impl Scale {
     }
 
     fn map(&self, v: f64) -> f64 {
-        let (a, b) = (self.t(self.lo), self.t(self.hi));
-        if (b - a).abs() < 1e-12 {
-            return (self.p0 + self.p1) / 2.0;
+        // Halves, so that the span of the widest finite range does not overflow.
+        let (lo, hi) = drawable(self.lo, self.hi, self.kind);
+        let (a, b) = (self.t(lo) / 2.0, self.t(hi) / 2.0);
+        let mid = (self.p0 + self.p1) / 2.0;
+        if !(b - a).is_finite() || (b - a).abs() < 1e-300 {
+            return mid;
         }
-        self.p0 + (self.t(v) - a) / (b - a) * (self.p1 - self.p0)
+        let at = self.p0 + (self.t(v) / 2.0 - a) / (b - a) * (self.p1 - self.p0);
+        if at.is_finite() {
+            at
+        } else {
+            mid
+        }
     }
 
     fn ticks(&self) -> Vec<f64> {
         match self.kind {
             AxisKind::Linear => linear_ticks(self.lo, self.hi, 5),
-            AxisKind::Log2 | AxisKind::Log10 => {
-                let base: f64 = if self.kind == AxisKind::Log2 {
-                    2.0
-                } else {
-                    10.0
-                };
-                let a = self.t(self.lo).floor() as i32;
-                let b = self.t(self.hi).ceil() as i32;
-                let mut v: Vec<f64> = (a..=b)
-                    .map(|e| base.powi(e))
-                    .filter(|x| *x >= self.lo * 0.999 && *x <= self.hi * 1.001)
-                    .collect();
-                // Too many labels to read: keep every other (or every fourth) one.
-                while v.len() > 9 {
-                    v = v.into_iter().step_by(2).collect();
-                }
-                if v.is_empty() {
-                    v.push(self.lo);
-                }
-                v
-            }
+            AxisKind::Log2 | AxisKind::Log10 => log_ticks(self.lo, self.hi, self.kind),
         }
     }
 }
 
-/// 1-2-5 ticks covering [lo, hi].
+/// An axis never gets more ticks than this, whatever its range.
+pub const MAX_TICKS: usize = 12;
+
+/// The range an axis is drawn over: finite, `lo <= hi`, and above zero on a log axis,
+/// whatever the values (NaN, infinities, reversed ends) it was computed from.
+pub fn drawable(lo: f64, hi: f64, kind: AxisKind) -> (f64, f64) {
+    let clean = |x: f64, nan: f64| {
+        if x.is_nan() {
+            nan
+        } else {
+            x.clamp(f64::MIN, f64::MAX)
+        }
+    };
+    let (mut lo, mut hi) = (clean(lo, 0.0), clean(hi, 1.0));
+    if kind != AxisKind::Linear {
+        lo = lo.max(f64::MIN_POSITIVE);
+        hi = hi.max(f64::MIN_POSITIVE);
+    }
+    if hi < lo {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    (lo, hi)
+}
+
+/// Ticks at whole powers of the axis's base within [lo, hi], at most `MAX_TICKS` of them
+/// (every other power, or every fourth, when the range is wide).
+fn log_ticks(lo: f64, hi: f64, kind: AxisKind) -> Vec<f64> {
+    let (lo, hi) = drawable(lo, hi, kind);
+    let (base, t): (f64, fn(f64) -> f64) = if kind == AxisKind::Log2 {
+        (2.0, f64::log2)
+    } else {
+        (10.0, f64::log10)
+    };
+    // Exponents of finite positive numbers lie within these, so the loop is short.
+    let a = t(lo).floor().clamp(-1100.0, 1100.0) as i32;
+    let b = t(hi).ceil().clamp(-1100.0, 1100.0) as i32;
+    let mut v: Vec<f64> = (a..=b)
+        .map(|e| base.powi(e))
+        .filter(|x| x.is_finite() && *x >= lo * 0.999 && *x <= hi * 1.001)
+        .collect();
+    // Too many labels to read: keep every other (or every fourth) one.
+    while v.len() > 9 {
+        v = v.into_iter().step_by(2).collect();
+    }
+    if v.is_empty() {
+        v.push(lo);
+    }
+    v
+}
+
+/// 1-2-5 ticks covering [lo, hi]: at most `MAX_TICKS`, all finite and within the range
+/// (one tick, `lo`, for an empty or unusable range).
 pub fn linear_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+    let (lo, hi) = drawable(lo, hi, AxisKind::Linear);
+    if hi <= lo {
         return vec![lo];
     }
-    let raw = (hi - lo) / n as f64;
+    let n = n.clamp(1, MAX_TICKS - 1) as f64;
+    // hi / n - lo / n: no overflow even from f64::MIN to f64::MAX.
+    let raw = hi / n - lo / n;
     let mag = 10f64.powf(raw.log10().floor());
+    if !(mag.is_finite() && mag > 0.0) {
+        return vec![lo];
+    }
     let step = [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
-    let mut v = Vec::new();
-    let mut x = (lo / step).ceil() * step;
-    while x <= hi + step * 1e-9 {
-        v.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
-        x += step;
+    let first = (lo / step).ceil() * step;
+    let mut v: Vec<f64> = Vec::new();
+    for k in 0..MAX_TICKS {
+        let x = first + k as f64 * step;
+        if !x.is_finite() || x > hi + step * 1e-9 {
+            break;
+        }
+        // Rounding near zero gives zero; rounding at the ends stays within them.
+        let x = if x.abs() < step * 1e-9 && lo <= 0.0 && hi >= 0.0 {
+            0.0
+        } else {
+            x.clamp(lo, hi)
+        };
+        // A step below the numbers' resolution gives the same tick again: once is enough.
+        if v.last() != Some(&x) {
+            v.push(x);
+        }
+    }
+    if v.is_empty() {
+        v.push(lo);
     }
     v
 }
 
 /// The top of a linear axis: the first tick at or above the largest value.
 fn nice_max(max: f64) -> f64 {
-    if max <= 0.0 {
+    if max.is_nan() || max <= 0.0 {
         return 1.0;
     }
+    let max = max.min(f64::MAX);
     let t = linear_ticks(0.0, max, 5);
     let step = if t.len() > 1 { t[1] - t[0] } else { max };
-    (max / step).ceil() * step
+    let top = (max / step).ceil() * step;
+    if top.is_finite() && top >= max {
+        top
+    } else {
+        max
+    }
 }
 
 /// One line of a chart.
@@ -508,7 +574,10 @@ pub fn line_chart_in(c: &LineChart, y: Option<(f64, f64)>) -> String {
                     hover,
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" class=\"hv\"><title>{}</title></circle>",
                     xs.map(p.0),
-                    ys.map(p.1.clamp(ys.lo.min(ys.hi), ys.hi.max(ys.lo))),
+                    ys.map({
+                        let (lo, hi) = drawable(ys.lo, ys.hi, ys.kind);
+                        p.1.clamp(lo, hi)
+                    }),
                     if small { 5 } else { 6 },
                     esc(&hover_text(c, s, j, p))
                 );
@@ -681,6 +750,9 @@ pub struct IntervalRow {
     pub range: bool,
 }
 
+/// The most repetitions an interval chart draws as dots in one row.
+pub const MAX_DOTS: usize = 200;
+
 /// Horizontal bars (mean) with 95% interval whiskers and the individual repetitions as dots.
 pub fn interval_chart(
     id: &str,
@@ -760,7 +832,9 @@ pub fn interval_chart(
             y + 3.0,
             rh - 6.0
         );
-        for (k, s) in r.samples.iter().enumerate() {
+        // One dot per repetition, at most MAX_DOTS of them spread over the row.
+        let every = r.samples.len().div_ceil(MAX_DOTS).max(1);
+        for (k, s) in r.samples.iter().enumerate().step_by(every) {
             let _ = write!(
                 b,
                 "<circle cx=\"{:.1}\" cy=\"{ym:.1}\" r=\"2.6\" fill=\"#000\" opacity=\"0.7\"><title>{}: repetition {}: {}</title></circle>",
@@ -949,6 +1023,40 @@ pub fn rounds_chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axes_with_a_huge_or_unusable_end_have_few_finite_ticks() {
+        // A log axis reaching 1e308 rounded its top up to infinity and walked every exponent
+        // to i32::MAX (gigabytes of ticks); the linear ticks stepped from infinite ends.
+        for kind in [AxisKind::Log2, AxisKind::Log10, AxisKind::Linear] {
+            for (lo, hi) in [
+                (1.0, 1e308),
+                (1.0, f64::INFINITY),
+                (f64::NAN, f64::NAN),
+                (-f64::MAX, f64::MAX),
+                (5e-324, 1e-320),
+                (3.0, 3.0),
+                (10.0, 1.0),
+            ] {
+                let s = Scale {
+                    lo,
+                    hi,
+                    kind,
+                    p0: 0.0,
+                    p1: 100.0,
+                };
+                let t = s.ticks();
+                assert!(
+                    !t.is_empty() && t.len() <= MAX_TICKS,
+                    "{kind:?} {lo}..{hi}: {t:?}"
+                );
+                for x in t {
+                    assert!(x.is_finite(), "{kind:?} {lo}..{hi}");
+                    assert!(s.map(x).is_finite() && (0.0..=100.0).contains(&s.map(x)));
+                }
+            }
+        }
+    }
 
     #[test]
     fn linear_ticks_are_round() {

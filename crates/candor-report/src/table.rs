@@ -57,7 +57,17 @@ pub fn render(doc: &RunDoc) -> String {
 /// With several targets: the same tests side by side (ratio to the first target, significance)
 /// and the per-device, per-filesystem table; empty for one target.
 pub fn targets_compared(doc: &RunDoc, markdown: bool) -> String {
-    let sides = compare::sides(&[(String::from("this run"), doc.clone())]);
+    // The document itself, not a copy, and its results copied only when there are sides to
+    // compare: a large result is not held twice.
+    if view::groups(doc)
+        .iter()
+        .filter(|g| !g.results.is_empty())
+        .count()
+        < 2
+    {
+        return String::new();
+    }
+    let sides = compare::sides(&[(String::from("this run"), doc)]);
     if sides.len() < 2 {
         return String::new();
     }

@@ -686,12 +686,21 @@ pub fn series<'a>(results: &[&'a TestResult], axis: Axis) -> Vec<Series<'a>> {
             r.osync,
         )
     };
+    // In the order the keys first came, found through an index (a result with tens of
+    // thousands of results is grouped in one pass, not one scan per result).
     let mut out: Vec<(_, Vec<&'a TestResult>)> = Vec::new();
+    let mut index: std::collections::BTreeMap<_, usize> = std::collections::BTreeMap::new();
     for r in results.iter().copied().filter(|r| !failed(r)) {
         let k = key(r);
-        match out.iter_mut().find(|(kk, _)| *kk == k) {
-            Some((_, v)) => v.push(r),
-            None => out.push((k, vec![r])),
+        match index.get(&k) {
+            Some(&i) => {
+                let (_, v): &mut (_, Vec<&'a TestResult>) = &mut out[i];
+                v.push(r)
+            }
+            None => {
+                index.insert(k.clone(), out.len());
+                out.push((k, vec![r]));
+            }
         }
     }
     out.into_iter()

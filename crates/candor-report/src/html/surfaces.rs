@@ -46,6 +46,10 @@ pub(super) fn size_sets(doc: &RunDoc) -> Vec<(String, Vec<Named<'_>>)> {
         .collect()
 }
 
+/// A file size x record size map has at most this many cells (iozone -a's has 182): a
+/// result with thousands of sizes of each is not drawn as a map of millions.
+const MAX_CELLS: usize = 4096;
+
 pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
     let families = size_sets(doc);
     if families.is_empty() {
@@ -71,26 +75,37 @@ pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
             let mut recs: Vec<u64> = rs.iter().map(|r| r.record_size).collect();
             recs.sort();
             recs.dedup();
-            let get = |f: u64, rec: u64| {
-                rs.iter()
-                    .find(|r| r.file_size == f && r.record_size == rec)
-                    .map(|r| r.throughput.mean / 1e6)
+            // The first result at each (file size, record size), found in one pass.
+            let mut at: std::collections::HashMap<(u64, u64), f64> = Default::default();
+            for r in rs.iter().rev() {
+                at.insert((r.file_size, r.record_size), r.throughput.mean / 1e6);
+            }
+            let get = |f: u64, rec: u64| at.get(&(f, rec)).copied();
+            let heat = if files.len() * recs.len() <= MAX_CELLS {
+                let values: Vec<Vec<Option<f64>>> = files
+                    .iter()
+                    .map(|f| recs.iter().map(|rec| get(*f, *rec)).collect())
+                    .collect();
+                svg::heatmap(
+                    &format!("heat-{i}"),
+                    &format!("{name}: MB/s"),
+                    "file size",
+                    "record size",
+                    &files.iter().map(|f| units::size(*f)).collect::<Vec<_>>(),
+                    &recs.iter().map(|r| units::size(*r)).collect::<Vec<_>>(),
+                    &values,
+                    mbps,
+                    "MB/s",
+                )
+            } else {
+                format!(
+                    "<p>{}: {} file sizes by {} record sizes: too many cells to draw as a map \
+                     (at most {MAX_CELLS}); the tables have every figure.</p>",
+                    esc(&name),
+                    files.len(),
+                    recs.len()
+                )
             };
-            let values: Vec<Vec<Option<f64>>> = files
-                .iter()
-                .map(|f| recs.iter().map(|rec| get(*f, *rec)).collect())
-                .collect();
-            let heat = svg::heatmap(
-                &format!("heat-{i}"),
-                &format!("{name}: MB/s"),
-                "file size",
-                "record size",
-                &files.iter().map(|f| units::size(*f)).collect::<Vec<_>>(),
-                &recs.iter().map(|r| units::size(*r)).collect::<Vec<_>>(),
-                &values,
-                mbps,
-                "MB/s",
-            );
             // Lines for at most six file sizes, spread from the smallest to the largest: more
             // would be a tangle (the heatmap beside it has them all).
             let shown: Vec<u64> = if files.len() <= MAX_CURVES {

@@ -98,7 +98,12 @@ pub fn run(args: Args) -> CmdResult {
             e.0
         ))
     })?;
-    eprint!("{}", report::render_table(&audit));
+    // Names and lines from the command (its files, its output) show their control characters
+    // escaped, never obeyed by the terminal.
+    eprint!(
+        "{}",
+        candor_report::escape::terminal(&report::render_table(&audit))
+    );
     if let Some(path) = &args.output {
         let mut doc = RunDoc::new("audit", std::env::args().collect(), started_at);
         doc.finished_at = Some(rfc3339_now());

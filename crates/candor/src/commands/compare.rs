@@ -42,6 +42,9 @@ pub struct Args {
     /// first side and another); without it such a gate fails. Rows left out are named either way.
     #[arg(long)]
     pub allow_unmatched: bool,
+    /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
+    #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = refusing(crate::commands::report::parse_max_input))]
+    pub max_input_size: u64,
 }
 
 fn parse_format(name: &str) -> Result<CompareFormat, String> {
@@ -57,7 +60,8 @@ pub fn run(args: Args) -> CmdResult {
     let format = args.format;
     let mut files = Vec::new();
     for p in &args.results {
-        let doc = candor_model::load_result(p).map_err(|e| Failure::usage(e.to_string()))?;
+        let doc = candor_model::load_result_within(p, args.max_input_size)
+            .map_err(|e| Failure::usage(e.to_string()))?;
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().to_string())

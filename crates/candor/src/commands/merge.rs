@@ -35,6 +35,9 @@ pub struct Args {
     /// counts the gaps between them, and the merged result says so.
     #[arg(long)]
     pub allow_disjoint: bool,
+    /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
+    #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = crate::exit::refusing(crate::commands::report::parse_max_input))]
+    pub max_input_size: u64,
 }
 
 /// The name a sentence gives a file.
@@ -94,7 +97,8 @@ pub fn run(args: Args) -> CmdResult {
     }
     let mut docs = Vec::new();
     for p in &args.results {
-        let doc = candor_model::load_result(p).map_err(|e| Failure::usage(e.to_string()))?;
+        let doc = candor_model::load_result_within(p, args.max_input_size)
+            .map_err(|e| Failure::usage(e.to_string()))?;
         if doc.mpi.is_some() {
             return Err(Failure::usage(format!(
                 "{} is already the merged result of an MPI run: merge the ranks' own results (candor run --mpi --rank-output DIR)",

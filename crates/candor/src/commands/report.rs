@@ -22,6 +22,14 @@ pub struct Args {
     /// stdout, HTML with -o).
     #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
     pub format: Option<Format>,
+    /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
+    #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = refusing(crate::commands::report::parse_max_input))]
+    pub max_input_size: u64,
+}
+
+/// `--max-input-size`: a size as the size options take it (`256m`, `1g`).
+pub fn parse_max_input(s: &str) -> Result<u64, String> {
+    candor_engine::size::parse_size(s).map_err(|e| format!("--max-input-size: {e}"))
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
@@ -31,7 +39,8 @@ fn parse_format(name: &str) -> Result<Format, String> {
 
 pub fn run(args: Args) -> CmdResult {
     let format = args.format;
-    let doc = candor_model::load_result(&args.result).map_err(|e| Failure::usage(e.to_string()))?;
+    let doc = candor_model::load_result_within(&args.result, args.max_input_size)
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let text = |asked: Format| {
         let (f, why) = candor_report::printed_format(&doc, asked);
         if let Some(why) = why {
