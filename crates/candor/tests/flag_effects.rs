@@ -202,6 +202,8 @@ fn mix_read_pct_sets_the_share_of_reads() {
                 "--witness",
                 "off",
                 "--quiet",
+                "--repeat",
+                "1",
                 "--mix-read-pct",
                 pct,
                 "-o",
@@ -248,7 +250,7 @@ fn quiet_takes_the_progress_bar_away() {
     let dir = scratch();
     let tty = |quiet: bool| -> String {
         let cmd = format!(
-            "{} run {} --witness off --file-size 1m --record-size 64k --tests write{}",
+            "{} run {} --witness off --file-size 1m --record-size 64k --repeat 1 --tests write{}",
             env!("CARGO_BIN_EXE_candor"),
             dir.path().display(),
             if quiet { " --quiet" } else { "" }
@@ -278,8 +280,9 @@ fn quiet_takes_the_progress_bar_away() {
 /// `options` and `ceiling` are chosen by the situation, not by name: `--preset options`
 /// and `--preset ceiling` are refused (exit 2, one sentence naming the presets, nothing
 /// left in the target). The `options` plan is what a plan option alone gets: iozone's
-/// tests 0, 1, 2 (write, rewrite, read, reread, randread, randwrite) in 1 MiB records, on
-/// a 64 MiB file unless given.
+/// tests 0, 1, 2 (write, rewrite, read, reread, randread, randwrite), in 1 MiB records for
+/// the sequential tests and 4 KiB for the random ones, on the default run's file (1 GiB,
+/// halved until 8 files fit in the free space) unless given.
 #[test]
 fn the_options_preset_is_what_plan_options_alone_get() {
     let dir = scratch();
@@ -334,13 +337,31 @@ fn the_options_preset_is_what_plan_options_alone_get() {
     let got = plan(&["--file-size", "4m"]);
     let want: Vec<(String, u64, u64)> = tests
         .iter()
-        .map(|t| (t.to_string(), 4 * MIB, MIB))
+        .map(|t| {
+            let record = if t.starts_with("rand") { 4 << 10 } else { MIB };
+            (t.to_string(), 4 * MIB, record)
+        })
         .collect();
     assert_eq!(got, want, "--file-size 4m alone");
-    let got = plan(&["--tests", "write", "--record-size", "256k"]);
+    // The default run's file: 1 GiB, halved until 8 of them fit in what df says is free.
+    let df = std::process::Command::new("df")
+        .args(["-B1", "--output=avail"])
+        .arg(dir.path())
+        .output()
+        .expect("df runs");
+    let free: u64 = text(&df.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .expect("df's free bytes");
+    let mut file = 1u64 << 30;
+    while file > 16 * MIB && 8 * file > free {
+        file /= 2;
+    }
+    let got = plan(&["--tests", "write", "--record-size", "256k", "--repeat", "1"]);
     assert_eq!(
         got,
-        [("write".to_string(), 64 * MIB, 256 << 10)],
+        [("write".to_string(), file, 256 << 10)],
         "--record-size alone"
     );
 }
@@ -429,6 +450,8 @@ fn fadvise_and_madvise_hint_what_the_test_means() {
             "--witness",
             "off",
             "--quiet",
+            "--repeat",
+            "1",
         ];
         args.extend(extra);
         let (out, trace) = common::strace_candor(&work, "fadvise64,madvise", &args);
