@@ -265,9 +265,10 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
         add(
             NoteKind::Noisy,
             format!(
-                "repetitions vary by {} (CV > {}): use --repeat 5 or more, and a machine with nothing else running.",
+                "repetitions vary by {} (CV > {}): {}.",
                 units::pct(r.throughput.cv),
-                units::pct(NOISY_CV)
+                units::pct(NOISY_CV),
+                noisy_remedy(r)
             ),
             units::pct(r.throughput.cv),
         );
@@ -276,6 +277,25 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
         add(NoteKind::Ranks, s, String::new());
     }
     out
+}
+
+/// What to do about noisy repetitions, from the table of suggestions: more of them only
+/// when fewer than five ran (and never under --steady-state, which refuses --repeat).
+fn noisy_remedy(r: &TestResult) -> &'static str {
+    use candor_model::advice::{Given, InForce, Suggestion};
+    let force = InForce {
+        given: Given {
+            steady_state: r.steady_state.is_some(),
+            repeat: r.throughput.n,
+            ..Given::default()
+        },
+        ..InForce::default()
+    };
+    if Suggestion::MoreRepetitions.fits(&force) {
+        "use --repeat 5 or more, and a machine with nothing else running"
+    } else {
+        "use a machine with nothing else running"
+    }
 }
 
 /// Notes of a list of results, numbered from `first`; returns the notes and, per result, the
@@ -773,6 +793,36 @@ pub fn scaling_sentence(s: &Series) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_noisy_note_asks_for_repetitions_only_when_fewer_than_five_ran() {
+        let mut r = TestResult {
+            test: "read".into(),
+            ..Default::default()
+        };
+        r.throughput.n = 3;
+        r.throughput.cv = 0.2;
+        let text = |r: &TestResult| {
+            result_notes(r)
+                .into_iter()
+                .find(|n| n.kind == NoteKind::Noisy)
+                .expect("a noisy note")
+                .text
+        };
+        assert!(
+            text(&r)
+                .ends_with(": use --repeat 5 or more, and a machine with nothing else running."),
+            "{}",
+            text(&r)
+        );
+        // Five ran already: more of them is not the remedy the note can give.
+        r.throughput.n = 5;
+        assert!(
+            text(&r).ends_with(": use a machine with nothing else running."),
+            "{}",
+            text(&r)
+        );
+    }
 
     #[test]
     fn scaling_stops_where_a_step_gains_too_little() {

@@ -4,7 +4,7 @@
 
 use crate::rules::{Attribution, Judgement};
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{Facts, Fadvise, Intent, Operations, Verdict};
+use candor_model::{Facts, Intent, Operations, Verdict};
 
 /// A share as a whole percentage that never rounds a part to 0% or 100%.
 pub(crate) fn pct(x: f64) -> String {
@@ -19,25 +19,19 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{p:.0}%")
 }
 
-/// The "file larger than 3x RAM" size, RAM rounded up to a whole GiB first.
-pub(crate) fn three_ram(ram: u64) -> String {
-    let gib = ram.div_ceil(1 << 30).max(1);
-    format!("{} GiB", 3 * gib)
-}
+#[cfg(test)]
+use candor_model::advice::three_ram;
 
 pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev: &str) -> String {
     let reads = f.app_read > 0 && f.app_write == 0;
     let writes = f.app_write > 0 && f.app_read == 0;
     let hit = j.cache_hit_ratio.unwrap_or(0.0);
     let flushed = j.flushed_in_window.unwrap_or(0.0);
-    let device_fix = format!(
-        "Use --direct, or a file larger than 3x RAM ({} here).",
-        three_ram(f.ram_bytes)
-    );
-    let flush_fix =
-        "Include the flush in the timing (leave out --no-fsync-in-timing) or use --direct.";
-    let cache_fix =
-        "To measure the page cache, use a file well under the free memory and read it once before.";
+    use candor_model::advice::{remedy, Suggestion as S};
+    let force = f.in_force();
+    let fix = |alternatives: &[S]| remedy(alternatives, &force, f.ram_bytes);
+    let device_fix = [S::Direct, S::LargeFile];
+    let flush_fix = [S::IncludeFlush, S::Direct];
     let ops = j.operations.as_ref();
     let waited = ops.and_then(|o| o.waited_share);
     let by_ops = if writes {
@@ -136,37 +130,32 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
     }
     if j.contradicts_intent {
         let both = f.app_read > 0 && f.app_write > 0;
-        let loop_fix =
-            "Give the loop device direct I/O to its file (losetup --direct-io=on; candor lab does).";
-        let fix: Option<&str> = match (f.intent, f.is_write || writes) {
-            (Intent::Cache, _) => Some(cache_fix),
+        // The alternatives for each case; only those that fit the options in force are
+        // said (candor_model::advice).
+        let alternatives: &[S] = match (f.intent, f.is_write || writes) {
+            (Intent::Cache, _) => &[S::CacheSmallFile],
             // A mix whose writes stayed in the page cache: the flush; one whose reads did not
             // wait: a file the cache cannot hold, or O_DIRECT.
-            (_, true) if both && !f.direct && mix_writes_stayed(f, j) => Some(flush_fix),
-            (_, true) if both => Some(&device_fix),
-            _ if loop_cached(f, a) && loop_memory(f) => Some(
-                "Put the loop device's file on a disk and give it direct I/O (losetup --direct-io=on; candor lab does).",
-            ),
+            (_, true) if both && !f.direct && mix_writes_stayed(f, j) => &flush_fix,
+            (_, true) if both => &device_fix,
+            _ if loop_cached(f, a) && loop_memory(f) => &[S::LoopOnDisk],
             // Writes that reached the loop device but not the disk under its file.
             (_, true)
                 if !reads && loop_cached(f, a) && (f.direct || f.osync || f.flush_in_timing) =>
             {
-                Some(loop_fix)
+                &[S::LoopDirectIo]
             }
             // O_DIRECT and O_SYNC writes that did not wait: the cause is named above.
-            (_, true) if !reads && (f.direct || f.osync) => None,
-            (_, true) if !reads => Some(flush_fix),
-            _ if j.mixed_by_operations && f.fadvise != Fadvise::Random => Some(
-                "Tell the kernel the access is random (--fadvise random, what fio does by default) or use --direct.",
-            ),
-            _ if j.mixed_by_operations => Some("Use --direct."),
-            _ if loop_cached(f, a) => Some(loop_fix),
-            _ if j.verdict == Verdict::Device => None,
-            _ => Some(&device_fix),
+            (_, true) if !reads && (f.direct || f.osync) => &[],
+            (_, true) if !reads => &flush_fix,
+            _ if j.mixed_by_operations => &[S::FadviseRandom, S::Direct],
+            _ if loop_cached(f, a) => &[S::LoopDirectIo],
+            _ if j.verdict == Verdict::Device => &[],
+            _ => &device_fix,
         };
-        if let Some(fix) = fix {
+        if let Some(fix) = fix(alternatives) {
             s.push(' ');
-            s.push_str(fix);
+            s.push_str(&fix);
         }
     }
     if j.disturbed {
@@ -380,6 +369,129 @@ fn write_in_window(f: &Facts, j: &Judgement) -> u64 {
 mod tests {
     use super::*;
     use crate::testkit::RAM;
+
+    use crate::rules::judge;
+    use crate::testkit::{buffered_write, direct_write, random_read, read_facts, write_facts, MIB};
+    use candor_model::advice::{conflict, Given};
+    use candor_model::Fadvise;
+
+    /// Facts of every kind of outcome the rules give a remedy for.
+    fn outcomes() -> Vec<(&'static str, Facts)> {
+        let mut cpu_bound = buffered_write(0, 0.05, true, 16 * MIB);
+        cpu_bound.cpu_seconds = Some(cpu_bound.timed_seconds);
+        cpu_bound.device_window.io_ticks_ms = 0;
+        let mut copy = write_facts(64 * MIB, 0, 64 * MIB, 64 * MIB);
+        copy.test = "copy".into();
+        copy.app_read = 64 * MIB;
+        copy.calls = Some(Default::default());
+        vec![
+            ("cached read", read_facts(64 * MIB, 0, 0, Intent::Device)),
+            (
+                "half-cached read",
+                read_facts(64 * MIB, 32 * MIB, 32 * MIB, Intent::Device),
+            ),
+            ("cache test on the device", {
+                read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Cache)
+            }),
+            (
+                "cached writes",
+                write_facts(64 * MIB, 0, 64 * MIB, 64 * MIB),
+            ),
+            (
+                "half-flushed writes",
+                write_facts(64 * MIB, 32 * MIB, 64 * MIB, 64 * MIB),
+            ),
+            ("read-around random reads", random_read(Some(100))),
+            ("direct writes", direct_write()),
+            (
+                "writes with the flush",
+                buffered_write(0, 0.05, true, 64 * MIB),
+            ),
+            ("writes held back", buffered_write(200, 0.0, false, MIB)),
+            ("cpu-bound writes with the flush (iozone)", cpu_bound),
+            ("copy (unixbench-copy)", copy),
+        ]
+    }
+
+    /// Every combination of the options the advice depends on that candor accepts.
+    fn option_sets(f: &Facts) -> Vec<Facts> {
+        let mut out = Vec::new();
+        for bits in 0u32..(1 << 8) {
+            let b = |i: u32| bits & (1 << i) != 0;
+            let mut g = f.clone();
+            g.direct = f.direct || b(0);
+            g.flush_in_timing = f.is_write && (f.flush_in_timing || b(1));
+            g.fadvise = if b(2) { Fadvise::Random } else { f.fadvise };
+            g.given = Some(Given {
+                no_fsync_in_timing: f.is_write && !g.flush_in_timing && b(3),
+                preset: b(4).then(|| "iozone".into()),
+                steady_state: b(5),
+                direct_accepted: b(6),
+                file_size_accepted: b(7),
+                fadvise_accepted: b(6),
+                buffer_pattern: "random".into(),
+                repeat: 1,
+            });
+            out.push(g);
+        }
+        out
+    }
+
+    #[test]
+    fn no_explanation_suggests_what_the_options_refute() {
+        let mut advised = 0;
+        for (what, base) in outcomes() {
+            for f in option_sets(&base) {
+                let j = judge(&f);
+                if let Some(why) = conflict(&j.explanation, &f.in_force()) {
+                    panic!("{what}: {why}: {}\n{:?}", j.explanation, f.given);
+                }
+                advised += usize::from(
+                    j.explanation.contains("--direct")
+                        || j.explanation.contains("--no-fsync-in-timing"),
+                );
+            }
+        }
+        assert!(
+            advised > 100,
+            "the remedies were hardly ever given: {advised}"
+        );
+    }
+
+    #[test]
+    fn the_flush_is_never_asked_for_when_it_was_timed_or_a_preset_left_it_out() {
+        // iozone's sweep times the flush; a CPU-bound write is the device's work done too
+        // fast to be the device's: the advice is O_DIRECT, never a flag nobody gave.
+        let (_, mut f) = outcomes().swap_remove(9);
+        f.given = Some(Given {
+            preset: Some("iozone".into()),
+            direct_accepted: true,
+            fadvise_accepted: true,
+            file_size_accepted: true,
+            ..Given::default()
+        });
+        let j = judge(&f);
+        assert!(j.contradicts_intent, "{}", j.explanation);
+        assert!(
+            !j.explanation.contains("--no-fsync-in-timing"),
+            "{}",
+            j.explanation
+        );
+        // UnixBench's copy: the preset leaves the flush out and copy takes no O_DIRECT, so
+        // nothing candor accepts would change the figure: no remedy at all.
+        let (_, mut f) = outcomes().swap_remove(10);
+        f.given = Some(Given {
+            preset: Some("unixbench-copy".into()),
+            ..Given::default()
+        });
+        let j = judge(&f);
+        assert!(j.contradicts_intent, "{}", j.explanation);
+        assert!(
+            !j.explanation.contains("--no-fsync-in-timing") && !j.explanation.contains("--direct"),
+            "{}",
+            j.explanation
+        );
+    }
 
     #[test]
     fn units() {

@@ -126,6 +126,8 @@ pub struct Outcome {
     /// kind (`CallFacts::expected`); the watch must have begun with `begin_counting_calls`
     /// for the kernel to count them. None for the other tests.
     pub calls: Option<std::collections::BTreeMap<String, candor_model::CallCount>>,
+    /// The options advice depends on (`Facts::given`).
+    pub given: Option<candor_model::advice::Given>,
 }
 
 /// The witness of one target for the whole run.
@@ -627,6 +629,7 @@ fn facts_from(
                 not_counted: Some("the witness was turned off (--witness off)".into()),
             }
         }),
+        given: o.given.clone(),
         ..Default::default()
     }
 }

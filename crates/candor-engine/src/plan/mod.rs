@@ -278,6 +278,24 @@ impl Plan {
             ramp_ns: ramp.map(|d| d.as_nanos() as u64),
             steady,
             precondition: o.precondition,
+            given: candor_model::advice::Given {
+                no_fsync_in_timing: o.no_fsync_in_timing,
+                preset: (preset.chosen == Chosen::ByName).then(|| preset.name.to_string()),
+                steady_state: steady.is_some(),
+                // O_DIRECT taken by every target's filesystem (each test narrows it);
+                // probed only when it is not in use already.
+                direct_accepted: direct
+                    || dirs.iter().all(|d| engines::direct_supported(d).is_ok()),
+                // Only a sweep's files are sized by --file-size.
+                file_size_accepted: matches!(preset.shape, Shape::Sweep(_)),
+                fadvise_accepted: true,
+                buffer_pattern: o.buffer_pattern.name(),
+                repeat: if steady.is_some() {
+                    1
+                } else {
+                    o.repeat.unwrap_or(repeat_default)
+                },
+            },
         };
         if o.verify {
             check_verifiable(&points)?;
