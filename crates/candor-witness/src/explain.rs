@@ -128,7 +128,18 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         s.push(' ');
         s.push_str(&t.sentence);
     }
-    if j.contradicts_intent {
+    // Compressible buffers the filesystem compressed (the stored-fewer trap names it): the
+    // figure is the compression's, whatever the verdict, and the remedy is the buffers.
+    let compressed = crate::traps::compression_explains(f).is_some()
+        && j.traps
+            .iter()
+            .any(|t| t.kind == candor_model::TrapKind::StoredFewer);
+    if compressed {
+        if let Some(fix) = fix(&[S::RandomBuffers]) {
+            s.push(' ');
+            s.push_str(&fix);
+        }
+    } else if j.contradicts_intent {
         let both = f.app_read > 0 && f.app_write > 0;
         // The alternatives for each case; only those that fit the options in force are
         // said (candor_model::advice).

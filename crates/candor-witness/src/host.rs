@@ -513,3 +513,45 @@ mod tests {
         }
     }
 }
+
+/// The compression set on a file or directory itself, and how: btrfs's `compression`
+/// property (the `btrfs.compression` attribute, "btrfs property compression=zstd") or the
+/// inode's compress flag (`chattr +c`, FS_COMPR_FL). None when neither is set, the value is
+/// "none"/"no", or it cannot be read.
+pub fn compression_set(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let name = c"btrfs.compression";
+    let mut buf = [0u8; 64];
+    // SAFETY: c and name are valid NUL-terminated strings; buf is writable for its length.
+    let n = unsafe {
+        libc::lgetxattr(
+            c.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n > 0 {
+        let v = String::from_utf8_lossy(&buf[..n as usize])
+            .trim_end_matches('\0')
+            .trim()
+            .to_string();
+        if !v.is_empty() && v != "none" && v != "no" {
+            return Some(format!("btrfs property compression={v}"));
+        }
+    }
+    // O_NOFOLLOW and O_NONBLOCK: nothing but the file itself is opened, and never waited on.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one long into flags, a valid pointer.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) };
+    const FS_COMPR_FL: libc::c_long = 0x0000_0004;
+    (r == 0 && flags & FS_COMPR_FL != 0).then(|| "chattr +c".to_string())
+}
