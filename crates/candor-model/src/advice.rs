@@ -69,6 +69,8 @@ pub enum Suggestion {
     QuietMachine,
     /// Compressible buffers on a filesystem that compresses them.
     RandomBuffers,
+    /// A filesystem mounted with `discard` discarding inside the timed region.
+    MountWithoutDiscard,
 }
 
 /// Every suggestion, for the table test.
@@ -85,6 +87,7 @@ pub const SUGGESTIONS: &[Suggestion] = &[
     Suggestion::MoreRepetitions,
     Suggestion::QuietMachine,
     Suggestion::RandomBuffers,
+    Suggestion::MountWithoutDiscard,
 ];
 
 /// The "file larger than 3x RAM" size, RAM rounded up to a whole GiB first.
@@ -106,7 +109,8 @@ impl Suggestion {
             Suggestion::IncludeFlush => !o.flush_in_timing && g.no_fsync_in_timing,
             Suggestion::FadviseRandom => o.fadvise != Fadvise::Random && g.fadvise_accepted,
             Suggestion::LoopDirectIo | Suggestion::LoopOnDisk | Suggestion::CacheSmallFile => true,
-            Suggestion::QuietMachine => true,
+            // Not candor's options: the machine's.
+            Suggestion::QuietMachine | Suggestion::MountWithoutDiscard => true,
             // --steady-state refuses --runtime; its rounds have their own length.
             Suggestion::RaiseRuntime => !g.steady_state,
             Suggestion::LongerRounds => g.steady_state,
@@ -137,6 +141,7 @@ impl Suggestion {
             Suggestion::MoreRepetitions => "use --repeat 5 or more".into(),
             Suggestion::QuietMachine => "use a machine with nothing else running".into(),
             Suggestion::RandomBuffers => "use --buffer-pattern random to measure the device".into(),
+            Suggestion::MountWithoutDiscard => "mount without discard (and trim with fstrim between runs) to measure the writes alone".into(),
         }
     }
 }

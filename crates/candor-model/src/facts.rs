@@ -38,6 +38,9 @@ pub struct DiskDelta {
     pub read_ms: u64,
     pub write_ms: u64,
     pub io_ticks_ms: u64,
+    /// Bytes the device was told to discard (TRIM): a filesystem mounted with `discard`
+    /// discards the blocks it frees as it commits. Not part of `write_bytes`.
+    pub discard_bytes: u64,
 }
 
 /// Device bytes attributed exactly (eBPF): no allowance needed.
@@ -356,6 +359,7 @@ impl std::ops::AddAssign<&DiskDelta> for DiskDelta {
         self.read_ms += o.read_ms;
         self.write_ms += o.write_ms;
         self.io_ticks_ms += o.io_ticks_ms;
+        self.discard_bytes += o.discard_bytes;
     }
 }
 
@@ -385,6 +389,7 @@ impl DiskDelta {
             read_ms: self.read_ms.max(b.read_ms),
             write_ms: self.write_ms.max(b.write_ms),
             io_ticks_ms: self.io_ticks_ms.max(b.io_ticks_ms),
+            discard_bytes: self.discard_bytes.max(b.discard_bytes),
         }
     }
 }

@@ -155,6 +155,15 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         s.push(' ');
         s.push_str(&t.sentence);
     }
+    // Discards the filesystem made inside the timed region: the mount option is the fact.
+    if let Some(d) = crate::traps::discarded(f) {
+        s.push(' ');
+        s.push_str(&d);
+        if let Some(fix) = fix(&[S::MountWithoutDiscard]) {
+            s.push(' ');
+            s.push_str(&fix);
+        }
+    }
     // Compressible buffers the filesystem compressed (the stored-fewer trap names it): the
     // figure is the compression's, whatever the verdict, and the remedy is the buffers.
     let compressed = crate::traps::compression_explains(f).is_some()

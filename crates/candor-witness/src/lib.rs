@@ -581,6 +581,7 @@ fn disk_stat_delta(d: &procfs::DiskStat) -> DiskDelta {
         read_ms: d.read_ms,
         write_ms: d.write_ms,
         io_ticks_ms: d.io_ticks_ms,
+        discard_bytes: d.discard_sectors * 512,
     }
 }
 

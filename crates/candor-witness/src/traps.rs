@@ -424,6 +424,31 @@ pub fn compression_explains(f: &Facts) -> Option<(String, String)> {
     Some((compression(f)?, compressible(f)?))
 }
 
+/// Discards of this much or more inside the timed region are named.
+pub const DISCARD_MIN: u64 = 1 << 20;
+
+/// A filesystem mounted with `discard` whose device discarded inside the timed region: the
+/// blocks earlier files freed, discarded as the filesystem commits (ext4's journal, xfs's
+/// log), work the figure includes. The sentence, or None.
+pub fn discarded(f: &Facts) -> Option<String> {
+    let fs = f.fs.as_ref()?;
+    let opt = fs.option("discard")?;
+    let d = f.device_window.discard_bytes;
+    if d < DISCARD_MIN {
+        return None;
+    }
+    let how = if opt.is_empty() {
+        "discard".to_string()
+    } else {
+        format!("discard={opt}")
+    };
+    Some(format!(
+        "The device also discarded {} inside the timed region: {} is mounted with {how}, so the blocks that files freed are discarded as it commits, and the figure includes that work.",
+        hb(d),
+        fs.fs_type
+    ))
+}
+
 fn stored(f: &Facts, a: &Attribution) -> Option<Trap> {
     let r = stored_ratio(f, a)?;
     let counted = "the bytes it left out never had to reach the device, so the share of the writes in the timed region is counted against what it stored.";
@@ -575,6 +600,34 @@ mod tests {
         // Compressing, but the buffers were random: not the reason either.
         let (t, _) = stored_sentence(&compressed(btrfs("rw,compress=zstd:3", None), "random"));
         assert!(t.contains("properties (inline data, zeroes"), "{t}");
+    }
+
+    #[test]
+    fn discards_inside_the_timed_region_name_the_mount_option() {
+        for (fs, opt) in [
+            ("ext4", "discard"),
+            ("xfs", "discard"),
+            ("btrfs", "discard=async"),
+        ] {
+            let mut f = write_facts(64 * M, 64 * M, 64 * M, 64 * M);
+            f.flush_in_timing = true;
+            f.fs = Some(FsFacts {
+                fs_type: fs.into(),
+                mount_options: format!("rw,relatime,{opt}"),
+                dir_compression: None,
+            });
+            f.device_window.discard_bytes = 48 * M;
+            let e = judge(&f).explanation;
+            assert!(
+                e.contains(&format!(
+                    "The device also discarded 48 MiB inside the timed region: {fs} is mounted with {opt}, so the blocks that files freed are discarded as it commits, and the figure includes that work. Mount without discard (and trim with fstrim between runs) to measure the writes alone."
+                )),
+                "{e}"
+            );
+            // Without the option, or with fewer discards, nothing is said.
+            f.device_window.discard_bytes = 4096;
+            assert!(!judge(&f).explanation.contains("discard"));
+        }
     }
 
     #[test]

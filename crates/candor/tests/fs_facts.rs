@@ -148,3 +148,83 @@ fn chattr_c_on_btrfs_is_named() {
         "{e}"
     );
 }
+
+/// Unmounts on drop: a mount this test made itself.
+struct Mounted(String);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Mounts the scratch filesystem again with `discard`.
+fn with_discard(fs: &mut candor_lab::ScratchFs) -> Mounted {
+    fs.unmount().expect("unmount the scratch filesystem");
+    let mp = fs.path().display().to_string();
+    let opts = if fs.fs == "ext4" {
+        "discard,noinit_itable"
+    } else {
+        "discard"
+    };
+    sh("mount", &["-o", opts, &fs.loop_device, &mp]);
+    Mounted(mp)
+}
+
+#[test]
+fn discards_inside_the_timed_region_are_named_on_ext4_and_xfs() {
+    if !need_lab() {
+        return;
+    }
+    let mut named = 0;
+    for kind in ["ext4", "xfs"] {
+        let Some(mut fs) = scratch(kind, 512 << 20) else {
+            return;
+        };
+        let _mounted = with_discard(&mut fs);
+        // Each repetition writes its file afresh: the blocks the one before freed are
+        // discarded as the filesystem commits, inside the next one's flush.
+        let o = run_in(
+            fs.path(),
+            &[
+                "--tests",
+                "write",
+                "--file-size",
+                "64m",
+                "--record-size",
+                "1m",
+                "--repeat",
+                "4",
+                "--format",
+                "json",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+        let w = doc.results[0].witness.as_ref().expect("a witness");
+        let f = w.extra.facts.as_ref().expect("facts");
+        let opts = &f.fs.as_ref().expect("the filesystem's facts").mount_options;
+        assert!(opts.split(',').any(|o| o == "discard"), "{kind}: {opts}");
+        let d = f.device_window.discard_bytes;
+        eprintln!(
+            "{kind}: {d} bytes discarded in the timed regions: {}",
+            w.explanation
+        );
+        if d >= 1 << 20 {
+            named += 1;
+            assert!(
+                w.explanation.contains(&format!(
+                    "inside the timed region: {kind} is mounted with discard, so the blocks that files freed are discarded as it commits, and the figure includes that work. Mount without discard (and trim with fstrim between runs) to measure the writes alone."
+                )),
+                "{kind}: {}",
+                w.explanation
+            );
+        } else {
+            assert!(!w.explanation.contains("discard"), "{}", w.explanation);
+        }
+    }
+    assert!(
+        named > 0,
+        "neither ext4 nor xfs discarded inside a timed region"
+    );
+}
