@@ -482,9 +482,16 @@ fn stored(f: &Facts, a: &Attribution) -> Option<Trap> {
         Some(trap(
             TrapKind::StoredMore,
             Some(r),
-            format!(
-                "The filesystem wrote {r:.2}x the bytes it was given (copy-on-write metadata, journal): the share of the writes in the timed region is counted against all it wrote."
-            ),
+            match f.fs.as_ref().filter(|fs| fs.option("data") == Some("journal")) {
+                // The fact that decides it: every byte goes to the journal first.
+                Some(fs) => format!(
+                    "{} journals the data as well as the metadata (mount option data=journal): every byte is written twice, once to the journal and once in place, so it wrote {r:.2}x the bytes it was given; the share of the writes in the timed region is counted against all it wrote.",
+                    fs.fs_type
+                ),
+                None => format!(
+                    "The filesystem wrote {r:.2}x the bytes it was given (copy-on-write metadata, journal): the share of the writes in the timed region is counted against all it wrote."
+                ),
+            },
         ))
     } else {
         None
@@ -628,6 +635,37 @@ mod tests {
             f.device_window.discard_bytes = 4096;
             assert!(!judge(&f).explanation.contains("discard"));
         }
+    }
+
+    #[test]
+    fn data_journal_is_named_as_the_reason_for_bytes_written_twice() {
+        let mut f = write_facts(32 * M, 64 * M, 64 * M, 32 * M);
+        f.flush_in_timing = true;
+        f.exclusive = true;
+        f.fs = Some(FsFacts {
+            fs_type: "ext4".into(),
+            mount_options: "rw,relatime,data=journal".into(),
+            dir_compression: None,
+        });
+        let j = judge(&f);
+        let t = j
+            .traps
+            .iter()
+            .find(|t| t.kind == candor_model::TrapKind::StoredMore)
+            .unwrap_or_else(|| panic!("{}", j.explanation));
+        assert!(
+            t.sentence.starts_with("ext4 journals the data as well as the metadata (mount option data=journal): every byte is written twice, once to the journal and once in place, so it wrote 2.00x the bytes it was given;"),
+            "{}",
+            t.sentence
+        );
+        // data=ordered: the possibilities, as before.
+        f.fs.as_mut().unwrap().mount_options = "rw,relatime,data=ordered".into();
+        let j = judge(&f);
+        assert!(
+            j.explanation.contains("(copy-on-write metadata, journal)"),
+            "{}",
+            j.explanation
+        );
     }
 
     #[test]

@@ -158,17 +158,50 @@ impl Drop for Mounted {
     }
 }
 
-/// Mounts the scratch filesystem again with `discard`.
-fn with_discard(fs: &mut candor_lab::ScratchFs) -> Mounted {
+/// Mounts the scratch filesystem again with `opts`.
+fn mount_with(fs: &mut candor_lab::ScratchFs, opts: &str) -> Mounted {
     fs.unmount().expect("unmount the scratch filesystem");
     let mp = fs.path().display().to_string();
     let opts = if fs.fs == "ext4" {
-        "discard,noinit_itable"
+        format!("{opts},noinit_itable")
     } else {
-        "discard"
+        opts.to_string()
     };
-    sh("mount", &["-o", opts, &fs.loop_device, &mp]);
+    sh("mount", &["-o", &opts, &fs.loop_device, &mp]);
     Mounted(mp)
+}
+
+#[test]
+fn ext4_data_journal_is_named_for_the_bytes_written_twice() {
+    if !need_lab() {
+        return;
+    }
+    let Some(mut fs) = scratch("ext4", 512 << 20) else {
+        return;
+    };
+    let _mounted = mount_with(&mut fs, "data=journal");
+    let o = run_in(
+        fs.path(),
+        &[
+            "--tests",
+            "write",
+            "--file-size",
+            "32m",
+            "--record-size",
+            "1m",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+    let w = doc.results[0].witness.as_ref().expect("a witness");
+    let e = &w.explanation;
+    assert!(
+        e.contains("ext4 journals the data as well as the metadata (mount option data=journal): every byte is written twice"),
+        "{e}"
+    );
+    assert!(!e.contains("(copy-on-write metadata, journal)"), "{e}");
 }
 
 #[test]
@@ -181,7 +214,7 @@ fn discards_inside_the_timed_region_are_named_on_ext4_and_xfs() {
         let Some(mut fs) = scratch(kind, 512 << 20) else {
             return;
         };
-        let _mounted = with_discard(&mut fs);
+        let _mounted = mount_with(&mut fs, "discard");
         // Each repetition writes its file afresh: the blocks the one before freed are
         // discarded as the filesystem commits, inside the next one's flush.
         let o = run_in(
