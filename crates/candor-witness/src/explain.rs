@@ -638,6 +638,31 @@ mod tests {
     }
 
     #[test]
+    fn a_note_never_says_the_thread_waited_for_the_device_and_was_on_the_cpu_all_along() {
+        // iozone's write with the flush timed: the runner measured 40% of the timed region
+        // in the flush, waiting for the device; the CPU accounting says 100% on the CPU. A
+        // thread waiting 40% of the time was not on the CPU 100% of it: the note tells the
+        // one the operations measured, not both.
+        for (what, f) in outcomes() {
+            let j = judge(&f);
+            let waited = j
+                .operations
+                .as_ref()
+                .and_then(|o| o.waited_time_share)
+                .unwrap_or(0.0);
+            if waited > 0.1 {
+                assert!(
+                    !j.traps
+                        .iter()
+                        .any(|t| t.kind == candor_model::TrapKind::CpuBound),
+                    "{what}: {}",
+                    j.explanation
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_loop_device_through_the_host_cache_names_the_disk_under_it() {
         // The loop device moved every byte (its dev MB/s is the headline), the disk under it
         // 1%: the note says whose 1% it is.

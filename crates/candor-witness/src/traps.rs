@@ -107,7 +107,7 @@ pub fn find(f: &Facts, a: &Attribution, verdict: Verdict, ops: Option<&Operation
     if let Some(t) = faster_than_spec(f, verdict) {
         out.push(t);
     }
-    if let Some(t) = cpu_bound(f, verdict) {
+    if let Some(t) = cpu_bound(f, verdict, ops) {
         out.push(t);
     }
     if let Some(t) = earlier_writeback(f) {
@@ -310,8 +310,17 @@ fn faster_than_spec(f: &Facts, verdict: Verdict) -> Option<Trap> {
     ))
 }
 
-fn cpu_bound(f: &Facts, verdict: Verdict) -> Option<Trap> {
+fn cpu_bound(f: &Facts, verdict: Verdict, ops: Option<&Operations>) -> Option<Trap> {
     if !matches!(verdict, Verdict::Device | Verdict::Mixed) {
+        return None;
+    }
+    // The runner measured its operations waiting for the device (the flush, writes held
+    // back) for more of the timed region than a CPU-bound thread leaves: the note says
+    // that, and not that the thread was on the CPU all along.
+    if ops
+        .and_then(|o| o.waited_time_share)
+        .is_some_and(|t| t > 1.0 - CPU_BUSY_MIN)
+    {
         return None;
     }
     let cpu = f.cpu_seconds?;
