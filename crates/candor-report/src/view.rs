@@ -303,6 +303,11 @@ fn noisy_remedy(r: &TestResult) -> &'static str {
 /// kind when there are more than `FOLD_NOTES` of them.
 pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<String>) {
     let per: Vec<Vec<Note>> = results.iter().map(|r| result_notes(r)).collect();
+    // The folded noisy note asks for more repetitions only when a result it folds ran
+    // fewer than the suggestion asks for (candor_model::advice).
+    let more_repetitions = results.iter().zip(&per).any(|(r, n)| {
+        n.iter().any(|n| n.kind == NoteKind::Noisy) && noisy_remedy(r).contains("--repeat")
+    });
     let kinds: Vec<NoteKind> = per.iter().flatten().map(|n| n.kind).collect();
     let count = |k: NoteKind| kinds.iter().filter(|x| **x == k).count();
     let folded: Vec<NoteKind> = [NoteKind::Disturbed, NoteKind::Noisy]
@@ -357,11 +362,16 @@ pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<St
                 k - FOLD_LIST
             ));
         }
+        let noisy_fix = if more_repetitions {
+            ". Use --repeat 5 or more, and a machine with nothing else running."
+        } else {
+            ". Use a machine with nothing else running."
+        };
         note.text.push_str(match note.kind {
             NoteKind::Disturbed => {
                 ". Rerun on a quiet machine or a lab filesystem (candor lab create)."
             }
-            _ => ". Use --repeat 5 or more, and a machine with nothing else running.",
+            _ => noisy_fix,
         });
     }
     (notes, refs)
@@ -821,6 +831,18 @@ mod tests {
             text(&r).ends_with(": use a machine with nothing else running."),
             "{}",
             text(&r)
+        );
+        // Folded into one note, the same.
+        let many: Vec<TestResult> = (0..FOLD_NOTES + 2).map(|_| r.clone()).collect();
+        let refs: Vec<&TestResult> = many.iter().collect();
+        let (notes, _) = number_notes(&refs, 1);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0]
+                .text
+                .ends_with(". Use a machine with nothing else running."),
+            "{}",
+            notes[0].text
         );
     }
 
