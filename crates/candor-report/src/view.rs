@@ -68,6 +68,48 @@ pub fn device_bps(r: &TestResult) -> Option<f64> {
     Some(r.throughput.mean * dev as f64 / app as f64)
 }
 
+/// Throughput as the disk under a loop device that goes through the host's page cache saw
+/// it (its name and the figure, scaled like `device_bps`): the row's `dev MB/s` is the loop
+/// device's own, and the witness's shares are of this disk's. None for any other device.
+pub fn disk_under_bps(r: &TestResult) -> Option<(String, f64)> {
+    let w = r.witness.as_ref()?;
+    let l = w.extra.facts.as_ref()?.loop_device.as_ref()?;
+    if l.direct_io {
+        return None;
+    }
+    let b = l.backing_window?;
+    let d = w.device.as_ref()?;
+    // The disk's counters hold every process's traffic: at most the loop device's bytes.
+    let (disk, app) = match direction(r) {
+        Direction::Read => (b.read_bytes.min(d.read_bytes), w.app.read_bytes),
+        Direction::Write => (
+            b.write_bytes.min(d.write_bytes_in_window),
+            w.app.write_bytes,
+        ),
+        Direction::Both => (
+            b.read_bytes.min(d.read_bytes) + b.write_bytes.min(d.write_bytes_in_window),
+            w.app.read_bytes + w.app.write_bytes,
+        ),
+    };
+    if app == 0 {
+        return None;
+    }
+    let name = l.backing_disk.clone().unwrap_or_else(|| "disk".into());
+    Some((name, r.throughput.mean * disk as f64 / app as f64))
+}
+
+/// The `dev MB/s` cell: the device's figure, and beside it the disk under a loop device
+/// that goes through the host's page cache ("5595 (vda 56)").
+pub fn device_cell(r: &TestResult) -> String {
+    let Some(dev) = device_bps(r) else {
+        return "-".into();
+    };
+    match disk_under_bps(r) {
+        Some((name, b)) => format!("{} ({name} {})", units::mb_s(dev), units::mb_s(b)),
+        None => units::mb_s(dev),
+    }
+}
+
 /// The verdict as a short cell: "device", "mixed 40%", "cache (meant)", "cache [!]".
 pub fn verdict_cell(r: &TestResult) -> String {
     let Some(w) = r.witness.as_ref() else {
@@ -904,6 +946,46 @@ mod tests {
         });
         r.witness = Some(w);
         assert_eq!(device_bps(&r), Some(250e6));
+    }
+
+    #[test]
+    fn a_loop_device_through_the_host_cache_shows_the_disk_under_it() {
+        let mut r = TestResult {
+            test: "write".into(),
+            ..Default::default()
+        };
+        r.throughput.mean = 5595e6;
+        let mut w = candor_model::Witness::default();
+        w.app.write_bytes = 100 << 20;
+        w.device = Some(candor_model::DeviceIo {
+            write_bytes: 100 << 20,
+            write_bytes_in_window: 100 << 20,
+            ..Default::default()
+        });
+        w.extra.facts = Some(candor_model::Facts {
+            loop_device: Some(candor_model::LoopFacts {
+                device: "loop0".into(),
+                backing_disk: Some("vda".into()),
+                backing_window: Some(candor_model::DiskDelta {
+                    write_bytes: 1 << 20,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        r.witness = Some(w);
+        assert_eq!(device_cell(&r), "5595 (vda 56.0)");
+        // With direct I/O the loop device's requests are the disk's: one figure.
+        if let Some(l) = r
+            .witness
+            .as_mut()
+            .and_then(|w| w.extra.facts.as_mut())
+            .and_then(|f| f.loop_device.as_mut())
+        {
+            l.direct_io = true;
+        }
+        assert_eq!(device_cell(&r), "5595");
     }
 
     #[test]
