@@ -496,6 +496,15 @@ impl Watch {
         );
         facts.exclusive = self.exclusive;
         facts.ceiling = self.ceiling;
+        // Whether --direct would be taken: the test's own file opened O_DIRECT, read-only
+        // (a regular file only: a device takes it, and --buffered means none is opened so).
+        if let Some(g) = facts.given.as_mut().filter(|g| g.direct_accepted) {
+            if !facts.direct {
+                if let Some(t) = self.files.first().and_then(|p| host::takes_direct(p)) {
+                    g.direct_accepted = t;
+                }
+            }
+        }
         // The compression set on the test's files (or the directory they are made in): a
         // getxattr and an ioctl, after the timed region.
         facts.fs = self.fs.take().map(|mut fs| {

@@ -282,14 +282,9 @@ impl Plan {
                 no_fsync_in_timing: o.no_fsync_in_timing,
                 preset: (preset.chosen == Chosen::ByName).then(|| preset.name.to_string()),
                 steady_state: steady.is_some(),
-                // O_DIRECT taken by every target (each test narrows it): a block device
-                // takes it, and a filesystem is probed in candor's own run directory only
-                // when it is not in use already (a device is never opened O_DIRECT for
-                // this: --buffered means none).
-                direct_accepted: direct
-                    || dirs
-                        .iter()
-                        .all(|d| d.device().is_some() || engines::direct_supported(d).is_ok()),
+                // Each test narrows it (runner), and the witness asks the test's own file
+                // (host::takes_direct): nothing is created or written to learn it.
+                direct_accepted: true,
                 // Only a sweep's files are sized by --file-size.
                 file_size_accepted: matches!(preset.shape, Shape::Sweep(_)),
                 fadvise_accepted: true,
