@@ -72,8 +72,26 @@ fn result_warnings(r: &TestResult, default_run: bool) -> Vec<String> {
     if !truncated.is_empty() && !default_run {
         let want = (r.file_size / r.record_size.max(1)) * r.threads as u64;
         let done = truncated.iter().map(|x| x.ops).min().unwrap_or(0);
+        use candor_model::advice::{clause, Given, InForce, Suggestion as S};
+        // --steady-state refuses --runtime: its rounds have their own length.
+        let steady = r.steady_state.is_some();
+        let force = InForce {
+            given: Given {
+                steady_state: steady,
+                ..Given::default()
+            },
+            ..InForce::default()
+        };
+        let (what, unit) = if steady {
+            ("the round's length", "round(s)")
+        } else {
+            ("--runtime", "repetition(s)")
+        };
+        let fix = clause(&[S::RaiseRuntime, S::LongerRounds], &force, 0)
+            .map(|f| format!(": {f}"))
+            .unwrap_or_default();
         out.push(format!(
-            "{label}: --runtime ended {} of {} repetition(s) after {:.0}% of the file; the figure covers only that part: raise --runtime to cover the whole file",
+            "{label}: {what} ended {} of {} {unit} after {:.0}% of the file; the figure covers only that part{fix}",
             truncated.len(),
             r.reps.len(),
             // Rounded down: a cut repetition never reads as 100% of the file.
@@ -200,6 +218,41 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("after 50% of the file"), "{}", w[0]);
         assert!(result_warnings(&r, true).is_empty());
+    }
+
+    #[test]
+    fn a_cut_steady_state_round_asks_for_longer_rounds_not_runtime() {
+        // --steady-state refuses --runtime: its rounds have their own length.
+        let mut r = result("read", 1.0, Status::Ok);
+        r.reps = vec![Repetition {
+            truncated: true,
+            ops: 128,
+            ..Default::default()
+        }];
+        r.steady_state = Some(candor_model::SteadyState {
+            attained: true,
+            rounds_run: 5,
+            round_seconds: 0.5,
+            ..Default::default()
+        });
+        let w = result_warnings(&r, false);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(!w[0].contains("--runtime"), "{}", w[0]);
+        assert!(
+            w[0].ends_with(
+                "the round's length ended 1 of 1 round(s) after 50% of the file; the figure covers only that part: give longer rounds (--steady-state=round=...) to cover the whole file"
+            ),
+            "{}",
+            w[0]
+        );
+        // Without --steady-state: --runtime, as before.
+        r.steady_state = None;
+        let w = result_warnings(&r, false);
+        assert!(
+            w[0].ends_with("raise --runtime to cover the whole file"),
+            "{}",
+            w[0]
+        );
     }
 
     #[test]

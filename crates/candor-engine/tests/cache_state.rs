@@ -99,6 +99,7 @@ fn settings(keep_cache: bool) -> RunSettings {
         ramp_ns: None,
         steady: None,
         precondition: None,
+        given: Default::default(),
     }
 }
 

@@ -38,6 +38,9 @@ pub struct DiskDelta {
     pub read_ms: u64,
     pub write_ms: u64,
     pub io_ticks_ms: u64,
+    /// Bytes the device was told to discard (TRIM): a filesystem mounted with `discard`
+    /// discards the blocks it frees as it commits. Not part of `write_bytes`.
+    pub discard_bytes: u64,
 }
 
 /// Device bytes attributed exactly (eBPF): no allowance needed.
@@ -144,6 +147,42 @@ pub struct Facts {
     /// what the kernel counted of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<CallFacts>,
+    /// The options the run was given that advice depends on (`advice::Given`); None in
+    /// facts saved before they were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub given: Option<crate::advice::Given>,
+    /// The filesystem under the target: what it does to the bytes it is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs: Option<FsFacts>,
+}
+
+/// What the filesystem under the target does to the bytes it stores, as far as it can be
+/// read cheaply: its type and mount options, and the compression set on the test's
+/// directory (btrfs's `compression` property, `chattr +c`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct FsFacts {
+    pub fs_type: String,
+    /// The mount options, as /proc/self/mountinfo gives them (both sets, comma separated).
+    pub mount_options: String,
+    /// The compression set on the directory the test's files are made in, and how it was
+    /// set ("btrfs property compression=zstd", "chattr +c"); None when none is set or it
+    /// cannot be read.
+    pub dir_compression: Option<String>,
+}
+
+impl FsFacts {
+    /// The value of a mount option (`compress=zstd:3` gives "zstd:3" for "compress"), or
+    /// "" for a flag that is set (`discard`); None when absent.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.mount_options
+            .split(',')
+            .find_map(|o| match o.split_once('=') {
+                Some((k, v)) if k == name => Some(v),
+                None if o == name => Some(""),
+                _ => None,
+            })
+    }
 }
 
 /// A copy or metadata test's system calls, per kind: what the runner says it made in the
@@ -320,6 +359,7 @@ impl std::ops::AddAssign<&DiskDelta> for DiskDelta {
         self.read_ms += o.read_ms;
         self.write_ms += o.write_ms;
         self.io_ticks_ms += o.io_ticks_ms;
+        self.discard_bytes += o.discard_bytes;
     }
 }
 
@@ -349,6 +389,7 @@ impl DiskDelta {
             read_ms: self.read_ms.max(b.read_ms),
             write_ms: self.write_ms.max(b.write_ms),
             io_ticks_ms: self.io_ticks_ms.max(b.io_ticks_ms),
+            discard_bytes: self.discard_bytes.max(b.discard_bytes),
         }
     }
 }
@@ -437,6 +478,33 @@ impl Facts {
                 *x = (*x).max(*y)
             });
             a.direct_io &= b.direct_io;
+        }
+    }
+}
+
+impl Facts {
+    /// The options in force for this test, for advice (`advice::Suggestion::fits`). Facts
+    /// saved before the run's options were kept give them from what the facts hold: the
+    /// flush out of the timing taken as `--no-fsync-in-timing`, and a record test (neither
+    /// copy nor metadata) as one `--direct`, `--file-size` and `--fadvise` shape.
+    pub fn in_force(&self) -> crate::advice::InForce {
+        let given = self.given.clone().unwrap_or_else(|| {
+            let records = self.meta.is_none() && self.calls.is_none();
+            crate::advice::Given {
+                no_fsync_in_timing: self.is_write && !self.flush_in_timing,
+                direct_accepted: records,
+                file_size_accepted: records,
+                fadvise_accepted: records,
+                repeat: self.repetitions,
+                ..Default::default()
+            }
+        });
+        crate::advice::InForce {
+            direct: self.direct,
+            osync: self.osync,
+            flush_in_timing: self.flush_in_timing,
+            fadvise: self.fadvise,
+            given,
         }
     }
 }

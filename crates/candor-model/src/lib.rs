@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod advice;
 pub mod audit;
 pub mod bounded;
 mod extra;
@@ -18,7 +19,7 @@ pub mod units;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{
-    CallCount, CallFacts, Ceiling, DiskDelta, Exact, Facts, LoopFacts, MetaFacts, OpFacts,
+    CallCount, CallFacts, Ceiling, DiskDelta, Exact, Facts, FsFacts, LoopFacts, MetaFacts, OpFacts,
     Placement, RequestFacts, RequestStat,
 };
 pub use load::{

@@ -242,7 +242,7 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
         row.push(units::count(r.iops.mean));
         row.push(units::us(r.latency_ns.p50 as f64));
         row.push(units::us(r.latency_ns.p99 as f64));
-        row.push(view::device_bps(r).map(units::mb_s).unwrap_or("-".into()));
+        row.push(view::device_cell(r));
         if any_eff {
             row.push(
                 r.efficiency

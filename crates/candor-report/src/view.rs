@@ -68,6 +68,48 @@ pub fn device_bps(r: &TestResult) -> Option<f64> {
     Some(r.throughput.mean * dev as f64 / app as f64)
 }
 
+/// Throughput as the disk under a loop device that goes through the host's page cache saw
+/// it (its name and the figure, scaled like `device_bps`): the row's `dev MB/s` is the loop
+/// device's own, and the witness's shares are of this disk's. None for any other device.
+pub fn disk_under_bps(r: &TestResult) -> Option<(String, f64)> {
+    let w = r.witness.as_ref()?;
+    let l = w.extra.facts.as_ref()?.loop_device.as_ref()?;
+    if l.direct_io {
+        return None;
+    }
+    let b = l.backing_window?;
+    let d = w.device.as_ref()?;
+    // The disk's counters hold every process's traffic: at most the loop device's bytes.
+    let (disk, app) = match direction(r) {
+        Direction::Read => (b.read_bytes.min(d.read_bytes), w.app.read_bytes),
+        Direction::Write => (
+            b.write_bytes.min(d.write_bytes_in_window),
+            w.app.write_bytes,
+        ),
+        Direction::Both => (
+            b.read_bytes.min(d.read_bytes) + b.write_bytes.min(d.write_bytes_in_window),
+            w.app.read_bytes + w.app.write_bytes,
+        ),
+    };
+    if app == 0 {
+        return None;
+    }
+    let name = l.backing_disk.clone().unwrap_or_else(|| "disk".into());
+    Some((name, r.throughput.mean * disk as f64 / app as f64))
+}
+
+/// The `dev MB/s` cell: the device's figure, and beside it the disk under a loop device
+/// that goes through the host's page cache ("5595 (vda 56)").
+pub fn device_cell(r: &TestResult) -> String {
+    let Some(dev) = device_bps(r) else {
+        return "-".into();
+    };
+    match disk_under_bps(r) {
+        Some((name, b)) => format!("{} ({name} {})", units::mb_s(dev), units::mb_s(b)),
+        None => units::mb_s(dev),
+    }
+}
+
 /// The verdict as a short cell: "device", "mixed 40%", "cache (meant)", "cache [!]".
 pub fn verdict_cell(r: &TestResult) -> String {
     let Some(w) = r.witness.as_ref() else {
@@ -265,9 +307,10 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
         add(
             NoteKind::Noisy,
             format!(
-                "repetitions vary by {} (CV > {}): use --repeat 5 or more, and a machine with nothing else running.",
+                "repetitions vary by {} (CV > {}): {}.",
                 units::pct(r.throughput.cv),
-                units::pct(NOISY_CV)
+                units::pct(NOISY_CV),
+                noisy_remedy(r)
             ),
             units::pct(r.throughput.cv),
         );
@@ -278,11 +321,35 @@ pub fn result_notes(r: &TestResult) -> Vec<Note> {
     out
 }
 
+/// What to do about noisy repetitions, from the table of suggestions: more of them only
+/// when fewer than five ran (and never under --steady-state, which refuses --repeat).
+fn noisy_remedy(r: &TestResult) -> &'static str {
+    use candor_model::advice::{Given, InForce, Suggestion};
+    let force = InForce {
+        given: Given {
+            steady_state: r.steady_state.is_some(),
+            repeat: r.throughput.n,
+            ..Given::default()
+        },
+        ..InForce::default()
+    };
+    if Suggestion::MoreRepetitions.fits(&force) {
+        "use --repeat 5 or more, and a machine with nothing else running"
+    } else {
+        "use a machine with nothing else running"
+    }
+}
+
 /// Notes of a list of results, numbered from `first`; returns the notes and, per result, the
 /// numbers that belong to it ("1,2"). Routine notes (disturbed, noisy) are folded into one per
 /// kind when there are more than `FOLD_NOTES` of them.
 pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<String>) {
     let per: Vec<Vec<Note>> = results.iter().map(|r| result_notes(r)).collect();
+    // The folded noisy note asks for more repetitions only when a result it folds ran
+    // fewer than the suggestion asks for (candor_model::advice).
+    let more_repetitions = results.iter().zip(&per).any(|(r, n)| {
+        n.iter().any(|n| n.kind == NoteKind::Noisy) && noisy_remedy(r).contains("--repeat")
+    });
     let kinds: Vec<NoteKind> = per.iter().flatten().map(|n| n.kind).collect();
     let count = |k: NoteKind| kinds.iter().filter(|x| **x == k).count();
     let folded: Vec<NoteKind> = [NoteKind::Disturbed, NoteKind::Noisy]
@@ -337,11 +404,16 @@ pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<St
                 k - FOLD_LIST
             ));
         }
+        let noisy_fix = if more_repetitions {
+            ". Use --repeat 5 or more, and a machine with nothing else running."
+        } else {
+            ". Use a machine with nothing else running."
+        };
         note.text.push_str(match note.kind {
             NoteKind::Disturbed => {
                 ". Rerun on a quiet machine or a lab filesystem (candor lab create)."
             }
-            _ => ". Use --repeat 5 or more, and a machine with nothing else running.",
+            _ => noisy_fix,
         });
     }
     (notes, refs)
@@ -784,6 +856,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_noisy_note_asks_for_repetitions_only_when_fewer_than_five_ran() {
+        let mut r = TestResult {
+            test: "read".into(),
+            ..Default::default()
+        };
+        r.throughput.n = 3;
+        r.throughput.cv = 0.2;
+        let text = |r: &TestResult| {
+            result_notes(r)
+                .into_iter()
+                .find(|n| n.kind == NoteKind::Noisy)
+                .expect("a noisy note")
+                .text
+        };
+        assert!(
+            text(&r)
+                .ends_with(": use --repeat 5 or more, and a machine with nothing else running."),
+            "{}",
+            text(&r)
+        );
+        // Five ran already: more of them is not the remedy the note can give.
+        r.throughput.n = 5;
+        assert!(
+            text(&r).ends_with(": use a machine with nothing else running."),
+            "{}",
+            text(&r)
+        );
+        // Folded into one note, the same.
+        let many: Vec<TestResult> = (0..FOLD_NOTES + 2).map(|_| r.clone()).collect();
+        let refs: Vec<&TestResult> = many.iter().collect();
+        let (notes, _) = number_notes(&refs, 1);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0]
+                .text
+                .ends_with(". Use a machine with nothing else running."),
+            "{}",
+            notes[0].text
+        );
+    }
+
+    #[test]
     fn scaling_stops_where_a_step_gains_too_little() {
         assert_eq!(scaling_stop(&[100.0, 190.0, 350.0, 360.0, 365.0]), Some(2));
         assert_eq!(scaling_stop(&[100.0, 105.0]), Some(0));
@@ -841,6 +955,46 @@ mod tests {
         });
         r.witness = Some(w);
         assert_eq!(device_bps(&r), Some(250e6));
+    }
+
+    #[test]
+    fn a_loop_device_through_the_host_cache_shows_the_disk_under_it() {
+        let mut r = TestResult {
+            test: "write".into(),
+            ..Default::default()
+        };
+        r.throughput.mean = 5595e6;
+        let mut w = candor_model::Witness::default();
+        w.app.write_bytes = 100 << 20;
+        w.device = Some(candor_model::DeviceIo {
+            write_bytes: 100 << 20,
+            write_bytes_in_window: 100 << 20,
+            ..Default::default()
+        });
+        w.extra.facts = Some(candor_model::Facts {
+            loop_device: Some(candor_model::LoopFacts {
+                device: "loop0".into(),
+                backing_disk: Some("vda".into()),
+                backing_window: Some(candor_model::DiskDelta {
+                    write_bytes: 1 << 20,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        r.witness = Some(w);
+        assert_eq!(device_cell(&r), "5595 (vda 56.0)");
+        // With direct I/O the loop device's requests are the disk's: one figure.
+        if let Some(l) = r
+            .witness
+            .as_mut()
+            .and_then(|w| w.extra.facts.as_mut())
+            .and_then(|f| f.loop_device.as_mut())
+        {
+            l.direct_io = true;
+        }
+        assert_eq!(device_cell(&r), "5595");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::rules::{Attribution, Judgement};
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::{Facts, Fadvise, Intent, Operations, Verdict};
+use candor_model::{Facts, Intent, Operations, Verdict};
 
 /// A share as a whole percentage that never rounds a part to 0% or 100%.
 pub(crate) fn pct(x: f64) -> String {
@@ -19,25 +19,41 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{p:.0}%")
 }
 
-/// The "file larger than 3x RAM" size, RAM rounded up to a whole GiB first.
-pub(crate) fn three_ram(ram: u64) -> String {
-    let gib = ram.div_ceil(1 << 30).max(1);
-    format!("{} GiB", 3 * gib)
-}
+#[cfg(test)]
+use candor_model::advice::three_ram;
 
 pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev: &str) -> String {
+    // A loop device that goes through the host's page cache: the shares are of what the
+    // disk under it moved (rules.rs), while the row's device counters are the loop device's
+    // own. The sentences name that disk, so the two never read as one figure.
+    let under_loop = f
+        .loop_device
+        .as_ref()
+        .filter(|l| {
+            crate::traps::loop_through_memory(l)
+                && !crate::traps::loop_in_memory(l)
+                && l.backing_window.is_some()
+        })
+        .map(|l| {
+            format!(
+                "the disk under the loop device ({})",
+                l.backing_disk.as_deref().unwrap_or("its file's disk")
+            )
+        });
+    // "the device (vda)", or "the disk under the loop device (vda)".
+    let named = format!("the device ({dev})");
+    let name = dev;
+    let dev = under_loop.as_deref().unwrap_or(&named);
+    let the_device = under_loop.as_deref().unwrap_or("the device");
     let reads = f.app_read > 0 && f.app_write == 0;
     let writes = f.app_write > 0 && f.app_read == 0;
     let hit = j.cache_hit_ratio.unwrap_or(0.0);
     let flushed = j.flushed_in_window.unwrap_or(0.0);
-    let device_fix = format!(
-        "Use --direct, or a file larger than 3x RAM ({} here).",
-        three_ram(f.ram_bytes)
-    );
-    let flush_fix =
-        "Include the flush in the timing (leave out --no-fsync-in-timing) or use --direct.";
-    let cache_fix =
-        "To measure the page cache, use a file well under the free memory and read it once before.";
+    use candor_model::advice::{remedy, Suggestion as S};
+    let force = f.in_force();
+    let fix = |alternatives: &[S]| remedy(alternatives, &force, f.ram_bytes);
+    let device_fix = [S::Direct, S::LargeFile];
+    let flush_fix = [S::IncludeFlush, S::Direct];
     let ops = j.operations.as_ref();
     let waited = ops.and_then(|o| o.waited_share);
     let by_ops = if writes {
@@ -50,24 +66,24 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
     let mut s = match (j.verdict, reads, writes) {
         _ if by_ops.is_some() => by_ops.unwrap_or_default(),
         (Verdict::Device, true, _) if ops.is_some_and(|o| o.pipelined) => format!(
-            "{} of the bytes read came from the device ({dev}), in requests of {} on average, and {} of the reads found their data already in memory: readahead kept the device busy ahead of them, so this is the device's sequential throughput, not the time of single reads.",
+            "{} of the bytes read came from {dev}, in requests of {} on average, and {} of the reads found their data already in memory: readahead kept the device busy ahead of them, so this is the device's sequential throughput, not the time of single reads.",
             pct(1.0 - hit),
             format_bytes(ops.map_or(0.0, |o| o.request_bytes) as u64, ByteStyle::WITNESS),
             pct(ops.and_then(|o| o.memory_share).unwrap_or(0.0))
         ),
         (Verdict::Device, true, _) if waited.is_some() => format!(
-            "{} of the bytes read came from the device ({dev}) and {} of the reads waited for it: this is the device's figure.",
+            "{} of the bytes read came from {dev} and {} of the reads waited for it: this is the device's figure.",
             pct(1.0 - hit),
             pct(waited.unwrap_or(0.0))
         ),
         (Verdict::Device, true, _) => format!(
-            "{} of the bytes read came from the device ({dev}): this is the device's figure.",
+            "{} of the bytes read came from {dev}: this is the device's figure.",
             pct(1.0 - hit)
         ),
         (Verdict::Mixed, true, _) if j.mixed_by_operations => {
             let o = ops.cloned().unwrap_or_default();
             format!(
-                "{} of the bytes read came from the device ({dev}), but only {} of the {} reads waited for it ({} requests of {} on average): the other {} found their data already in memory, read in around an earlier request, so the figure is not the device's rate for single reads.",
+                "{} of the bytes read came from {dev}, but only {} of the {} reads waited for it ({} requests of {} on average): the other {} found their data already in memory, read in around an earlier request, so the figure is not the device's rate for single reads.",
                 pct(1.0 - hit),
                 pct(o.waited_share.unwrap_or(0.0)),
                 o.ops,
@@ -78,7 +94,7 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         }
         (Verdict::Device, _, true) => {
             let mut s = format!(
-                "{} of the written bytes reached the device ({dev}) inside the timed region: this is the device's figure",
+                "{} of the written bytes reached {dev} inside the timed region: this is the device's figure",
                 pct(flushed)
             );
             if let Some(wa) = j.write_amplification.filter(|w| *w >= 1.1 && !j.disturbed) {
@@ -88,39 +104,44 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             s
         }
         (Verdict::Device, _, _) => format!(
-            "{} of the bytes read and written moved to or from the device ({dev}) inside the timed region: this is the device's figure.",
+            "{} of the bytes read and written moved to or from {dev} inside the timed region: this is the device's figure.",
             pct(share)
         ),
         // A loop device over a file in memory: its trap says where the bytes went.
         (Verdict::Cache, true, _) if loop_memory(f) => format!(
-            "The bytes read came from the loop device ({dev}), whose file is in memory: none came from storage, so this is memory speed."
+            "The bytes read came from the loop device ({name}), whose file is in memory: none came from storage, so this is memory speed."
         ),
         (Verdict::Cache, _, true) if loop_memory(f) => format!(
-            "The written bytes reached the loop device ({dev}), whose file is in memory: none reached storage, so this is memory speed."
+            "The written bytes reached the loop device ({name}), whose file is in memory: none reached storage, so this is memory speed."
+        ),
+        (Verdict::Cache, true, _) if under_loop.is_some() => format!(
+            "{} of these reads came from memory (the page cache, or the host's page cache under the loop device), not from {the_device}: this is memory speed.",
+            pct(hit)
         ),
         (Verdict::Cache, true, _) => {
             format!("{} of these reads came from the page cache: this is memory speed.", pct(hit))
         }
-        (Verdict::Cache, _, true) if write_in_window(f, j) == 0 => "None of the written bytes reached the device inside the timed region: the page cache absorbed them, so this is memory speed.".to_string(),
+        (Verdict::Cache, _, true) if write_in_window(f, j) == 0 => format!("None of the written bytes reached {the_device} inside the timed region: {}, so this is memory speed.", absorbed(under_loop.is_some(), "them")),
         (Verdict::Cache, _, true) => format!(
-            "Only {} of the written bytes reached the device inside the timed region: the page cache absorbed the rest, so this is memory speed.",
-            pct(flushed)
+            "Only {} of the written bytes reached {the_device} inside the timed region: {}, so this is memory speed.",
+            pct(flushed),
+            absorbed(under_loop.is_some(), "the rest")
         ),
         (Verdict::Cache, _, _) => format!(
-            "Only {} of the bytes read and written reached the device inside the timed region: this is memory speed.",
+            "Only {} of the bytes read and written reached {the_device} inside the timed region: this is memory speed.",
             pct(share)
         ),
         (_, true, _) => format!(
-            "{} of these reads came from the page cache and {} from the device ({dev}): the figure mixes memory and device speed.",
+            "{} of these reads came from the page cache and {} from {dev}: the figure mixes memory and device speed.",
             pct(hit),
             pct(1.0 - hit)
         ),
         (_, _, true) => format!(
-            "{} of the written bytes reached the device ({dev}) inside the timed region and the rest waited in the page cache: the figure mixes memory and device speed.",
+            "{} of the written bytes reached {dev} inside the timed region and the rest waited in the page cache: the figure mixes memory and device speed.",
             pct(flushed)
         ),
         _ => format!(
-            "{} of the bytes read and written moved to or from the device ({dev}) inside the timed region: the figure mixes memory and device speed.",
+            "{} of the bytes read and written moved to or from {dev} inside the timed region: the figure mixes memory and device speed.",
             pct(share)
         ),
     };
@@ -134,39 +155,54 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         s.push(' ');
         s.push_str(&t.sentence);
     }
-    if j.contradicts_intent {
+    // Discards the filesystem made inside the timed region: the mount option is the fact.
+    if let Some(d) = crate::traps::discarded(f) {
+        s.push(' ');
+        s.push_str(&d);
+        if let Some(fix) = fix(&[S::MountWithoutDiscard]) {
+            s.push(' ');
+            s.push_str(&fix);
+        }
+    }
+    // Compressible buffers the filesystem compressed (the stored-fewer trap names it): the
+    // figure is the compression's, whatever the verdict, and the remedy is the buffers.
+    let compressed = crate::traps::compression_explains(f).is_some()
+        && j.traps
+            .iter()
+            .any(|t| t.kind == candor_model::TrapKind::StoredFewer);
+    if compressed {
+        if let Some(fix) = fix(&[S::RandomBuffers]) {
+            s.push(' ');
+            s.push_str(&fix);
+        }
+    } else if j.contradicts_intent {
         let both = f.app_read > 0 && f.app_write > 0;
-        let loop_fix =
-            "Give the loop device direct I/O to its file (losetup --direct-io=on; candor lab does).";
-        let fix: Option<&str> = match (f.intent, f.is_write || writes) {
-            (Intent::Cache, _) => Some(cache_fix),
+        // The alternatives for each case; only those that fit the options in force are
+        // said (candor_model::advice).
+        let alternatives: &[S] = match (f.intent, f.is_write || writes) {
+            (Intent::Cache, _) => &[S::CacheSmallFile],
             // A mix whose writes stayed in the page cache: the flush; one whose reads did not
             // wait: a file the cache cannot hold, or O_DIRECT.
-            (_, true) if both && !f.direct && mix_writes_stayed(f, j) => Some(flush_fix),
-            (_, true) if both => Some(&device_fix),
-            _ if loop_cached(f, a) && loop_memory(f) => Some(
-                "Put the loop device's file on a disk and give it direct I/O (losetup --direct-io=on; candor lab does).",
-            ),
+            (_, true) if both && !f.direct && mix_writes_stayed(f, j) => &flush_fix,
+            (_, true) if both => &device_fix,
+            _ if loop_cached(f, a) && loop_memory(f) => &[S::LoopOnDisk],
             // Writes that reached the loop device but not the disk under its file.
             (_, true)
                 if !reads && loop_cached(f, a) && (f.direct || f.osync || f.flush_in_timing) =>
             {
-                Some(loop_fix)
+                &[S::LoopDirectIo]
             }
             // O_DIRECT and O_SYNC writes that did not wait: the cause is named above.
-            (_, true) if !reads && (f.direct || f.osync) => None,
-            (_, true) if !reads => Some(flush_fix),
-            _ if j.mixed_by_operations && f.fadvise != Fadvise::Random => Some(
-                "Tell the kernel the access is random (--fadvise random, what fio does by default) or use --direct.",
-            ),
-            _ if j.mixed_by_operations => Some("Use --direct."),
-            _ if loop_cached(f, a) => Some(loop_fix),
-            _ if j.verdict == Verdict::Device => None,
-            _ => Some(&device_fix),
+            (_, true) if !reads && (f.direct || f.osync) => &[],
+            (_, true) if !reads => &flush_fix,
+            _ if j.mixed_by_operations => &[S::FadviseRandom, S::Direct],
+            _ if loop_cached(f, a) => &[S::LoopDirectIo],
+            _ if j.verdict == Verdict::Device => &[],
+            _ => &device_fix,
         };
-        if let Some(fix) = fix {
+        if let Some(fix) = fix(alternatives) {
             s.push(' ');
-            s.push_str(fix);
+            s.push_str(&fix);
         }
     }
     if j.disturbed {
@@ -188,6 +224,16 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
     s
 }
 
+/// What took the written bytes that did not reach the device: the page cache, and under a
+/// loop device that goes through the host's page cache, that cache too.
+fn absorbed(under_loop: bool, what: &str) -> String {
+    if under_loop {
+        format!("the page cache and the host's page cache under the loop device absorbed {what}")
+    } else {
+        format!("the page cache absorbed {what}")
+    }
+}
+
 fn us(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0} us")
@@ -200,9 +246,7 @@ fn us(x: f64) -> String {
 /// "Operations": what waiting on the device means for each kind of write).
 fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option<String> {
     let flushed = pct(j.flushed_in_window.unwrap_or(0.0));
-    let reached = format!(
-        "{flushed} of the written bytes reached the device ({dev}) inside the timed region"
-    );
+    let reached = format!("{flushed} of the written bytes reached {dev} inside the timed region");
     let waited = o.waited_share.unwrap_or(0.0);
     let held = |t: f64| {
         format!(
@@ -278,7 +322,7 @@ fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option
             )
         }
         ("buffered", Verdict::Cache) if j.mixed_by_operations => format!(
-            "No write waited for the device ({dev}): the page cache took them all at memory speed, so this is memory speed, although the kernel's flushers wrote {flushed} of the bytes to the device meanwhile."
+            "No write waited for {dev}: the page cache took them all at memory speed, so this is memory speed, although the kernel's flushers wrote {flushed} of the bytes to the device meanwhile."
         ),
         ("buffered", Verdict::Mixed) => format!(
             "{reached} and {}: the figure mixes memory and device speed.",
@@ -341,7 +385,7 @@ fn mixed_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option
         _ => "the figure mixes memory and device speed",
     };
     Some(format!(
-        "Of the {} reads, {} waited for the device ({dev}) and {} were served from memory; of the {} writes, {writes}: {tail}.",
+        "Of the {} reads, {} waited for {dev} and {} were served from memory; of the {} writes, {writes}: {tail}.",
         r.ops,
         pct(rw),
         pct(1.0 - rw),
@@ -380,6 +424,271 @@ fn write_in_window(f: &Facts, j: &Judgement) -> u64 {
 mod tests {
     use super::*;
     use crate::testkit::RAM;
+
+    use crate::rules::judge;
+    use crate::testkit::{buffered_write, direct_write, random_read, read_facts, write_facts, MIB};
+    use candor_model::advice::{conflict, Given};
+    use candor_model::Fadvise;
+
+    /// Facts of every kind of outcome the rules give a remedy for.
+    fn outcomes() -> Vec<(&'static str, Facts)> {
+        let mut cpu_bound = buffered_write(0, 0.05, true, 16 * MIB);
+        cpu_bound.cpu_seconds = Some(cpu_bound.timed_seconds);
+        cpu_bound.device_window.io_ticks_ms = 0;
+        let mut copy = write_facts(64 * MIB, 0, 64 * MIB, 64 * MIB);
+        copy.test = "copy".into();
+        copy.app_read = 64 * MIB;
+        copy.calls = Some(Default::default());
+        vec![
+            ("cached read", read_facts(64 * MIB, 0, 0, Intent::Device)),
+            (
+                "half-cached read",
+                read_facts(64 * MIB, 32 * MIB, 32 * MIB, Intent::Device),
+            ),
+            ("cache test on the device", {
+                read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Cache)
+            }),
+            (
+                "cached writes",
+                write_facts(64 * MIB, 0, 64 * MIB, 64 * MIB),
+            ),
+            (
+                "half-flushed writes",
+                write_facts(64 * MIB, 32 * MIB, 64 * MIB, 64 * MIB),
+            ),
+            ("read-around random reads", random_read(Some(100))),
+            ("direct writes", direct_write()),
+            (
+                "writes with the flush",
+                buffered_write(0, 0.05, true, 64 * MIB),
+            ),
+            ("writes held back", buffered_write(200, 0.0, false, MIB)),
+            ("cpu-bound writes with the flush (iozone)", cpu_bound),
+            ("copy (unixbench-copy)", copy),
+        ]
+    }
+
+    /// Every combination of the options the advice depends on that candor accepts.
+    fn option_sets(f: &Facts) -> Vec<Facts> {
+        let mut out = Vec::new();
+        for bits in 0u32..(1 << 8) {
+            let b = |i: u32| bits & (1 << i) != 0;
+            let mut g = f.clone();
+            g.direct = f.direct || b(0);
+            g.flush_in_timing = f.is_write && (f.flush_in_timing || b(1));
+            g.fadvise = if b(2) { Fadvise::Random } else { f.fadvise };
+            g.given = Some(Given {
+                no_fsync_in_timing: f.is_write && !g.flush_in_timing && b(3),
+                preset: b(4).then(|| "iozone".into()),
+                steady_state: b(5),
+                direct_accepted: b(6),
+                file_size_accepted: b(7),
+                fadvise_accepted: b(6),
+                buffer_pattern: "random".into(),
+                repeat: 1,
+            });
+            out.push(g);
+        }
+        out
+    }
+
+    #[test]
+    fn no_explanation_suggests_what_the_options_refute() {
+        let mut advised = 0;
+        for (what, base) in outcomes() {
+            for f in option_sets(&base) {
+                let j = judge(&f);
+                if let Some(why) = conflict(&j.explanation, &f.in_force()) {
+                    panic!("{what}: {why}: {}\n{:?}", j.explanation, f.given);
+                }
+                advised += usize::from(
+                    j.explanation.contains("--direct")
+                        || j.explanation.contains("--no-fsync-in-timing"),
+                );
+            }
+        }
+        assert!(
+            advised > 100,
+            "the remedies were hardly ever given: {advised}"
+        );
+    }
+
+    #[test]
+    fn the_flush_is_never_asked_for_when_it_was_timed_or_a_preset_left_it_out() {
+        // iozone's sweep times the flush; a CPU-bound write is the device's work done too
+        // fast to be the device's: the advice is O_DIRECT, never a flag nobody gave.
+        let (_, mut f) = outcomes().swap_remove(9);
+        f.given = Some(Given {
+            preset: Some("iozone".into()),
+            direct_accepted: true,
+            fadvise_accepted: true,
+            file_size_accepted: true,
+            ..Given::default()
+        });
+        let j = judge(&f);
+        assert!(j.contradicts_intent, "{}", j.explanation);
+        assert!(
+            !j.explanation.contains("--no-fsync-in-timing"),
+            "{}",
+            j.explanation
+        );
+        // UnixBench's copy: the preset leaves the flush out and copy takes no O_DIRECT, so
+        // nothing candor accepts would change the figure: no remedy at all.
+        let (_, mut f) = outcomes().swap_remove(10);
+        f.given = Some(Given {
+            preset: Some("unixbench-copy".into()),
+            ..Given::default()
+        });
+        let j = judge(&f);
+        assert!(j.contradicts_intent, "{}", j.explanation);
+        assert!(
+            !j.explanation.contains("--no-fsync-in-timing") && !j.explanation.contains("--direct"),
+            "{}",
+            j.explanation
+        );
+    }
+
+    /// A row as a report shows it: the headline, `dev MB/s` and the note, from the facts.
+    fn row(f: &Facts) -> (f64, Option<f64>, candor_model::Witness) {
+        let mut w = candor_model::Witness::default();
+        crate::facts::apply(f, &mut w);
+        let r = candor_model::TestResult {
+            test: f.test.clone(),
+            throughput: candor_model::Summary {
+                mean: f.headline_bps,
+                ..Default::default()
+            },
+            witness: Some(w.clone()),
+            ..Default::default()
+        };
+        (f.headline_bps, candor_report::view::device_bps(&r), w)
+    }
+
+    /// The share a note states of the bytes that reached (or came from) the device it names
+    /// in parentheses: ("loop0", 0.01) from "Only 1% of the written bytes reached the device
+    /// (loop0)".
+    fn stated_share(note: &str) -> Option<(String, f64)> {
+        for (i, _) in note.match_indices("% of ") {
+            let start = note[..i]
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |p| p + 1);
+            let pct: f64 = note[start..i].parse().ok()?;
+            let rest = &note[i..];
+            let sentence_end = rest.find(": ").unwrap_or(rest.len());
+            let clause = &rest[..sentence_end];
+            for verb in ["reached the device (", "came from the device ("] {
+                if let Some(p) = clause.find(verb) {
+                    let after = &clause[p + verb.len()..];
+                    let name = after[..after.find(')')?].to_string();
+                    return Some((name, pct / 100.0));
+                }
+            }
+            // "the device" unnamed is the target's (the testkit's loop0).
+            if clause.contains("reached the device inside") {
+                return Some(("loop0".into(), pct / 100.0));
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn no_note_states_a_share_its_row_refutes() {
+        // Every outcome, plain and on a loop device that goes through the host's page cache
+        // (the disk under it moving 1% of the bytes): a note that says what share reached
+        // "the device (X)" must agree with the row's dev MB/s when X is the device the column
+        // counts, within the rounding of whole percentages.
+        let mut checked = 0;
+        for (what, base) in outcomes() {
+            for looped in [false, true] {
+                let mut f = base.clone();
+                if looped {
+                    f.loop_device = Some(candor_model::LoopFacts {
+                        device: "loop0".into(),
+                        backing_file: "/var/tmp/fs.img".into(),
+                        direct_io: false,
+                        backing_disk: Some("vda".into()),
+                        backing_fs: Some("ext4".into()),
+                        backing_window: Some(candor_model::DiskDelta {
+                            read_bytes: f.app_read / 100,
+                            write_bytes: f.app_write / 100,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    });
+                }
+                let (headline, dev_bps, w) = row(&f);
+                let (Some(dev_bps), Some((name, share))) = (dev_bps, stated_share(&w.explanation))
+                else {
+                    continue;
+                };
+                let column = dev_bps / headline;
+                if name == "loop0" {
+                    checked += 1;
+                    assert!(
+                        (column - share).abs() <= 0.011 || (share == 0.01 && column < 0.01),
+                        "{what} (loop: {looped}): the row shows {:.0}% of the headline on loop0, the note says {:.0}%: {}",
+                        column * 100.0,
+                        share * 100.0,
+                        w.explanation
+                    );
+                }
+            }
+        }
+        assert!(checked > 3, "too few notes checked: {checked}");
+    }
+
+    #[test]
+    fn a_note_never_says_the_thread_waited_for_the_device_and_was_on_the_cpu_all_along() {
+        // iozone's write with the flush timed: the runner measured 40% of the timed region
+        // in the flush, waiting for the device; the CPU accounting says 100% on the CPU. A
+        // thread waiting 40% of the time was not on the CPU 100% of it: the note tells the
+        // one the operations measured, not both.
+        for (what, f) in outcomes() {
+            let j = judge(&f);
+            let waited = j
+                .operations
+                .as_ref()
+                .and_then(|o| o.waited_time_share)
+                .unwrap_or(0.0);
+            if waited > 0.1 {
+                assert!(
+                    !j.traps
+                        .iter()
+                        .any(|t| t.kind == candor_model::TrapKind::CpuBound),
+                    "{what}: {}",
+                    j.explanation
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_loop_device_through_the_host_cache_names_the_disk_under_it() {
+        // The loop device moved every byte (its dev MB/s is the headline), the disk under it
+        // 1%: the note says whose 1% it is.
+        let mut f = write_facts(64 * MIB, 64 * MIB, 64 * MIB, 64 * MIB);
+        f.loop_device = Some(candor_model::LoopFacts {
+            device: "loop0".into(),
+            backing_file: "/var/tmp/fs.img".into(),
+            direct_io: false,
+            backing_disk: Some("vda".into()),
+            backing_fs: Some("ext4".into()),
+            backing_window: Some(candor_model::DiskDelta {
+                write_bytes: 640 << 10,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let (headline, dev_bps, w) = row(&f);
+        assert_eq!(dev_bps, Some(headline), "the loop device's own bytes");
+        assert!(
+            w.explanation.starts_with(
+                "Only 1% of the written bytes reached the disk under the loop device (vda) inside the timed region:"
+            ),
+            "{}",
+            w.explanation
+        );
+    }
 
     #[test]
     fn units() {

@@ -375,6 +375,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn o_direct_is_asked_of_regular_files_only_and_nothing_is_written() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"x").unwrap();
+        // A disk filesystem takes O_DIRECT; the file is left as it was.
+        assert_eq!(takes_direct(&f), Some(true));
+        assert_eq!(std::fs::read(&f).unwrap(), b"x");
+        // A directory, a symlink, a missing file: not asked.
+        assert_eq!(takes_direct(dir.path()), None);
+        let l = dir.path().join("l");
+        std::os::unix::fs::symlink(&f, &l).unwrap();
+        assert_eq!(takes_direct(&l), None);
+        assert_eq!(takes_direct(&dir.path().join("missing")), None);
+        // Nothing compresses a plain file here.
+        assert_eq!(compression_set(&f), None);
+    }
+
+    #[test]
     fn mountinfo_captured_and_longest_match() {
         let m = mountinfo(include_str!("../tests/data/host_mountinfo.txt"));
         let root = mount_for(&m, "/work/main").expect("root");
@@ -511,5 +529,67 @@ mod tests {
             assert!(d.size_bytes >= 320 << 20, "{}", d.size_bytes);
             assert_eq!(t.mount_source, s.loop_device);
         }
+    }
+}
+
+/// The compression set on a file or directory itself, and how: btrfs's `compression`
+/// property (the `btrfs.compression` attribute, "btrfs property compression=zstd") or the
+/// inode's compress flag (`chattr +c`, FS_COMPR_FL). None when neither is set, the value is
+/// "none"/"no", or it cannot be read.
+pub fn compression_set(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let name = c"btrfs.compression";
+    let mut buf = [0u8; 64];
+    // SAFETY: c and name are valid NUL-terminated strings; buf is writable for its length.
+    let n = unsafe {
+        libc::lgetxattr(
+            c.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n > 0 {
+        let v = String::from_utf8_lossy(&buf[..n as usize])
+            .trim_end_matches('\0')
+            .trim()
+            .to_string();
+        if !v.is_empty() && v != "none" && v != "no" {
+            return Some(format!("btrfs property compression={v}"));
+        }
+    }
+    // O_NOFOLLOW and O_NONBLOCK: nothing but the file itself is opened, and never waited on.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one long into flags, a valid pointer.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) };
+    const FS_COMPR_FL: libc::c_long = 0x0000_0004;
+    (r == 0 && flags & FS_COMPR_FL != 0).then(|| "chattr +c".to_string())
+}
+
+/// Whether the filesystem under a regular file takes O_DIRECT: the file opened read-only
+/// with O_DIRECT and closed (nothing created, read or written). None for anything but a
+/// regular file, or when the open fails for another reason than EINVAL.
+pub fn takes_direct(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if !m.file_type().is_file() {
+        return None;
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(_) => Some(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Some(false),
+        Err(_) => None,
     }
 }

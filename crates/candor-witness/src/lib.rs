@@ -23,8 +23,8 @@ mod testkit;
 pub mod traps;
 
 use candor_model::{
-    Access, CallFacts, Ceiling, DiskDelta, Facts, Fadvise, FileCache, HistogramDump, Host, Intent,
-    LoopFacts, MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
+    Access, CallFacts, Ceiling, DiskDelta, Facts, Fadvise, FileCache, FsFacts, HistogramDump, Host,
+    Intent, LoopFacts, MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
 };
 use candor_procfs as procfs;
 use filecache::Residency;
@@ -126,6 +126,8 @@ pub struct Outcome {
     /// kind (`CallFacts::expected`); the watch must have begun with `begin_counting_calls`
     /// for the kernel to count them. None for the other tests.
     pub calls: Option<std::collections::BTreeMap<String, candor_model::CallCount>>,
+    /// The options advice depends on (`Facts::given`).
+    pub given: Option<candor_model::advice::Given>,
 }
 
 /// The witness of one target for the whole run.
@@ -143,6 +145,8 @@ pub struct Witness {
     looped: Option<Looped>,
     /// The device's ceiling given with `--device-spec`, to name figures beyond it.
     ceiling: Option<Ceiling>,
+    /// The target's filesystem type and mount options.
+    fs: Option<FsFacts>,
 }
 
 /// A loop device under the target.
@@ -217,6 +221,8 @@ pub struct Watch {
     target: PathBuf,
     inodes_begin: Option<u64>,
     inodes_end: Option<u64>,
+    /// The target's filesystem (`Witness::fs`).
+    fs: Option<FsFacts>,
 }
 
 /// The inodes in use on `path`'s filesystem (`f_files - f_ffree`); None when the
@@ -298,6 +304,11 @@ impl Witness {
                     .map(|b| b.mount.fs_type),
             })
         });
+        let fs = place.as_ref().map(|p| FsFacts {
+            fs_type: p.mount.fs_type.clone(),
+            mount_options: host::merge_options(&p.mount.options, &p.mount.super_options),
+            dir_compression: None,
+        });
         let mut note = None;
         let source: Option<Arc<dyn Source>> = match config.mode {
             Mode::Off => None,
@@ -329,6 +340,7 @@ impl Witness {
                 exclusive,
                 looped,
                 ceiling: None,
+                fs,
             },
             note,
         )
@@ -385,6 +397,7 @@ impl Witness {
                 target: self.target.clone(),
                 inodes_begin: None,
                 inodes_end: None,
+                fs: None,
             };
         }
         // Residency first and the sample last, so the sample sits next to the timed region.
@@ -417,6 +430,7 @@ impl Witness {
             target: self.target.clone(),
             inodes_begin,
             inodes_end: None,
+            fs: self.fs.clone(),
         }
     }
 }
@@ -482,6 +496,31 @@ impl Watch {
         );
         facts.exclusive = self.exclusive;
         facts.ceiling = self.ceiling;
+        // Whether --direct would be taken: the test's own file opened O_DIRECT, read-only
+        // (a regular file only: a device takes it, and --buffered means none is opened so).
+        if let Some(g) = facts.given.as_mut().filter(|g| g.direct_accepted) {
+            if !facts.direct {
+                if let Some(t) = self.files.first().and_then(|p| host::takes_direct(p)) {
+                    g.direct_accepted = t;
+                }
+            }
+        }
+        // The compression set on the test's files (or the directory they are made in): a
+        // getxattr and an ioctl, after the timed region.
+        facts.fs = self.fs.take().map(|mut fs| {
+            let first = self.files.first().cloned();
+            fs.dir_compression = first
+                .iter()
+                .flat_map(|f| {
+                    [
+                        f.clone(),
+                        f.parent().map(Path::to_path_buf).unwrap_or_default(),
+                    ]
+                })
+                .chain([self.target.clone()])
+                .find_map(|p| host::compression_set(&p));
+            fs
+        });
         facts.meta = outcome.meta.clone().map(|mut m| {
             m.inodes_used = match (self.inodes_begin, self.inodes_end) {
                 (Some(a), Some(b)) => Some(b as i64 - a as i64),
@@ -551,6 +590,7 @@ fn disk_stat_delta(d: &procfs::DiskStat) -> DiskDelta {
         read_ms: d.read_ms,
         write_ms: d.write_ms,
         io_ticks_ms: d.io_ticks_ms,
+        discard_bytes: d.discard_sectors * 512,
     }
 }
 
@@ -627,6 +667,7 @@ fn facts_from(
                 not_counted: Some("the witness was turned off (--witness off)".into()),
             }
         }),
+        given: o.given.clone(),
         ..Default::default()
     }
 }

@@ -1409,7 +1409,7 @@ mod write_and_mix_tests {
             j.explanation.starts_with(
                 "Of the 8192 reads, 25% waited for the device (loop0) and 75% were served \
                  from memory; of the 8192 writes, 100% waited for it: the figure mixes memory \
-                 and device speed. Use --direct, or a file larger than 3x RAM"
+                 and device speed. Use a file larger than 3x RAM"
             ),
             "{}",
             j.explanation

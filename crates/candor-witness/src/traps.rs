@@ -107,7 +107,7 @@ pub fn find(f: &Facts, a: &Attribution, verdict: Verdict, ops: Option<&Operation
     if let Some(t) = faster_than_spec(f, verdict) {
         out.push(t);
     }
-    if let Some(t) = cpu_bound(f, verdict) {
+    if let Some(t) = cpu_bound(f, verdict, ops) {
         out.push(t);
     }
     if let Some(t) = earlier_writeback(f) {
@@ -310,8 +310,17 @@ fn faster_than_spec(f: &Facts, verdict: Verdict) -> Option<Trap> {
     ))
 }
 
-fn cpu_bound(f: &Facts, verdict: Verdict) -> Option<Trap> {
+fn cpu_bound(f: &Facts, verdict: Verdict, ops: Option<&Operations>) -> Option<Trap> {
     if !matches!(verdict, Verdict::Device | Verdict::Mixed) {
+        return None;
+    }
+    // The runner measured its operations waiting for the device (the flush, writes held
+    // back) for more of the timed region than a CPU-bound thread leaves: the note says
+    // that, and not that the thread was on the CPU all along.
+    if ops
+        .and_then(|o| o.waited_time_share)
+        .is_some_and(|t| t > 1.0 - CPU_BUSY_MIN)
+    {
         return None;
     }
     let cpu = f.cpu_seconds?;
@@ -370,24 +379,128 @@ fn earlier_writeback(f: &Facts) -> Option<Trap> {
     })
 }
 
+/// What compresses the test's bytes, as the facts name it: the compression set on the
+/// test's files or their directory (btrfs's property, `chattr +c`), else the mount option
+/// (`compress`, `compress-force`). None when nothing says the filesystem compresses.
+pub fn compression(f: &Facts) -> Option<String> {
+    let fs = f.fs.as_ref()?;
+    if let Some(d) = fs.dir_compression.as_deref() {
+        return Some(match d.strip_prefix("btrfs property compression=") {
+            Some(a) => format!("{} compresses the test's files with {a} ({d})", fs.fs_type),
+            None => format!("{} compresses the test's files ({d})", fs.fs_type),
+        });
+    }
+    ["compress-force", "compress"].iter().find_map(|opt| {
+        let v = fs.option(opt)?;
+        let algo = v.split(':').next().unwrap_or(v);
+        match algo {
+            "no" | "none" => None,
+            "" => Some(format!(
+                "{} compresses with its default algorithm (mount option {opt})",
+                fs.fs_type
+            )),
+            _ => Some(format!(
+                "{} compresses with {algo} (mount option {opt}={v})",
+                fs.fs_type
+            )),
+        }
+    })
+}
+
+/// How the buffers candor wrote compress: None for random bytes (they do not) and when the
+/// pattern is not known.
+pub fn compressible(f: &Facts) -> Option<String> {
+    let p = f.given.as_ref()?.buffer_pattern.as_str();
+    if p == "zero" {
+        return Some("zero-filled buffers compress to almost nothing".into());
+    }
+    let n: u32 = p
+        .strip_prefix("compressible=")?
+        .trim_end_matches('%')
+        .parse()
+        .ok()?;
+    (n > 0).then(|| {
+        format!(
+            "buffers {n}% zeroes compress to about {}% of their size",
+            100u32.saturating_sub(n)
+        )
+    })
+}
+
+/// The filesystem compressed compressible buffers: the fact that explains a write test's
+/// stored bytes, and the figure.
+pub fn compression_explains(f: &Facts) -> Option<(String, String)> {
+    Some((compression(f)?, compressible(f)?))
+}
+
+/// Discards of this much or more inside the timed region are named.
+pub const DISCARD_MIN: u64 = 1 << 20;
+
+/// A filesystem mounted with `discard` whose device discarded inside the timed region: the
+/// blocks earlier files freed, discarded as the filesystem commits (ext4's journal, xfs's
+/// log), work the figure includes. The sentence, or None.
+pub fn discarded(f: &Facts) -> Option<String> {
+    let fs = f.fs.as_ref()?;
+    let opt = fs.option("discard")?;
+    let d = f.device_window.discard_bytes;
+    if d < DISCARD_MIN {
+        return None;
+    }
+    let how = if opt.is_empty() {
+        "discard".to_string()
+    } else {
+        format!("discard={opt}")
+    };
+    Some(format!(
+        "The device also discarded {} inside the timed region: {} is mounted with {how}, so the blocks that files freed are discarded as it commits, and the figure includes that work.",
+        hb(d),
+        fs.fs_type
+    ))
+}
+
 fn stored(f: &Facts, a: &Attribution) -> Option<Trap> {
     let r = stored_ratio(f, a)?;
+    let counted = "the bytes it left out never had to reach the device, so the share of the writes in the timed region is counted against what it stored.";
     if r < STORED_FEWER_MAX {
-        Some(trap(
-            TrapKind::StoredFewer,
-            Some(r),
-            format!(
-                "The filesystem stored {} of the bytes it was given, once everything was on the device (compression, inline data, zeroes kept as holes, or pages written again before they were written back): the bytes it left out never had to reach the device, so the share of the writes in the timed region is counted against what it stored.",
-                pct(r)
+        let sentence = match compression_explains(f) {
+            Some((what, how)) => format!(
+                "{what}: it stored {} of the bytes it was given, once everything was on the device; {how}. The {}",
+                pct(r),
+                counted.strip_prefix("the ").unwrap_or(counted)
             ),
-        ))
+            None => {
+                // Compression is a possibility only when nothing says it is off and the
+                // buffers were not random bytes (which do not compress).
+                let random = f
+                    .given
+                    .as_ref()
+                    .is_some_and(|g| g.buffer_pattern == "random");
+                let maybe = if random || (f.fs.is_some() && compression(f).is_none()) {
+                    ""
+                } else {
+                    "compression, "
+                };
+                format!(
+                    "The filesystem stored {} of the bytes it was given, once everything was on the device, for a reason the witness cannot tell from the mount options or the files' properties ({maybe}inline data, zeroes kept as holes, or pages written again before they were written back): {counted}",
+                    pct(r)
+                )
+            }
+        };
+        Some(trap(TrapKind::StoredFewer, Some(r), sentence))
     } else if r > STORED_MORE_MIN {
         Some(trap(
             TrapKind::StoredMore,
             Some(r),
-            format!(
-                "The filesystem wrote {r:.2}x the bytes it was given (copy-on-write metadata, journal): the share of the writes in the timed region is counted against all it wrote."
-            ),
+            match f.fs.as_ref().filter(|fs| fs.option("data") == Some("journal")) {
+                // The fact that decides it: every byte goes to the journal first.
+                Some(fs) => format!(
+                    "{} journals the data as well as the metadata (mount option data=journal): every byte is written twice, once to the journal and once in place, so it wrote {r:.2}x the bytes it was given; the share of the writes in the timed region is counted against all it wrote.",
+                    fs.fs_type
+                ),
+                None => format!(
+                    "The filesystem wrote {r:.2}x the bytes it was given (copy-on-write metadata, journal): the share of the writes in the timed region is counted against all it wrote."
+                ),
+            },
         ))
     } else {
         None
@@ -399,6 +512,170 @@ mod tests {
     use crate::rules::judge;
     use crate::testkit::{write_facts, MIB};
     use candor_model::Verdict;
+
+    use crate::testkit::MIB as M;
+    use candor_model::advice::Given;
+    use candor_model::FsFacts;
+
+    /// 64 MiB written with the flush timed, 2 MiB of it stored (3%), on `fs` with buffers
+    /// of `pattern`.
+    fn compressed(fs: Option<FsFacts>, pattern: &str) -> candor_model::Facts {
+        let mut f = write_facts(64 * M, 2 * M, 2 * M, 64 * M);
+        f.flush_in_timing = true;
+        f.fs = fs;
+        f.given = Some(Given {
+            buffer_pattern: pattern.into(),
+            direct_accepted: true,
+            file_size_accepted: true,
+            fadvise_accepted: true,
+            repeat: 1,
+            ..Given::default()
+        });
+        f
+    }
+
+    fn btrfs(options: &str, dir: Option<&str>) -> Option<FsFacts> {
+        Some(FsFacts {
+            fs_type: "btrfs".into(),
+            mount_options: options.into(),
+            dir_compression: dir.map(str::to_string),
+        })
+    }
+
+    fn stored_sentence(f: &candor_model::Facts) -> (String, String) {
+        let j = judge(f);
+        let t = j
+            .traps
+            .iter()
+            .find(|t| t.kind == candor_model::TrapKind::StoredFewer)
+            .unwrap_or_else(|| panic!("no stored-fewer trap: {}", j.explanation));
+        (t.sentence.clone(), j.explanation)
+    }
+
+    #[test]
+    fn compression_by_mount_option_is_named_with_its_algorithm() {
+        for opt in ["compress", "compress-force"] {
+            let o = format!("rw,relatime,{opt}=zstd:3,space_cache=v2");
+            let (t, e) = stored_sentence(&compressed(btrfs(&o, None), "zero"));
+            assert!(
+                t.starts_with(&format!(
+                    "btrfs compresses with zstd (mount option {opt}=zstd:3): it stored 3% of the bytes it was given, once everything was on the device; zero-filled buffers compress to almost nothing."
+                )),
+                "{t}"
+            );
+            assert!(!t.contains("inline data"), "a fact decides: {t}");
+            assert!(
+                e.ends_with("Use --buffer-pattern random to measure the device."),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn compression_by_property_on_an_uncompressed_mount_is_named() {
+        let f = compressed(
+            btrfs(
+                "rw,relatime,space_cache=v2",
+                Some("btrfs property compression=zstd"),
+            ),
+            "compressible=90%",
+        );
+        let (t, e) = stored_sentence(&f);
+        assert!(
+            t.starts_with(
+                "btrfs compresses the test's files with zstd (btrfs property compression=zstd): it stored 3% of the bytes it was given, once everything was on the device; buffers 90% zeroes compress to about 10% of their size."
+            ),
+            "{t}"
+        );
+        assert!(
+            e.ends_with("Use --buffer-pattern random to measure the device."),
+            "{e}"
+        );
+        // chattr +c: the filesystem's default algorithm.
+        let f = compressed(btrfs("rw", Some("chattr +c")), "zero");
+        let (t, _) = stored_sentence(&f);
+        assert!(
+            t.starts_with("btrfs compresses the test's files (chattr +c):"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn without_a_fact_the_possibilities_are_said_as_such() {
+        for fs in [None, btrfs("rw,relatime,compress=no", None)] {
+            let (t, e) = stored_sentence(&compressed(fs, "random"));
+            assert!(
+                t.starts_with("The filesystem stored 3% of the bytes it was given, once everything was on the device, for a reason the witness cannot tell from the mount options or the files' properties ("),
+                "{t}"
+            );
+            assert!(!e.contains("--buffer-pattern"), "{e}");
+        }
+        // Known not to compress: compression is not among the possibilities.
+        let (t, _) = stored_sentence(&compressed(btrfs("rw,compress=no", None), "zero"));
+        assert!(t.contains("properties (inline data, zeroes"), "{t}");
+        // Compressing, but the buffers were random: not the reason either.
+        let (t, _) = stored_sentence(&compressed(btrfs("rw,compress=zstd:3", None), "random"));
+        assert!(t.contains("properties (inline data, zeroes"), "{t}");
+    }
+
+    #[test]
+    fn discards_inside_the_timed_region_name_the_mount_option() {
+        for (fs, opt) in [
+            ("ext4", "discard"),
+            ("xfs", "discard"),
+            ("btrfs", "discard=async"),
+        ] {
+            let mut f = write_facts(64 * M, 64 * M, 64 * M, 64 * M);
+            f.flush_in_timing = true;
+            f.fs = Some(FsFacts {
+                fs_type: fs.into(),
+                mount_options: format!("rw,relatime,{opt}"),
+                dir_compression: None,
+            });
+            f.device_window.discard_bytes = 48 * M;
+            let e = judge(&f).explanation;
+            assert!(
+                e.contains(&format!(
+                    "The device also discarded 48 MiB inside the timed region: {fs} is mounted with {opt}, so the blocks that files freed are discarded as it commits, and the figure includes that work. Mount without discard (and trim with fstrim between runs) to measure the writes alone."
+                )),
+                "{e}"
+            );
+            // Without the option, or with fewer discards, nothing is said.
+            f.device_window.discard_bytes = 4096;
+            assert!(!judge(&f).explanation.contains("discard"));
+        }
+    }
+
+    #[test]
+    fn data_journal_is_named_as_the_reason_for_bytes_written_twice() {
+        let mut f = write_facts(32 * M, 64 * M, 64 * M, 32 * M);
+        f.flush_in_timing = true;
+        f.exclusive = true;
+        f.fs = Some(FsFacts {
+            fs_type: "ext4".into(),
+            mount_options: "rw,relatime,data=journal".into(),
+            dir_compression: None,
+        });
+        let j = judge(&f);
+        let t = j
+            .traps
+            .iter()
+            .find(|t| t.kind == candor_model::TrapKind::StoredMore)
+            .unwrap_or_else(|| panic!("{}", j.explanation));
+        assert!(
+            t.sentence.starts_with("ext4 journals the data as well as the metadata (mount option data=journal): every byte is written twice, once to the journal and once in place, so it wrote 2.00x the bytes it was given;"),
+            "{}",
+            t.sentence
+        );
+        // data=ordered: the possibilities, as before.
+        f.fs.as_mut().unwrap().mount_options = "rw,relatime,data=ordered".into();
+        let j = judge(&f);
+        assert!(
+            j.explanation.contains("(copy-on-write metadata, journal)"),
+            "{}",
+            j.explanation
+        );
+    }
 
     #[test]
     fn pages_written_again_while_dirty_are_not_bytes_left_out() {

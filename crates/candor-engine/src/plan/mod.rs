@@ -309,6 +309,23 @@ impl Plan {
             ramp_ns: ramp.map(|d| d.as_nanos() as u64),
             steady,
             precondition: o.precondition,
+            given: candor_model::advice::Given {
+                no_fsync_in_timing: o.no_fsync_in_timing,
+                preset: (preset.chosen == Chosen::ByName).then(|| preset.name.to_string()),
+                steady_state: steady.is_some(),
+                // Each test narrows it (runner), and the witness asks the test's own file
+                // (host::takes_direct): nothing is created or written to learn it.
+                direct_accepted: true,
+                // Only a sweep's files are sized by --file-size.
+                file_size_accepted: matches!(preset.shape, Shape::Sweep(_)),
+                fadvise_accepted: true,
+                buffer_pattern: o.buffer_pattern.name(),
+                repeat: if steady.is_some() {
+                    1
+                } else {
+                    o.repeat.unwrap_or(repeat_default)
+                },
+            },
         };
         if o.verify {
             check_verifiable(&points)?;

@@ -41,4 +41,8 @@ pub struct RunSettings {
     /// `--precondition`: sequential passes over each test's files, then random overwrites
     /// of one file set's size, before the test.
     pub precondition: Option<u32>,
+    /// The options advice depends on (`candor_model::advice::Given`), for the whole run:
+    /// the runner narrows `direct_accepted`, `file_size_accepted` and `fadvise_accepted`
+    /// to each test.
+    pub given: candor_model::advice::Given,
 }

@@ -243,6 +243,10 @@ pub(super) fn records(
         threads: point.threads,
         osync: s.osync && is_write,
         flush_in_timing: is_write && s.fsync_in_timing,
+        given: Some(candor_model::advice::Given {
+            direct_accepted: s.given.direct_accepted && point.direct(true),
+            ..s.given.clone()
+        }),
         ..Default::default()
     };
     let r = Reported {
@@ -376,6 +380,12 @@ pub(super) fn special(
         threads: point.threads,
         meta,
         calls: Some(calls.0),
+        // Copy and metadata tests take neither O_DIRECT nor an access hint.
+        given: Some(candor_model::advice::Given {
+            direct_accepted: false,
+            fadvise_accepted: false,
+            ..s.given.clone()
+        }),
         ..Default::default()
     };
     let r = Reported {

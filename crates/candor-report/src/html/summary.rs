@@ -92,7 +92,7 @@ pub(super) fn summary(doc: &RunDoc, b: &mut String) {
                 },
                 units::us(r.latency_ns.p50 as f64),
                 units::us(r.latency_ns.p99 as f64),
-                view::device_bps(r).map(units::mb_s).unwrap_or("-".into()),
+                view::device_cell(r),
             );
             if any_eff {
                 let _ = write!(
