@@ -231,6 +231,7 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
         total
     });
     let mut checks = 0;
+    let mut lagging = 0;
     let mut between_passes = 0;
     while !reader.is_finished() {
         let pause = paused.try_recv().is_ok();
@@ -242,12 +243,27 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
             .block_sum(&[dev], Direction::Read, |_| true)
             .bytes;
         let (hi, _) = diskstats(&name);
-        assert!(
-            lo - disk0 <= bpf && bpf <= hi - disk0,
-            "diskstats {} <= bpf {bpf} <= diskstats {}",
-            lo - disk0,
-            hi - disk0
-        );
+        assert!(bpf <= hi - disk0, "bpf {bpf} <= diskstats {}", hi - disk0);
+        if bpf < lo - disk0 {
+            // Under CPU contention the kernel now and then does not hand a completion to
+            // the program (docs/bpf.md): it is counted when its request is used again,
+            // which at a pass boundary is only after this check. Such a lag must be
+            // named by the witness's own check, and be no more than those requests hold
+            // (1 MiB each at most here).
+            let unseen: u64 = t
+                .unseen_completions()
+                .expect("unseen completions")
+                .iter()
+                .filter(|(d, _)| *d == dev)
+                .map(|(_, n)| *n)
+                .sum();
+            assert!(
+                unseen > 0 && lo - disk0 - bpf <= unseen << 20,
+                "diskstats {} <= bpf {bpf} (+ {unseen} completions the witness says it did not see)",
+                lo - disk0
+            );
+            lagging += 1;
+        }
         checks += 1;
         if pause {
             between_passes += 1;
@@ -257,6 +273,7 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
     let total = reader.join().expect("reader thread");
     assert_eq!(between_passes, 7, "one cross-check at each pass boundary");
     assert!(checks >= 7, "{checks} live cross-checks with diskstats");
+    eprintln!("{checks} live cross-checks, {lagging} behind diskstats by completions the witness named unseen");
     let d = t.snapshot().expect("snapshot").delta(&s0);
     let own = d.block_sum(&[dev], Direction::Read, Owner::is_own);
     assert_eq!(

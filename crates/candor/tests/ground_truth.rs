@@ -783,29 +783,53 @@ fn a_buffered_mix_writes_wait_only_when_held_back() {
     let e = w["explanation"].as_str().unwrap_or_default();
     assert!(e.contains("of their time waiting for it"), "{e}");
 
-    // Without the flush, while the filesystem is synced every 5 ms by this process.
-    let stop = AtomicBool::new(false);
-    let rs = std::thread::scope(|s| {
-        let syncer = s.spawn(|| {
-            let dir = std::fs::File::open(fs.path()).expect("open the mount point");
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                use std::os::fd::AsRawFd;
-                // SAFETY: a valid open descriptor.
-                assert_eq!(unsafe { libc::syncfs(dir.as_raw_fd()) }, 0, "syncfs");
-                n += 1;
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            n
+    // Without the flush, while the filesystem is synced every 5 ms by this process. On a
+    // busy machine the kernel now and then holds a few writes back for most of the
+    // writes' time (balance_dirty_pages while writeback runs): the witness must say so,
+    // and the measurement is taken again, up to three times, for a run whose writes were
+    // not held back, which is what the rest checks.
+    let mut attempt = 0;
+    let rs = loop {
+        attempt += 1;
+        let stop = AtomicBool::new(false);
+        let rs = std::thread::scope(|s| {
+            let syncer = s.spawn(|| {
+                let dir = std::fs::File::open(fs.path()).expect("open the mount point");
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: a valid open descriptor.
+                    assert_eq!(unsafe { libc::syncfs(dir.as_raw_fd()) }, 0, "syncfs");
+                    n += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                n
+            });
+            let mut args = mix.to_vec();
+            args.push("--no-fsync-in-timing");
+            let rs = run(fs.path(), &args);
+            stop.store(true, Ordering::Relaxed);
+            assert!(syncer.join().expect("the syncing thread") > 0);
+            rs
         });
-        let mut args = mix.to_vec();
-        args.push("--no-fsync-in-timing");
-        let rs = run(fs.path(), &args);
-        stop.store(true, Ordering::Relaxed);
-        assert!(syncer.join().expect("the syncing thread") > 0);
-        rs
-    });
-    let Some(rs) = rs else { return };
+        let Some(rs) = rs else { return };
+        let w = witness(&rs, "randmix");
+        let (_, wr) = directions(w);
+        if f(&wr["waited_time_share"]) <= 0.05 {
+            break rs;
+        }
+        let e = w["explanation"].as_str().unwrap_or_default();
+        assert!(
+            e.contains("were held back until writeback caught up"),
+            "writes that spent {} of their time waiting must be said held back: {e}",
+            wr["waited_time_share"]
+        );
+        eprintln!("attempt {attempt}: writes held back ({e}); measuring again");
+        assert!(
+            attempt < 3,
+            "three runs in a row had their writes held back: the machine is too busy for this check"
+        );
+    };
     let w = witness(&rs, "randmix");
     let (r, wr) = directions(w);
     eprintln!(
