@@ -357,6 +357,44 @@ fn read_stream(program: &str, stream: &str, text: &str, p: &mut Parsed) {
     }
 }
 
+/// Adds to each unread rate of files what the tree did: the files it wrote in the
+/// directory where it wrote most of them, and the span from their first open to their last
+/// close.
+pub fn annotate(unread: &mut [Unread], phases: &[Phase]) {
+    let dir_of = |p: &str| {
+        let p = p.trim_end_matches('/');
+        p[..p.rfind('/').unwrap_or(0)]
+            .trim_end_matches('/')
+            .to_string()
+    };
+    let mut per_dir = std::collections::BTreeMap::<String, std::collections::BTreeSet<_>>::new();
+    for p in phases.iter().filter(|p| p.write_bytes > 0) {
+        per_dir
+            .entry(dir_of(&p.path))
+            .or_default()
+            .insert((p.dev, p.inode, p.path.clone()));
+    }
+    let Some((dir, files)) = per_dir.iter().max_by_key(|(_, f)| f.len()) else {
+        return;
+    };
+    let mine: Vec<&Phase> = phases
+        .iter()
+        .filter(|p| p.write_bytes > 0 && dir_of(&p.path) == *dir)
+        .collect();
+    let open = mine.iter().map(|p| p.open_s).fold(f64::MAX, f64::min);
+    let close = mine.iter().map(|p| p.close_s).fold(0.0, f64::max);
+    let span = close - open;
+    for u in unread.iter_mut() {
+        if u.why.contains("a rate of files") && span > 0.0 {
+            u.why.push_str(&format!(
+                "; the tree wrote {} files in {dir}/ over {span:.3} s from the first open to the last close: {:.1} files/s (the program's own timer may leave out its setup)",
+                files.len(),
+                files.len() as f64 / span
+            ));
+        }
+    }
+}
+
 /// Why a count per second is not checked.
 fn per_second_reason(what: &str) -> &'static str {
     if what.contains("file") {

@@ -135,7 +135,8 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     }
     let channel_notes = channels::notes(&observed);
     observed.notes.extend(channel_notes);
-    let claims::Parsed { claims, unread } = claims::read(argv, &out.stdout, &out.stderr);
+    let claims::Parsed { claims, mut unread } = claims::read(argv, &out.stdout, &out.stderr);
+    generic::annotate(&mut unread, &observed.phases);
     let disks = out.disks;
     let window = |dev: u64, from: f64, to: f64| {
         let name = device_name(dev)?;
