@@ -150,7 +150,7 @@ fn result_figures(line: &str) -> Vec<Figure> {
 fn direction_of(line: &str) -> Direction {
     let l = line.to_lowercase();
     let read = l.contains("read") || l.contains("<<<");
-    let write = l.contains("writ") || l.contains(">>>");
+    let write = l.contains("writ") || l.contains("wrote") || l.contains(">>>");
     match (read, write) {
         (true, false) => Direction::Read,
         (false, true) => Direction::Write,
@@ -167,7 +167,11 @@ fn shape(line: &str) -> String {
             let l = t.to_lowercase();
             if t.starts_with(|c: char| c.is_ascii_digit()) {
                 "#".to_string()
-            } else if l.contains("read") || l.contains("writ") || l.contains('/') {
+            } else if l.contains("read")
+                || l.contains("writ")
+                || l.contains("wrote")
+                || l.contains('/')
+            {
                 l
             } else if classify(1.0, t).is_some() || scale(t).is_some() {
                 t.to_string()
@@ -274,85 +278,93 @@ fn read_stream(program: &str, stream: &str, text: &str, p: &mut Parsed) {
             }
             continue;
         }
-        let lower = line.to_lowercase();
-        let rate = figs.iter().find_map(|f| match f.kind {
-            Kind::Rate(b) => Some((b, f)),
-            _ => None,
-        });
-        let size = figs.iter().find_map(|f| match f.kind {
-            Kind::Size(b) => Some(b),
-            _ => None,
-        });
-        let time = figs.iter().find_map(|f| match f.kind {
-            Kind::Time(s) => Some(s),
-            _ => None,
-        });
-        let latency = lower.contains("lat") || lower.contains("min/avg/max");
-        let iops = figs.iter().find_map(|f| match f.kind {
-            Kind::Iops(v) => Some((v, f)),
-            _ => None,
-        });
-        // "128 MB in 0.30 seconds", "... copied, 0.0195 s": a total over a time (a size and
-        // a time on a line of single requests are not).
-        let total = lower.contains(" in ") || lower.contains("copied");
-        let bytes_in_time = match (size, time) {
-            (Some(b), Some(t)) if total && !latency && t > 0.0 && b > 0.0 => Some((b, t)),
-            _ => None,
-        };
-        if let Some((bps, f)) = rate {
-            let mut c = Claim {
-                program: program.into(),
-                test: named(test_name(line, f), direction_of(line)),
-                direction: direction_of(line),
-                claimed_bps: bps,
-                basis: "generic".into(),
-                printed: f.printed.clone(),
-                line: n,
-                threads: 1,
-                ..Default::default()
-            };
-            if let Some((b, t)) = bytes_in_time {
-                c.bytes = Some(b.round() as u64);
-                c.seconds = Some(t);
+        // Each clause of a line on its own ("wrote N bytes in T s; read N bytes in T s").
+        for clause in line.split(';') {
+            let figs = result_figures(clause);
+            if figs.is_empty() {
+                continue;
             }
-            c.iops = iops.map(|(v, _)| v);
-            if lower.contains("mean") && !lower.contains(" 1 instance") {
-                c.flags.push("mean_of_processes".into());
-            }
-            p.claims.push(c);
-        } else if let Some((b, t)) = bytes_in_time {
-            p.claims.push(Claim {
-                program: program.into(),
-                test: named(test_name(line, &figs[0]), direction_of(line)),
-                direction: direction_of(line),
-                claimed_bps: b / t,
-                bytes: Some(b.round() as u64),
-                seconds: Some(t),
-                basis: "generic".into(),
-                printed: figs
-                    .iter()
-                    .map(|f| f.printed.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" in "),
-                line: n,
-                threads: 1,
-                ..Default::default()
+            let line = clause;
+            let lower = line.to_lowercase();
+            let rate = figs.iter().find_map(|f| match f.kind {
+                Kind::Rate(b) => Some((b, f)),
+                _ => None,
             });
-        } else if latency && figs.iter().any(|f| matches!(f.kind, Kind::Time(_))) {
-            p.unread.push(unread(
-                "a latency figure: the audit does not time the program's single requests (the time inside its I/O calls is in the account)".into(),
-            ));
-        } else if let Some((_, f)) = iops {
-            p.unread.push(unread(format!(
-                "{} without the bytes behind it: the account gives the calls the kernel saw",
-                f.printed
-            )));
-        } else if let Some(Figure {
-            kind: Kind::PerSecond(_, what),
-            ..
-        }) = figs.iter().find(|f| matches!(f.kind, Kind::PerSecond(..)))
-        {
-            p.unread.push(unread(per_second_reason(what).to_string()));
+            let size = figs.iter().find_map(|f| match f.kind {
+                Kind::Size(b) => Some(b),
+                _ => None,
+            });
+            let time = figs.iter().find_map(|f| match f.kind {
+                Kind::Time(s) => Some(s),
+                _ => None,
+            });
+            let latency = lower.contains("lat") || lower.contains("min/avg/max");
+            let iops = figs.iter().find_map(|f| match f.kind {
+                Kind::Iops(v) => Some((v, f)),
+                _ => None,
+            });
+            // "128 MB in 0.30 seconds", "... copied, 0.0195 s": a total over a time (a size and
+            // a time on a line of single requests are not).
+            let total = lower.contains(" in ") || lower.contains("copied");
+            let bytes_in_time = match (size, time) {
+                (Some(b), Some(t)) if total && !latency && t > 0.0 && b > 0.0 => Some((b, t)),
+                _ => None,
+            };
+            if let Some((bps, f)) = rate {
+                let mut c = Claim {
+                    program: program.into(),
+                    test: named(test_name(line, f), direction_of(line)),
+                    direction: direction_of(line),
+                    claimed_bps: bps,
+                    basis: "generic".into(),
+                    printed: f.printed.clone(),
+                    line: n,
+                    threads: 1,
+                    ..Default::default()
+                };
+                if let Some((b, t)) = bytes_in_time {
+                    c.bytes = Some(b.round() as u64);
+                    c.seconds = Some(t);
+                }
+                c.iops = iops.map(|(v, _)| v);
+                if lower.contains("mean") && !lower.contains(" 1 instance") {
+                    c.flags.push("mean_of_processes".into());
+                }
+                p.claims.push(c);
+            } else if let Some((b, t)) = bytes_in_time {
+                p.claims.push(Claim {
+                    program: program.into(),
+                    test: named(test_name(line, &figs[0]), direction_of(line)),
+                    direction: direction_of(line),
+                    claimed_bps: b / t,
+                    bytes: Some(b.round() as u64),
+                    seconds: Some(t),
+                    basis: "generic".into(),
+                    printed: figs
+                        .iter()
+                        .map(|f| f.printed.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" in "),
+                    line: n,
+                    threads: 1,
+                    ..Default::default()
+                });
+            } else if latency && figs.iter().any(|f| matches!(f.kind, Kind::Time(_))) {
+                p.unread.push(unread(
+                    "a latency figure: the audit does not time the program's single requests (the time inside its I/O calls is in the account)".into(),
+                ));
+            } else if let Some((_, f)) = iops {
+                p.unread.push(unread(format!(
+                    "{} without the bytes behind it: the account gives the calls the kernel saw",
+                    f.printed
+                )));
+            } else if let Some(Figure {
+                kind: Kind::PerSecond(_, what),
+                ..
+            }) = figs.iter().find(|f| matches!(f.kind, Kind::PerSecond(..)))
+            {
+                p.unread.push(unread(per_second_reason(what).to_string()));
+            }
         }
     }
 }
