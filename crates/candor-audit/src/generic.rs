@@ -233,7 +233,7 @@ pub fn read(program: &str, stdout: &str, stderr: &str) -> Parsed {
     for (stream, text) in [("stdout", stdout), ("stderr", stderr)] {
         read_stream(program, stream, text, &mut p);
     }
-    p
+    p.sane()
 }
 
 fn read_stream(program: &str, stream: &str, text: &str, p: &mut Parsed) {
@@ -722,6 +722,40 @@ min/avg/max/mdev = 48.4 us / 50.2 us / 54.3 us / 2.08 us
         assert_eq!(p.claims[0].seconds, Some(0.0195));
         assert_eq!(p.claims[0].claimed_bps, 3.4e9);
         assert_eq!(p.claims[0].printed, "3.4 GB/s");
+    }
+
+    #[test]
+    fn bytes_in_seconds_and_units_of_every_kind() {
+        let p = read("t", "wrote 1048576 bytes in 0.5 seconds\n", "");
+        assert_eq!(p.claims.len(), 1, "{p:?}");
+        assert_eq!(p.claims[0].bytes, Some(1048576));
+        assert_eq!(p.claims[0].claimed_bps, 2097152.0);
+        assert_eq!(p.claims[0].direction, Direction::Write);
+        for (text, bps) in [
+            ("rate 12 kB/s", 12e3),
+            ("rate 12 KB/s", 12e3),
+            ("rate 1.5 GB/sec", 1.5e9),
+            ("rate 3 MiB/s", 3.0 * 1048576.0),
+        ] {
+            let p = read("t", text, "");
+            assert_eq!(p.claims.len(), 1, "{text}");
+            assert_eq!(p.claims[0].claimed_bps, bps, "{text}");
+        }
+        for (text, word) in [
+            ("1200 IOPS", "IOPS"),
+            ("done: 350 ops/s", "own operations"),
+            ("52 transactions/sec", "transactions"),
+            ("avg latency 120 µs", "latency"),
+            ("read latency 1.2 ms", "latency"),
+        ] {
+            let p = read("t", text, "");
+            assert!(p.claims.is_empty(), "{text}: {p:?}");
+            assert_eq!(p.unread.len(), 1, "{text}: {p:?}");
+            assert!(p.unread[0].why.contains(word), "{text}: {:?}", p.unread);
+        }
+        // A negative figure is not a claim.
+        let p = read("t", "rate -5 MB/s\n", "");
+        assert!(p.claims.is_empty(), "{p:?}");
     }
 
     #[test]
