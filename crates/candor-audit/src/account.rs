@@ -47,7 +47,9 @@ pub struct Account {
     /// Block traffic over the run: the tree's own (with eBPF also the journal's and other
     /// processes'), per device.
     pub device_traffic: BTreeMap<String, DeviceTraffic>,
-    /// (the tree's own device writes + the journal's) / bytes written by the calls.
+    /// (the tree's own device writes + its share of the journal's, in proportion to its
+    /// data among the device's writers) / bytes written by the calls, on the devices it
+    /// wrote files on.
     pub write_amplification: Option<f64>,
     /// "device", "cache", "mixed", "holes" or "nothing".
     pub verdict: String,
@@ -123,18 +125,63 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
         .sum::<u64>()
         .min(a.read.bytes);
     // The tree's own device bytes, each request counted once.
-    let (own_read, own_write, kernel_write) = if !o.device_traffic.is_empty() {
-        let t = o.device_traffic.values();
-        (
-            Some(t.clone().map(|d| d.own_read_bytes).sum::<u64>()),
-            Some(t.clone().map(|d| d.own_write_bytes).sum::<u64>()),
-            t.map(|d| d.kernel_write_bytes).sum::<u64>(),
-        )
+    // What the calls moved on each device (reads of holes left out): a device's own
+    // traffic speaks for the files on it, not for the program's own loading or for
+    // another filesystem it barely touched.
+    let mut names = BTreeMap::<u64, Option<String>>::new();
+    let mut app_dev = BTreeMap::<String, (u64, u64)>::new();
+    for p in phases {
+        let Some(name) = p.dev.and_then(|d| {
+            names
+                .entry(d)
+                .or_insert_with(|| crate::disk::device_name(d))
+                .clone()
+        }) else {
+            continue;
+        };
+        let e = app_dev.entry(name).or_default();
+        e.0 += p.read_bytes - p.hole_read_bytes.unwrap_or(0).min(p.read_bytes);
+        e.1 += p.write_bytes;
+    }
+    let app_read = a.read.bytes;
+    let not_holes = app_read - a.read_from_holes_bytes;
+    let (dev_read, device_written) = if !o.device_traffic.is_empty() {
+        let mut read = 0u64;
+        let mut written = 0u64;
+        for (name, t) in &o.device_traffic {
+            // Without device names (phases of unknown devices), every device counts.
+            let (ar, aw) = if app_dev.is_empty() {
+                (u64::MAX, u64::MAX)
+            } else {
+                app_dev.get(name).copied().unwrap_or((0, 0))
+            };
+            read += t.own_read_bytes.min(ar);
+            if aw > 0 {
+                // The journal's writes, shared with the other writers of the device in
+                // proportion to the data each wrote there.
+                let data = t.own_write_bytes + t.foreign_write_bytes;
+                let journal = if data == 0 {
+                    t.kernel_write_bytes
+                } else {
+                    (t.kernel_write_bytes as u128 * t.own_write_bytes as u128 / data as u128) as u64
+                };
+                written += t.own_write_bytes + journal;
+            }
+        }
+        (Some(read.min(not_holes)), Some(written))
     } else if let Some(root) = o.processes.first() {
-        // /proc/<pid>/io of the root, which holds its reaped children's.
+        // /proc/<pid>/io of the root, which holds its reaped children's: all of it goes to
+        // the device that took most of the calls' bytes, the rest of each device's traffic
+        // is other processes'.
+        let main = app_dev
+            .iter()
+            .max_by_key(|(_, (r, w))| r + w)
+            .map(|(n, _)| n.clone())
+            .or_else(|| device_totals.first().map(|d| d.0.clone()));
         for (name, r, w) in device_totals {
-            let own_r = root.io.read_bytes.min(*r);
-            let own_w = root.io.write_bytes.min(*w);
+            let mine = Some(name) == main.as_ref();
+            let own_r = if mine { root.io.read_bytes.min(*r) } else { 0 };
+            let own_w = if mine { root.io.write_bytes.min(*w) } else { 0 };
             a.device_traffic.insert(
                 name.clone(),
                 DeviceTraffic {
@@ -146,17 +193,17 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
                 },
             );
         }
-        (Some(root.io.read_bytes), Some(root.io.write_bytes), 0)
+        (
+            Some(root.io.read_bytes.min(not_holes)),
+            Some(root.io.write_bytes),
+        )
     } else {
-        (None, None, 0)
+        (None, None)
     };
-    let app_read = a.read.bytes;
-    if let Some(r) = own_read {
-        let dev = r.min(app_read - a.read_from_holes_bytes);
+    if let Some(dev) = dev_read {
         a.read_from_device_bytes = Some(dev);
-        a.read_from_cache_bytes = Some(app_read - a.read_from_holes_bytes - dev);
+        a.read_from_cache_bytes = Some(not_holes - dev);
     }
-    let device_written = own_write.map(|w| w + kernel_write);
     if a.write.bytes > 0 {
         a.write_amplification = device_written.map(|w| w as f64 / a.write.bytes as f64);
     }
@@ -259,7 +306,7 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
             "holes",
             "most of what it moved was zeros the filesystem made up: its figures measure neither the device nor the page cache",
         )
-    } else if own_read.is_none() {
+    } else if dev_read.is_none() {
         ("unverified", "where the bytes went is not known")
     } else if served as f64 >= 0.9 * app as f64 {
         (
@@ -369,7 +416,7 @@ pub fn render(a: &Account) -> String {
     }
     if let Some(w) = a.write_amplification {
         s.push_str(&format!(
-            "  write amplification {w:.2} (the device's writes for the tree, journal included, over the bytes written)\n"
+            "  write amplification {w:.2} (the device's writes for the tree, with its share of the journal, over the bytes written)\n"
         ));
     }
     s.push_str(&format!("  verdict  {}\n", a.sentence));
@@ -440,7 +487,7 @@ mod tests {
                 own_read_bytes: 256 << 10,
                 own_write_bytes: 78 * 4096,
                 kernel_write_bytes: 78 * 4096,
-                foreign_write_bytes: 4096,
+                foreign_read_bytes: 4096,
                 ..Default::default()
             },
         );

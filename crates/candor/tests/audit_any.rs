@@ -585,3 +585,108 @@ fn a_sparse_file_read_is_holes_not_page_cache() {
         }
     }
 }
+
+/// Sectors read and written by a block device so far, in bytes (/sys/block/NAME/stat).
+fn disk_bytes(dev: &str) -> (u64, u64) {
+    let name = dev.trim_start_matches("/dev/");
+    let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("the device's stat");
+    let f: Vec<u64> = s
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    (f[2] * 512, f[6] * 512)
+}
+
+/// On a filesystem of its own (ext4 on a loop device, which nothing else uses), fs_mark's
+/// write amplification in the account is within 10% of the device's own count of bytes
+/// written over the bytes fs_mark wrote, and dbench's page-cache share of reads (its load
+/// file copied there too) within 0.05 of 1 - device reads / bytes read.
+#[test]
+fn amplification_and_cache_share_against_the_device_counters() {
+    if !common::need_programs(&["fs_mark", "dbench"]) || !common::need_root("for a loop device") {
+        return;
+    }
+    if !common::need_bpf() {
+        return;
+    }
+    let Some(fs) = common::scratch("ext4", 512 << 20) else {
+        return;
+    };
+    let _g = serial();
+    let lo = fs.loop_device.clone();
+    let name = lo.trim_start_matches("/dev/").to_string();
+    let mnt = fs.path().to_path_buf();
+    let dir = scratch();
+    let settle = || {
+        // SAFETY: sync takes no arguments.
+        unsafe { libc::sync() };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    // fs_mark: 500 files of 4 KiB, an fsync each. fs_mark keeps its directory's name in a
+    // short buffer: it is given a short relative path (a link to the mount).
+    std::os::unix::fs::symlink(&mnt, dir.path().join("m")).expect("a link to the mount");
+    settle();
+    let before = disk_bytes(&lo);
+    let fm = std::path::PathBuf::from("m/fm");
+    let (out, v) = audit(
+        dir.path(),
+        "bpf",
+        &[
+            "fs_mark",
+            "-d",
+            fm.to_str().unwrap(),
+            "-n",
+            "500",
+            "-s",
+            "4096",
+            "-t",
+            "1",
+        ],
+    );
+    let after = disk_bytes(&lo);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let acc = &v["audit"]["account"];
+    let written = u(&acc["write"]["bytes"]) as f64;
+    let device = (after.1 - before.1) as f64;
+    let truth = device / written;
+    let amp = acc["write_amplification"].as_f64().expect("amplification");
+    assert!(
+        (amp / truth - 1.0).abs() <= 0.10,
+        "write amplification {amp:.3} against the device's {truth:.3} ({device} bytes for {written})"
+    );
+    let traffic = &acc["device_traffic"][&name];
+    assert_eq!(traffic["foreign_write_bytes"], 0, "{traffic}");
+    // dbench, with its load file on the same filesystem.
+    let load = mnt.join("client.txt");
+    std::fs::copy("/usr/share/dbench/client.txt", &load).expect("dbench's load file");
+    let db = mnt.join("db");
+    std::fs::create_dir(&db).unwrap();
+    settle();
+    let before = disk_bytes(&lo);
+    let (out, v) = audit(
+        dir.path(),
+        "bpf",
+        &[
+            "dbench",
+            "-c",
+            load.to_str().unwrap(),
+            "-D",
+            db.to_str().unwrap(),
+            "-t",
+            "3",
+            "2",
+        ],
+    );
+    let after = disk_bytes(&lo);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let acc = &v["audit"]["account"];
+    let read = u(&acc["read"]["bytes"]) as f64;
+    let truth = 1.0 - (after.0 - before.0) as f64 / read;
+    let share = u(&acc["read_from_cache_bytes"]) as f64 / read;
+    assert!(
+        (share - truth).abs() <= 0.05,
+        "cache share {share:.3} against {truth:.3} ({} device bytes read for {read})",
+        after.0 - before.0
+    );
+    eprintln!("fs_mark amplification {amp:.3}; dbench cache share {share:.4} (device: {truth:.4})");
+}
