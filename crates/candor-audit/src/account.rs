@@ -369,6 +369,10 @@ pub fn render(a: &Account) -> String {
     let b = |x: u64| format_bytes(x, ByteStyle::TENTHS);
     let mut s = String::new();
     for (word, t) in [("read", &a.read), ("written", &a.write)] {
+        if t.bytes == 0 && t.calls.unwrap_or(0) == 0 {
+            s.push_str(&format!("  {word:<8} nothing\n"));
+            continue;
+        }
         s.push_str(&format!(
             "  {word:<8} {}{}{}{}, {} file{}\n",
             b(t.bytes),
