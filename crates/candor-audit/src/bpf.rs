@@ -181,6 +181,7 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         record_sizes: p.record_sizes.to_dump().buckets,
         offsets: p.offsets.to_dump().buckets,
         direct: p.direct,
+        block_device: p.block_device,
         source: "bpf".into(),
         ..Default::default()
     }
@@ -293,6 +294,28 @@ impl PhaseSource for BpfSource {
                 }
             }
         }
+        let mut device_traffic = std::collections::BTreeMap::new();
+        if let (Some(a), Some(b)) = (self.snapshots.first(), self.snapshots.last()) {
+            use candor_bpf::snapshot::Owner;
+            for (k, c) in &b.delta(a).block {
+                let name = k.dev.name().unwrap_or_else(|| k.dev.to_string());
+                let t: &mut crate::phase::DeviceTraffic = device_traffic.entry(name).or_default();
+                let read = match k.dir {
+                    candor_bpf::Direction::Read => true,
+                    candor_bpf::Direction::Write => false,
+                    _ => continue,
+                };
+                let slot = match (k.owner, read) {
+                    (o, true) if o.is_own() => &mut t.own_read_bytes,
+                    (o, false) if o.is_own() => &mut t.own_write_bytes,
+                    (Owner::Kernel, true) => &mut t.kernel_read_bytes,
+                    (Owner::Kernel, false) => &mut t.kernel_write_bytes,
+                    (_, true) => &mut t.foreign_read_bytes,
+                    (_, false) => &mut t.foreign_write_bytes,
+                };
+                *slot += c.bytes;
+            }
+        }
         let mut counted = self.counters.finish();
         // A channel the tracer counted that /proc never showed (a process that used it
         // between two readings): the tree's, without a process or a file.
@@ -323,6 +346,7 @@ impl PhaseSource for BpfSource {
             channels: counted.channels,
             channel_calls,
             still_running: Vec::new(),
+            device_traffic,
         }
     }
 }

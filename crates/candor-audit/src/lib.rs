@@ -13,11 +13,14 @@
 //! - [`runner`]: runs the command with its output passed through and captured.
 //! - [`report`]: the terminal table and the JSON stored in the RunDoc.
 
+pub mod account;
 pub mod bpf;
 pub mod channels;
 pub mod checks;
 pub mod claims;
 pub mod disk;
+pub mod generic;
+pub mod holes;
 pub mod phase;
 pub mod procfs;
 pub mod reconcile;
@@ -79,6 +82,8 @@ pub struct Audit {
     /// Lines of the output that looked like figures but could not be read.
     pub unread: Vec<claims::Unread>,
     pub rows: Vec<Row>,
+    /// What the tree did, whatever the program printed.
+    pub account: account::Account,
 }
 
 /// Why the requested source could not be used (with `SourceChoice::Bpf`), before anything
@@ -124,20 +129,39 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     );
     let mut observed = out.observed;
     phase::drop_startup_noise(&mut observed);
+    holes::find(&mut observed);
     if let Some(n) = fallback_note {
         observed.notes.insert(0, n);
     }
     let channel_notes = channels::notes(&observed);
     observed.notes.extend(channel_notes);
-    let claims::Parsed { claims, unread } = claims::read(argv, &out.stdout, &out.stderr);
+    let claims::Parsed { claims, mut unread } = claims::read(argv, &out.stdout, &out.stderr);
+    generic::annotate(&mut unread, &observed.phases);
     let disks = out.disks;
     let window = |dev: u64, from: f64, to: f64| {
         let name = device_name(dev)?;
         Some((name.clone(), disks.delta(&name, from, to)?))
     };
-    let mut rows = reconcile(&claims, &observed.phases, &out.cwd, &window);
-    checks::apply(&claims, &mut rows, &observed);
-    channels::apply(&claims, &mut rows, &observed, &out.cwd, &window);
+    let (generic, known): (Vec<Claim>, Vec<Claim>) =
+        claims.iter().cloned().partition(|c| c.basis == "generic");
+    let mut rows = reconcile(&known, &observed.phases, &out.cwd, &window);
+    checks::apply(&known, &mut rows, &observed);
+    channels::apply(&known, &mut rows, &observed, &out.cwd, &window);
+    rows.extend(generic::reconcile(
+        &generic,
+        &observed.phases,
+        !observed.channels.is_empty(),
+        observed.source == "bpf",
+    ));
+    let device_totals: Vec<(String, u64, u64)> = out
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let t = disks.total(d)?;
+            Some((d.clone(), t.read_bytes(), t.write_bytes()))
+        })
+        .collect();
+    let account = account::account(&observed, &device_totals);
     Ok(Audit {
         argv: out.argv,
         cwd: out.cwd,
@@ -151,5 +175,6 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
         claims,
         unread,
         rows,
+        account,
     })
 }

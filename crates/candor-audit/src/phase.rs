@@ -40,6 +40,12 @@ pub struct Phase {
     pub offsets: Vec<[u64; 2]>,
     /// Opened with O_DIRECT.
     pub direct: bool,
+    /// The file is a block device (`dev` is the device itself): a `raw device` phase.
+    pub block_device: bool,
+    /// Bytes of the file's reads that fell in unallocated ranges (holes, unwritten
+    /// extents) at the end of the audit: zeros made up by the filesystem, neither from the
+    /// page cache nor from the device (see [`crate::holes`]).
+    pub hole_read_bytes: Option<u64>,
     /// Bytes the kernel counted as going to or coming from storage for this file
     /// (/proc/<pid>/io read_bytes and write_bytes attributed to it; reads below `read_bytes`
     /// were served by the page cache).
@@ -196,6 +202,24 @@ pub struct Observed {
     /// Processes of the tree still running when the audit stopped (`--stop-at-exit`):
     /// what they did afterwards is not in the audit. Their counters are those read then.
     pub still_running: Vec<ProcessRecord>,
+    /// eBPF only: every block request on each device over the run, counted once by its
+    /// owner (the tree, the kernel's journal and housekeeping, others). Empty with procfs.
+    pub device_traffic: std::collections::BTreeMap<String, DeviceTraffic>,
+}
+
+/// A device's block traffic over the run by owner (eBPF knows each request's submitter).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct DeviceTraffic {
+    /// Submitted by the tree's processes, or written back for inodes they dirtied.
+    pub own_read_bytes: u64,
+    pub own_write_bytes: u64,
+    /// Submitted by kernel threads outside any inode's writeback (journal commits).
+    pub kernel_read_bytes: u64,
+    pub kernel_write_bytes: u64,
+    /// Submitted by processes outside the tree.
+    pub foreign_read_bytes: u64,
+    pub foreign_write_bytes: u64,
 }
 
 /// A process of the tree moved I/O through a channel the audit does not count per file.

@@ -439,7 +439,13 @@ impl ProcfsSource {
                     pid,
                     fd,
                     path,
-                    dev: Some(md.dev()),
+                    // A block device's own number: its traffic is on that device.
+                    dev: Some(if ft.is_block_device() {
+                        md.rdev()
+                    } else {
+                        md.dev()
+                    }),
+                    block_device: ft.is_block_device(),
                     inode: Some(md.ino()),
                     open_s: mid,
                     time_uncertainty_s: uncertainty,

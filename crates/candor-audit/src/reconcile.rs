@@ -273,9 +273,14 @@ fn row(
     // What the kernel counted for storage, and what the device did in the window.
     let storage_read: Option<u64> = sel.iter().map(|p| p.storage_read_bytes).sum();
     let storage_write: Option<u64> = sel.iter().map(|p| p.storage_write_bytes).sum();
+    // Reads of holes came from neither the device nor the page cache.
+    let holes: u64 = sel.iter().filter_map(|p| p.hole_read_bytes).sum();
     if c.direction == Direction::Read && bytes > 0 {
+        if holes > 0 {
+            r.hole_share = Some(holes.min(bytes) as f64 / bytes as f64);
+        }
         if let Some(s) = storage_read {
-            r.cache_share = Some(1.0 - (s.min(bytes) as f64 / bytes as f64));
+            r.cache_share = Some(1.0 - ((s + holes).min(bytes) as f64 / bytes as f64));
         }
     }
     let dev = sel.iter().find_map(|p| p.dev);
@@ -423,6 +428,14 @@ fn judge(c: &Claim, r: &mut Row, bytes: u64, uncertainty: f64, direct: bool) {
                 (reach * 2.0).min(1.0) * 100.0
             ));
         }
+    }
+    // Reads of unallocated ranges.
+    if let Some(h) = r.hole_share.filter(|h| *h >= 0.05) {
+        why.push(format!(
+            "{:.0}% of these reads were of holes (unallocated ranges of a sparse file): {}",
+            h * 100.0,
+            crate::holes::HOLE_WORDS
+        ));
     }
     // Reads served from memory.
     if let Some(cache) = r.cache_share {

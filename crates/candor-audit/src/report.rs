@@ -4,7 +4,6 @@
 use crate::reconcile::Row;
 use crate::runner::Exit;
 use crate::Audit;
-use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{AppIo, DeviceIo, ProcessIo, Verdict, Witness};
 use serde_json::{json, Value};
 
@@ -158,37 +157,25 @@ pub fn render_table(a: &Audit) -> String {
                 ));
             }
         }
-    } else if a.observed.phases.is_empty() {
-        s.push_str(&format!(
-            "{program} touched no regular file: there is nothing to reconcile\n"
-        ));
-    } else {
-        s.push_str(&format!(
-            "no figures recognised in {program}'s output; what it did, file by file:\n"
-        ));
     }
-    if a.rows.is_empty() && !a.observed.phases.is_empty() {
-        for p in a.observed.phases.iter().take(40) {
-            s.push_str(&format!(
-                "  {:>8.3} s  pid {:<7} {:<5} {:>10}  {:>10}  {}\n",
-                p.open_s,
-                p.pid,
-                p.direction().as_str(),
-                format_bytes(p.bytes(), ByteStyle::TENTHS),
-                if p.wall_s() > 0.0 {
-                    human_rate(p.bytes() as f64 / p.wall_s())
-                } else {
-                    "-".into()
-                },
-                p.path
-            ));
-        }
-        if a.observed.phases.len() > 40 {
-            s.push_str(&format!(
-                "  ... and {} more (see -o)\n",
-                a.observed.phases.len() - 40
-            ));
-        }
+    let parsed = a.claims.iter().any(|c| c.basis != "generic");
+    if a.observed.phases.is_empty() {
+        s.push_str(&format!(
+            "{program} touched no regular file or block device: there is nothing to reconcile\n"
+        ));
+    } else if !parsed {
+        // No parser knows the program: the account is the report.
+        s.push_str(&format!(
+            "what {program} did (the read and write calls of its tree, by file; {}):\n",
+            if !a.rows.is_empty() {
+                format!("no parser reads {program}'s output: the figures above were found by the generic reader")
+            } else if a.claims.is_empty() && a.unread.is_empty() {
+                format!("no figure found in {program}'s output")
+            } else {
+                format!("no figure of {program}'s output could be checked")
+            }
+        ));
+        s.push_str(&crate::account::render(&a.account));
     }
     for u in &a.unread {
         s.push_str(&format!(
@@ -279,6 +266,9 @@ pub fn witness(a: &Audit) -> Witness {
     };
     let worst = a.rows.iter().find(|r| r.verdict != "agrees");
     w.explanation = match (worst, a.rows.is_empty()) {
+        (_, true) if !a.account.sentence.is_empty() => {
+            format!("no claimed figure to check; {}", a.account.sentence)
+        }
         (_, true) => "no claimed figure to check".into(),
         (Some(r), _) => format!("{} {}: {}", r.test, r.verdict, r.explanation),
         (None, _) => "every claimed figure agrees with what the kernel saw, within 5%".into(),
@@ -329,6 +319,7 @@ pub fn audit_value(a: &Audit) -> Value {
         "channel_calls": a.observed.channel_calls,
         "still_running": a.observed.still_running,
         "reconciliation": rows,
+        "account": a.account,
         "witness": witness(a),
     })
 }
@@ -349,25 +340,28 @@ mod tests {
     }
 
     fn audit_with(rows: Vec<Row>, phases: Vec<crate::Phase>, exit: Exit) -> Audit {
+        let observed = crate::Observed {
+            source: "bpf".into(),
+            phases,
+            processes: Vec::new(),
+            notes: vec!["a note".into()],
+            ..Default::default()
+        };
+        let account = crate::account::account(&observed, &[]);
         Audit {
             argv: vec!["fio".into(), "--name=r".into()],
             cwd: "/".into(),
             exit,
             stdout: String::new(),
             stderr: String::new(),
-            observed: crate::Observed {
-                source: "bpf".into(),
-                phases,
-                processes: Vec::new(),
-                notes: vec!["a note".into()],
-                ..Default::default()
-            },
+            observed,
             disks: crate::disk::DiskTimeline::default(),
             devices: vec!["vda".into()],
             wall_s: 1.5,
             claims: Vec::new(),
             unread: Vec::new(),
             rows,
+            account,
         }
     }
 
@@ -441,8 +435,10 @@ mod tests {
             ..Default::default()
         };
         let t = render_table(&audit_with(Vec::new(), vec![p], Exit::Code(0)));
-        assert!(t.contains("no figures recognised"), "{t}");
-        assert!(t.contains("/data/f") && t.contains("write"), "{t}");
+        // The account, not a list of phases: totals and the files.
+        assert!(t.contains("what fio did"), "{t}");
+        assert!(t.contains("written  1.0 MiB"), "{t}");
+        assert!(t.contains("/data/f"), "{t}");
         let t = render_table(&audit_with(Vec::new(), Vec::new(), Exit::NotFound));
         assert!(
             t.contains("touched no regular file") && t.contains("command not found"),

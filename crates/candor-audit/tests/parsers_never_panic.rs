@@ -48,6 +48,7 @@ fn check(text: &str) {
         .chain(bonnie::read(text).claims)
         .chain(unixbench::read_run(text).claims)
         .chain(unixbench::read_fstime(&argv_fstime, text, text).claims)
+        .chain(candor_audit::generic::read("tool", text, text).claims)
     {
         assert!(c.claimed_bps.is_finite() && c.claimed_bps >= 0.0, "{c:?}");
         assert!(c.iops.is_none_or(|x| x.is_finite() && x >= 0.0), "{c:?}");

@@ -85,9 +85,21 @@ fn every_call_of_a_known_pattern_with_ebpf() {
         "the read phase follows the write phase"
     );
     assert!(w.fsync_time_s.unwrap_or(0.0) > 0.0);
-    // An unknown program: no claims, the phases are the report.
-    assert!(a.claims.is_empty());
-    assert!(a.rows.is_empty());
+    // An unknown program: the generic reader finds its two "N bytes in T s" figures,
+    // one per clause of its line, each with the bytes it printed and its direction.
+    assert_eq!(a.claims.len(), 2, "{:#?}", a.claims);
+    assert!(a
+        .claims
+        .iter()
+        .all(|c| c.basis == "generic" && c.bytes == Some(size * count)));
+    assert_eq!(a.claims[0].direction, Direction::Write);
+    assert_eq!(a.claims[1].direction, Direction::Read);
+    assert_eq!(a.rows.len(), 2);
+    assert!(
+        a.rows.iter().all(|r| r.verdict != "overstated"),
+        "{:#?}",
+        a.rows
+    );
 }
 
 #[test]

@@ -119,6 +119,8 @@ struct fd_key {
  * where O_DIRECT is 040000). */
 #define PHASE_DIRECT 4
 #define X86_O_DIRECT 040000
+/* The descriptor is a block device (its dev is the device itself, i_rdev). */
+#define PHASE_BLKDEV 8
 
 struct phase {
 	__u32 tgid;
@@ -451,8 +453,9 @@ static __always_inline int is_positional(__u32 s)
 	       s == SLOT_PREADV2 || s == SLOT_PWRITEV2;
 }
 
-/* fd -> (dev, inode) of the calling task, regular files only. */
-static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino, __u32 *fflags)
+/* fd -> (dev, inode) of the calling task, regular files and block devices only (for a block
+ * device, dev is the device itself and *blk is set). */
+static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino, __u32 *fflags, __u32 *blk)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct files_struct *files = 0;
@@ -480,6 +483,14 @@ static __always_inline int fd_inode(__u32 fd, __u32 *dev, __u64 *ino, __u32 *ffl
 		return -1;
 	if (bpf_probe_read_kernel(&mode, sizeof(mode), &in->i_mode))
 		return -1;
+	if ((mode & 0170000) == 0060000) {
+		if (bpf_probe_read_kernel(ino, sizeof(*ino), &in->i_ino))
+			return -1;
+		if (bpf_probe_read_kernel(dev, sizeof(*dev), &in->i_rdev))
+			return -1;
+		*blk = 1;
+		return 0;
+	}
 	if ((mode & 0170000) != 0100000)
 		return -1;
 	if (bpf_probe_read_kernel(ino, sizeof(*ino), &in->i_ino))
@@ -505,9 +516,9 @@ static __always_inline struct file_stat *file_stat_of(__u32 dev, __u64 ino)
 static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 					       const char *user_path)
 {
-	__u32 dev = 0, zero = 0, fflags = 0;
+	__u32 dev = 0, zero = 0, fflags = 0, blk = 0;
 	__u64 ino = 0;
-	if (fd_inode(fd, &dev, &ino, &fflags))
+	if (fd_inode(fd, &dev, &ino, &fflags, &blk))
 		return 0;
 	struct phase *p = bpf_map_lookup_elem(&phase_scratch, &zero);
 	if (!p)
@@ -524,6 +535,8 @@ static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 	}
 	if (fflags & X86_O_DIRECT)
 		p->flags |= PHASE_DIRECT;
+	if (blk)
+		p->flags |= PHASE_BLKDEV;
 	file_stat_of(dev, ino);
 	struct fd_key k = { .tgid = tgid, .fd = fd };
 	if (bpf_map_update_elem(&fds, &k, p, BPF_ANY)) {

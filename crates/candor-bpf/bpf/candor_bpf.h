@@ -47,6 +47,7 @@ struct super_block {
 struct inode {
 	__u16 i_mode;
 	unsigned long i_ino;
+	__u32 i_rdev;
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 

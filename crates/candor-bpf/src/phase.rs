@@ -3,7 +3,7 @@
 //! what `candor audit` rebuilds a program's tests from.
 
 use crate::hist::{Hist, Scale};
-use crate::raw::{RawPhase, PHASE_CLOSED, PHASE_DIRECT, PHASE_OPENED};
+use crate::raw::{RawPhase, PHASE_BLKDEV, PHASE_CLOSED, PHASE_DIRECT, PHASE_OPENED};
 use crate::snapshot::DevId;
 use serde::Serialize;
 
@@ -23,6 +23,9 @@ pub struct Phase {
     /// call the tracer saw on a descriptor it did not see opened, such as dd's dup2'd
     /// output); a later fcntl(F_SETFL) is not followed.
     pub direct: bool,
+    /// The descriptor is a block device: `dev` is the device itself and `inode` its node
+    /// in /dev.
+    pub block_device: bool,
     /// CLOCK_MONOTONIC nanoseconds: open (or first sight), first and last I/O, close.
     pub open_ns: u64,
     pub first_io_ns: Option<u64>,
@@ -62,6 +65,7 @@ impl Phase {
             path,
             closed,
             direct: r.flags & PHASE_DIRECT != 0,
+            block_device: r.flags & PHASE_BLKDEV != 0,
             open_ns: r.open_ns,
             first_io_ns: nz(r.first_ns),
             last_io_ns: nz(r.last_ns),

@@ -65,6 +65,8 @@ pub const PHASE_OPENED: u32 = 1;
 pub const PHASE_CLOSED: u32 = 2;
 /// The file was in O_DIRECT mode when the phase began.
 pub const PHASE_DIRECT: u32 = 4;
+/// The descriptor is a block device (the phase's dev is the device itself).
+pub const PHASE_BLKDEV: u32 = 8;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -59,6 +59,9 @@ pub struct ReconciliationRow {
     pub fsync_time_s: Option<f64>,
     /// Reads: share of the bytes the page cache served (the kernel read less from storage).
     pub cache_share: Option<f64>,
+    /// Reads: share of the bytes that fell in holes of a sparse file (zeros made up by
+    /// the filesystem: neither the device nor the page cache held them).
+    pub hole_share: Option<f64>,
     /// Writes: share of the bytes the device wrote while the file was open.
     pub flushed_share: Option<f64>,
     pub device: Option<String>,

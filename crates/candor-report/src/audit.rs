@@ -108,16 +108,123 @@ pub fn text(doc: &RunDoc, markdown: bool) -> String {
     }
     if claims.is_empty() {
         out.push_str("No figure of the audited program was recognised.\n");
-        return out;
-    }
-    let (g, notes) = grid(&claims);
-    out.push_str(&if markdown {
-        g.to_markdown()
     } else {
-        g.to_text()
-    });
-    for (i, n) in notes.iter().enumerate() {
-        out.push_str(&format!("  [{}] {n}\n", i + 1));
+        let (g, notes) = grid(&claims);
+        out.push_str(&if markdown {
+            g.to_markdown()
+        } else {
+            g.to_text()
+        });
+        for (i, n) in notes.iter().enumerate() {
+            out.push_str(&format!("  [{}] {n}\n", i + 1));
+        }
+    }
+    out.push_str(&account_text(doc, markdown));
+    out
+}
+
+/// What the audited tree did (the saved `account`) and the figures left unread, as the
+/// terminal text of the audit gives them.
+fn account_text(doc: &RunDoc, markdown: bool) -> String {
+    use candor_model::units::{format_bytes, ByteStyle};
+    let Some(audit) = doc.audit.as_ref() else {
+        return String::new();
+    };
+    let b = |v: &serde_json::Value| format_bytes(v.as_u64().unwrap_or(0), ByteStyle::TENTHS);
+    let mut lines = Vec::new();
+    if let Some(a) = audit.get("account").filter(|a| a.is_object()) {
+        for (word, key) in [("read", "read"), ("written", "write")] {
+            let t = &a[key];
+            let mut l = format!("{word:<8} {}", b(&t["bytes"]));
+            if let Some(c) = t["calls"].as_u64() {
+                l.push_str(&format!(" in {c} calls"));
+            }
+            if let Some(s) = t["time_s"]
+                .as_f64()
+                .filter(|_| t["calls"].as_u64() > Some(0))
+            {
+                l.push_str(&format!(", {s:.3} s inside the calls"));
+            }
+            l.push_str(&format!(", {} files", t["files"].as_u64().unwrap_or(0)));
+            lines.push(l);
+        }
+        if let (Some(n), Some(s)) = (a["fsync_count"].as_u64(), a["fsync_time_s"].as_f64()) {
+            lines.push(format!("fsync    {n} calls, {s:.3} s"));
+        }
+        if a["read"]["bytes"].as_u64() > Some(0) {
+            lines.push(format!(
+                "reads    device {}, page cache {}, holes {}",
+                b(&a["read_from_device_bytes"]),
+                b(&a["read_from_cache_bytes"]),
+                b(&a["read_from_holes_bytes"])
+            ));
+        }
+        if let Some(devs) = a["device_traffic"].as_object() {
+            for (name, t) in devs {
+                let sum = |k: &[&str]| k.iter().map(|k| t[*k].as_u64().unwrap_or(0)).sum::<u64>();
+                lines.push(format!(
+                    "device   {name}: the tree read {} and wrote {}; journal and housekeeping {}; other processes (foreign) {}",
+                    b(&t["own_read_bytes"]),
+                    b(&t["own_write_bytes"]),
+                    format_bytes(sum(&["kernel_read_bytes", "kernel_write_bytes"]), ByteStyle::TENTHS),
+                    format_bytes(sum(&["foreign_read_bytes", "foreign_write_bytes"]), ByteStyle::TENTHS)
+                ));
+            }
+        }
+        if let Some(w) = a["write_amplification"].as_f64() {
+            lines.push(format!("write amplification {w:.2}"));
+        }
+        if let Some(s) = a["sentence"].as_str().filter(|s| !s.is_empty()) {
+            lines.push(format!("verdict  {s}"));
+        }
+        let files = a["files"].as_array().cloned().unwrap_or_default();
+        for f in files.iter().take(10) {
+            lines.push(format!(
+                "file     {} read, {} written, {} opens, {} fsyncs: {}{}",
+                b(&f["read_bytes"]),
+                b(&f["write_bytes"]),
+                f["opens"].as_u64().unwrap_or(0),
+                f["fsyncs"].as_u64().unwrap_or(0),
+                if f["kind"] == "raw device" {
+                    "raw device "
+                } else {
+                    ""
+                },
+                f["path"].as_str().unwrap_or("")
+            ));
+        }
+        if files.len() > 10 {
+            lines.push(format!("... and {} more", files.len() - 10));
+        }
+    }
+    for u in audit
+        .get("unread")
+        .and_then(|u| u.as_array())
+        .cloned()
+        .unwrap_or_default()
+    {
+        lines.push(format!(
+            "not checked: line {} of {}'s output ({}): {}",
+            u["line"].as_u64().unwrap_or(0),
+            u["program"].as_str().unwrap_or(""),
+            u["text"].as_str().unwrap_or("").trim(),
+            u["why"].as_str().unwrap_or("")
+        ));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = if markdown {
+        "\n### What the audited program did\n\n".to_string()
+    } else {
+        "\nWhat the audited program did\n".to_string()
+    };
+    for l in lines {
+        if markdown {
+            out.push_str(&format!("- {l}\n"));
+        } else {
+            out.push_str(&format!("  {l}\n"));
+        }
     }
     out
 }
@@ -153,6 +260,51 @@ mod tests {
             t.contains("[1] iozone write: the timing left out the fsync"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn the_account_and_the_unread_figures_are_in_the_report() {
+        let doc = RunDoc {
+            audit: Some(serde_json::json!({
+                "command": ["fs_mark", "-n", "200"],
+                "reconciliation": [],
+                "unread": [{"program": "fs_mark", "line": 11, "text": "92 200 4096 312.7 1174",
+                            "why": "Files/sec = 312.7: a rate of files"}],
+                "account": {
+                    "read": {"bytes": 0, "calls": 0, "time_s": 0.0, "files": 0},
+                    "write": {"bytes": 819200, "calls": 200, "time_s": 0.01, "files": 200},
+                    "fsync_count": 200, "fsync_time_s": 0.5,
+                    "device_traffic": {"vda": {"own_read_bytes": 0, "own_write_bytes": 2457600,
+                        "kernel_write_bytes": 4096, "foreign_write_bytes": 8192}},
+                    "write_amplification": 3.0,
+                    "sentence": "device: the device moved the bytes",
+                    "files": [{"path": "/d/fsm/ (200 files)", "kind": "files", "opens": 200,
+                               "read_bytes": 0, "write_bytes": 819200, "fsyncs": 200}]
+                }
+            })),
+            ..Default::default()
+        };
+        let t = text(&doc, false);
+        assert!(
+            t.contains("No figure of the audited program was recognised."),
+            "{t}"
+        );
+        assert!(t.contains("written  800.0 KiB in 200 calls"), "{t}");
+        assert!(t.contains("fsync    200 calls, 0.500 s"), "{t}");
+        assert!(t.contains("write amplification 3.00"), "{t}");
+        assert!(
+            t.contains("verdict  device: the device moved the bytes"),
+            "{t}"
+        );
+        assert!(
+            t.contains("200 opens, 200 fsyncs: /d/fsm/ (200 files)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("not checked: line 11 of fs_mark's output (92 200 4096 312.7 1174): Files/sec = 312.7"),
+            "{t}"
+        );
+        assert!(text(&doc, true).contains("### What the audited program did"));
     }
 
     #[test]

@@ -219,7 +219,8 @@ pub fn read(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
             dd::apply_args(&mut p.claims, argv);
             p
         }
-        _ => Parsed::default(),
+        // No parser knows the program: the generic reader finds its headline figures.
+        _ => crate::generic::read(argv0.rsplit('/').next().unwrap_or(argv0), stdout, stderr),
     }
 }
 
@@ -271,7 +272,7 @@ pub(crate) fn figures_left(
 
 /// Splits a number from its unit suffix: "4267MiB/s" -> (4267.0, "MiB/s"). None when the
 /// text does not start with a number.
-pub(crate) fn number_prefix(s: &str) -> Option<(f64, &str)> {
+pub fn number_prefix(s: &str) -> Option<(f64, &str)> {
     let s = s.trim_start();
     let end = s
         .char_indices()
@@ -290,7 +291,7 @@ pub(crate) fn number_prefix(s: &str) -> Option<(f64, &str)> {
 }
 
 /// Bytes in one unit of a size or rate as fio and dd print them ("KiB", "MB", "kB", "B").
-pub(crate) fn unit_multiplier(unit: &str) -> Option<f64> {
+pub fn unit_multiplier(unit: &str) -> Option<f64> {
     let u = unit.trim();
     let u = u.strip_suffix("/s").unwrap_or(u);
     Some(match u {
