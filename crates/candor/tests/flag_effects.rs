@@ -6,12 +6,9 @@
 
 mod common;
 
-use common::{candor, need_programs, text};
+use common::{candor, need_programs, read_at, text, MIB};
 use serde_json::Value;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
-
-const MIB: u64 = 1 << 20;
 
 /// A directory on the disk (not tmpfs, where O_DIRECT is refused).
 fn scratch() -> tempfile::TempDir {
@@ -35,13 +32,6 @@ fn device(size: u64) -> Option<candor_lab::ScratchFs> {
         candor_lab::scratch_device(size),
         candor_lab::LabError::is_unsupported,
     )
-}
-
-fn read_at(dev: &str, off: u64, len: usize) -> Vec<u8> {
-    let f = std::fs::File::open(dev).expect("open the device");
-    let mut b = vec![0u8; len];
-    f.read_exact_at(&mut b, off).expect("read the device");
-    b
 }
 
 /// The opens of `path` in an strace log.
