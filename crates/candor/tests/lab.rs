@@ -60,6 +60,13 @@ fn canonical_temp() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
+/// `canonical_temp`, its directory with mode 0755 (root's, readable by others).
+fn root_owned_temp() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = canonical_temp();
+    chmod(&dir, 0o755);
+    (tmp, dir)
+}
+
 fn chmod(p: impl AsRef<Path>, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
@@ -439,24 +446,17 @@ fn interrupted_create(dir: &Path) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start candor lab create");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "mkfs.xfs never started"
-        );
-        assert!(
-            child.try_wait().ok().flatten().is_none(),
-            "candor ended before mkfs.xfs"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let pid = common::poll_while_running(
+        &mut child,
+        20,
+        "mkfs.xfs never started",
+        "candor ended before mkfs.xfs",
+        || {
+            std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+        },
+    );
     child.kill().expect("kill candor");
     let _ = child.wait();
     // SAFETY: kill has no memory-safety preconditions; pid is the stand-in mkfs we started.
@@ -611,8 +611,7 @@ fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
     let Some(_serial) = lab_turn(&["setpriv"]) else {
         return;
     };
-    let (_top, top_dir) = canonical_temp();
-    chmod(&top_dir, 0o755);
+    let (_top, top_dir) = root_owned_temp();
     // An ext4 image carrying a setuid-root copy of `id`, as made on another machine.
     let src = top_dir.join("src");
     std::fs::create_dir(&src).expect("mkdir src");
@@ -696,8 +695,7 @@ fn a_lab_state_naming_paths_outside_the_lab_is_refused() {
     let Some(_serial) = lab_turn(&["setpriv"]) else {
         return;
     };
-    let (_top, top_dir) = canonical_temp();
-    chmod(&top_dir, 0o755);
+    let (_top, top_dir) = root_owned_temp();
     // Root's things elsewhere: a file and an (empty) directory.
     let victim_file = top_dir.join("victim.txt");
     let victim_dir = top_dir.join("victim-dir");

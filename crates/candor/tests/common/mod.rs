@@ -102,28 +102,41 @@ pub fn dead_run(target: &Path) -> PathBuf {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("candor starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let dir = loop {
-        let fresh: Vec<PathBuf> = run_dirs_in(target)
-            .into_iter()
-            .filter(|d| !before.contains(d))
-            .collect();
-        if let Some(d) = fresh.into_iter().find(|d| has_data_file(d)) {
-            break d;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "candor run never made its data file"
-        );
-        assert!(
-            child.try_wait().ok().flatten().is_none(),
-            "candor run ended before it could be killed"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    };
+    let dir = poll_while_running(
+        &mut child,
+        2,
+        "candor run never made its data file",
+        "candor run ended before it could be killed",
+        || {
+            run_dirs_in(target)
+                .into_iter()
+                .filter(|d| !before.contains(d))
+                .find(|d| has_data_file(d))
+        },
+    );
     child.kill().expect("kill candor run");
     child.wait().expect("reap candor run");
     dir
+}
+
+/// Calls `found` every `pause_ms` milliseconds until it gives a value, which it returns;
+/// fails saying `never` after 60 seconds, or `ended` when `child` exits first.
+pub fn poll_while_running<T>(
+    child: &mut std::process::Child,
+    pause_ms: u64,
+    never: &str,
+    ended: &str,
+    mut found: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(v) = found() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{never}");
+        assert!(child.try_wait().ok().flatten().is_none(), "{ended}");
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+    }
 }
 
 /// Whether the run directory `run_dir` holds a data file (a test is under way).
