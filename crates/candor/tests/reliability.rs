@@ -194,16 +194,7 @@ fn a_normal_run_a_killed_run_and_a_clean_leave_the_target_as_it_was() {
     // SIGKILL), and `candor clean` removes it, and only it.
     let mut child = spawn_run(
         dir.path(),
-        &[
-            "--tests",
-            "write,randread",
-            "--file-size",
-            "64m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "50",
-        ],
+        &[&["--tests", "write,randread"][..], &common::LONG].concat(),
     );
     wait_for("a test to have written 1 MiB", 60, || {
         data_file_holds(dir.path(), 1 << 20)

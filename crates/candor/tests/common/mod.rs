@@ -80,6 +80,17 @@ pub fn candor_as_nobody() -> Option<Command> {
     Some(c)
 }
 
+/// Options that make each test of a run last long enough to be interrupted in the middle:
+/// 50 passes over 64 MiB in 4 KiB records.
+pub const LONG: [&str; 6] = [
+    "--file-size",
+    "64m",
+    "--record-size",
+    "4k",
+    "--repeat",
+    "50",
+];
+
 /// A genuine dead run under `target`: `candor run` started on it and killed (SIGKILL, no
 /// chance to clean up) once its run directory holds a data file. Returns that directory.
 pub fn dead_run(target: &Path) -> PathBuf {
@@ -87,17 +98,8 @@ pub fn dead_run(target: &Path) -> PathBuf {
     let mut child = candor()
         .arg("run")
         .arg(target)
-        .args([
-            "--quiet",
-            "--tests",
-            "write",
-            "--file-size",
-            "64m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "50",
-        ])
+        .args(["--quiet", "--tests", "write"])
+        .args(LONG)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
