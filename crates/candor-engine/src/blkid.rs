@@ -187,30 +187,46 @@ impl Lib {
                             .into_owned()
                     })
                 };
-                Ok(match (value(c"TYPE"), value(c"PTTYPE")) {
-                    (Some(kind), _) => Found::Signature {
-                        kind,
-                        usage: value(c"USAGE").unwrap_or_default(),
-                        by,
-                    },
-                    (None, Some(kind)) => Found::Signature {
-                        kind,
-                        usage: "partition table".into(),
-                        by,
-                    },
-                    // Found, but not said what: still something.
-                    (None, None) => Found::Signature {
-                        kind: "unnamed".into(),
-                        usage: String::new(),
-                        by,
-                    },
-                })
+                Ok(signature(
+                    value(c"TYPE"),
+                    value(c"PTTYPE"),
+                    || value(c"USAGE"),
+                    by,
+                ))
             }
             _ => Err(format!(
                 "libblkid could not probe the device: {}",
                 std::io::Error::last_os_error()
             )),
         }
+    }
+}
+
+/// What a probe that found something names, from its TYPE, PTTYPE and USAGE values (USAGE
+/// asked only when there is a TYPE).
+fn signature(
+    kind: Option<String>,
+    pttype: Option<String>,
+    usage: impl FnOnce() -> Option<String>,
+    by: &'static str,
+) -> Found {
+    match (kind, pttype) {
+        (Some(kind), _) => Found::Signature {
+            kind,
+            usage: usage().unwrap_or_default(),
+            by,
+        },
+        (None, Some(kind)) => Found::Signature {
+            kind,
+            usage: "partition table".into(),
+            by,
+        },
+        // Found, but not said what: still something.
+        (None, None) => Found::Signature {
+            kind: "unnamed".into(),
+            usage: String::new(),
+            by,
+        },
     }
 }
 
@@ -242,23 +258,12 @@ fn parse_export(code: Option<i32>, out: &str, by: &'static str) -> Option<Found>
     match code {
         Some(2) => Some(Found::Nothing),
         Some(8) => Some(Found::Several { by }),
-        Some(0) => Some(match (value("TYPE"), value("PTTYPE")) {
-            (Some(kind), _) => Found::Signature {
-                kind,
-                usage: value("USAGE").unwrap_or_default(),
-                by,
-            },
-            (None, Some(kind)) => Found::Signature {
-                kind,
-                usage: "partition table".into(),
-                by,
-            },
-            (None, None) => Found::Signature {
-                kind: "unnamed".into(),
-                usage: String::new(),
-                by,
-            },
-        }),
+        Some(0) => Some(signature(
+            value("TYPE"),
+            value("PTTYPE"),
+            || value("USAGE"),
+            by,
+        )),
         _ => None,
     }
 }

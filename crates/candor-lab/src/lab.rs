@@ -279,18 +279,23 @@ fn status_of(member: &Member, mounts: &[sys::MountEntry]) -> MemberStatus {
     }
 }
 
+/// `dir` made canonical; None when it does not exist (so there is no lab in it).
+fn existing_dir(dir: &Path) -> Result<Option<PathBuf>, LabError> {
+    match std::fs::canonicalize(dir) {
+        Ok(d) => Ok(Some(d)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(LabError::Usage(format!(
+            "--dir {} cannot be used: {e}",
+            dir.display()
+        ))),
+    }
+}
+
 /// The lab in `dir`, with the status of each member; `Ok(None)` when there is none.
 /// Needs no privileges.
 pub fn list(dir: &Path) -> Result<Option<Vec<MemberView>>, LabError> {
-    let dir = match std::fs::canonicalize(dir) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(LabError::Usage(format!(
-                "--dir {} cannot be used: {e}",
-                dir.display()
-            )))
-        }
+    let Some(dir) = existing_dir(dir)? else {
+        return Ok(None);
     };
     let root = lab_root(&dir);
     trust::check_chain(&dir)?;
@@ -769,15 +774,8 @@ fn remove_member(member: &Member) -> Result<Vec<PathBuf>, LabError> {
 /// their backing files and mount points, then the state file and the lab directory when
 /// empty. With no lab there, does nothing and says so (`nothing_to_do`).
 pub fn destroy(dir: &Path) -> Result<DestroyReport, LabError> {
-    let dir = match std::fs::canonicalize(dir) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(DestroyReport::default()),
-        Err(e) => {
-            return Err(LabError::Usage(format!(
-                "--dir {} cannot be used: {e}",
-                dir.display()
-            )))
-        }
+    let Some(dir) = existing_dir(dir)? else {
+        return Ok(DestroyReport::default());
     };
     let root = lab_root(&dir);
     trust::check_chain(&dir)?;

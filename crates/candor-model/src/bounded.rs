@@ -74,6 +74,24 @@ pub fn vec<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T
     d.deserialize_seq(VecVisitor(PhantomData))
 }
 
+/// The entries of `map`, each charged `cost` before it is read; `next` reads one entry.
+fn charged_map<'de, A: MapAccess<'de>, T>(
+    mut map: A,
+    cost: usize,
+    mut next: impl FnMut(&mut A) -> Result<Option<(String, T)>, A::Error>,
+) -> Result<BTreeMap<String, T>, A::Error> {
+    let mut m = BTreeMap::new();
+    loop {
+        charge::<A::Error>(cost)?;
+        match next(&mut map)? {
+            Some((k, v)) => {
+                m.insert(k, v);
+            }
+            None => return Ok(m),
+        }
+    }
+}
+
 struct MapVisitor<T>(PhantomData<T>);
 
 impl<'de, T: Deserialize<'de>> Visitor<'de> for MapVisitor<T> {
@@ -81,17 +99,12 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for MapVisitor<T> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a map")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut m = BTreeMap::new();
-        loop {
-            charge::<A::Error>(std::mem::size_of::<(String, T)>() + NODE_OVERHEAD)?;
-            match map.next_entry::<String, T>()? {
-                Some((k, v)) => {
-                    m.insert(k, v);
-                }
-                None => return Ok(m),
-            }
-        }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        charged_map(
+            map,
+            std::mem::size_of::<(String, T)>() + NODE_OVERHEAD,
+            |map| map.next_entry::<String, T>(),
+        )
     }
 }
 
@@ -223,18 +236,15 @@ pub fn value_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Val
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a map")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut m = BTreeMap::new();
-            loop {
-                charge::<A::Error>(NODE + std::mem::size_of::<String>() + NODE_OVERHEAD)?;
-                match map.next_key::<String>()? {
-                    Some(k) => {
-                        let v = map.next_value_seed(Free)?;
-                        m.insert(k, v);
-                    }
-                    None => return Ok(m),
-                }
-            }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            charged_map(
+                map,
+                NODE + std::mem::size_of::<String>() + NODE_OVERHEAD,
+                |map| match map.next_key::<String>()? {
+                    Some(k) => Ok(Some((k, map.next_value_seed(Free)?))),
+                    None => Ok(None),
+                },
+            )
         }
     }
     d.deserialize_map(Seeded)

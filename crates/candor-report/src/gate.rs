@@ -206,23 +206,26 @@ impl Outcome {
             self.baseline,
             asked_plain(gate)
         );
+        // "; the largest slowdown: ..." or "; no row is slower" (likewise faster).
+        let extreme = |e: &Option<Extreme>, direction, change: &str, none: &str| match e {
+            Some(e) => format!("; the largest {change}: {}", e.phrase(direction)),
+            None => format!("; no row is {none}"),
+        };
         if gate.slower_pct.is_some() {
-            match &self.slowest {
-                Some(e) => l.push_str(&format!(
-                    "; the largest slowdown: {}",
-                    e.phrase(Direction::Slower)
-                )),
-                None => l.push_str("; no row is slower"),
-            }
+            l.push_str(&extreme(
+                &self.slowest,
+                Direction::Slower,
+                "slowdown",
+                "slower",
+            ));
         }
         if gate.faster_pct.is_some() {
-            match &self.fastest {
-                Some(e) => l.push_str(&format!(
-                    "; the largest speed-up: {}",
-                    e.phrase(Direction::Faster)
-                )),
-                None => l.push_str("; no row is faster"),
-            }
+            l.push_str(&extreme(
+                &self.fastest,
+                Direction::Faster,
+                "speed-up",
+                "faster",
+            ));
         }
         l.push_str(&self.left_out_clause());
         Some(l)
@@ -367,25 +370,23 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
 
 /// "slower by more than 10% or faster by more than 50%".
 fn asked_plain(gate: &Gate) -> String {
-    let mut parts = Vec::new();
-    if let Some(p) = gate.slower_pct {
-        parts.push(format!("slower by more than {}%", fmt_pct(p)));
-    }
-    if let Some(p) = gate.faster_pct {
-        parts.push(format!("faster by more than {}%", fmt_pct(p)));
-    }
-    parts.join(" or ")
+    asked_than(gate, "")
 }
 
 /// What the gate asked, in words: "slower than `A` by more than 10% or faster than `A` by
 /// more than 50%".
 fn asked(gate: &Gate) -> String {
+    asked_than(gate, " than `A`")
+}
+
+/// What the gate asked, with `than` after "slower" and "faster".
+fn asked_than(gate: &Gate, than: &str) -> String {
     let mut parts = Vec::new();
     if let Some(p) = gate.slower_pct {
-        parts.push(format!("slower than `A` by more than {}%", fmt_pct(p)));
+        parts.push(format!("slower{than} by more than {}%", fmt_pct(p)));
     }
     if let Some(p) = gate.faster_pct {
-        parts.push(format!("faster than `A` by more than {}%", fmt_pct(p)));
+        parts.push(format!("faster{than} by more than {}%", fmt_pct(p)));
     }
     parts.join(" or ")
 }

@@ -117,6 +117,13 @@ fn every_test_counts_once_with_its_outcome() {
     assert_eq!(got, want);
 }
 
+/// The tally of one library's test binary whose log, after its `Running` line, is `body`
+/// (no MPI run).
+fn tally_lib(body: &str) -> Vec<String> {
+    let log = format!("\n     Running unittests src/lib.rs (/t/debug/deps/lib-1)\n\n{body}");
+    tally(NAMES, &log, "", true)
+}
+
 #[test]
 fn mpi_tests_without_their_second_run_are_skipped_not_passed() {
     let got = tally(NAMES, MAIN, "", false);
@@ -132,17 +139,14 @@ fn mpi_tests_without_their_second_run_are_skipped_not_passed() {
 
 #[test]
 fn a_second_skip_in_one_test_is_reported() {
-    let log = "
-     Running unittests src/lib.rs (/t/debug/deps/lib-1)
-
-running 1 test
+    let log = "running 1 test
 test twice ... ok
 skipped: twice: no root
 skipped: twice: no mkfs
 
 test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
 ";
-    let got = tally(NAMES, log, "", true);
+    let got = tally_lib(log);
     assert_eq!(
         got,
         [
@@ -156,14 +160,11 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
 /// and the tally, which counted none, says they disagree instead of counting 0 tests.
 #[test]
 fn a_log_without_per_test_lines_disagrees_with_its_summary() {
-    let log = "
-     Running unittests src/lib.rs (/t/debug/deps/lib-1)
-
-running 2 tests
+    let log = "running 2 tests
 ..
 test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
 ";
-    let got = tally(NAMES, log, "", true);
+    let got = tally_lib(log);
     assert_eq!(
         got,
         ["crates/x/src/lib.rs\t-\tmismatch\tlibtest's summary says 2 passed, 0 failed, 0 ignored, 0 measured; its per-test lines say 0, 0, 0, 0"]
@@ -173,17 +174,14 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
 /// A test line lost from the log (or one too many) is a mismatch as well, per binary.
 #[test]
 fn every_count_of_the_summary_is_compared() {
-    let log = "
-     Running unittests src/lib.rs (/t/debug/deps/lib-1)
-
-running 3 tests
+    let log = "running 3 tests
 test a ... ok
 test b ... FAILED
 test c ... ignored
 
 test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
 ";
-    let got = tally(NAMES, log, "", true);
+    let got = tally_lib(log);
     assert!(
         got.contains(&"crates/x/src/lib.rs\t-\tmismatch\tlibtest's summary says 1 passed, 2 failed, 0 ignored, 0 measured; its per-test lines say 1, 1, 1, 0".to_string()),
         "{got:?}"
@@ -193,15 +191,12 @@ test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; 
 /// A filter leaves tests out: libtest's "filtered out" count is reported per binary.
 #[test]
 fn filtered_out_tests_are_counted() {
-    let log = "
-     Running unittests src/lib.rs (/t/debug/deps/lib-1)
-
-running 1 test
+    let log = "running 1 test
 test a ... ok
 
 test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 41 filtered out; finished in 0.01s
 ";
-    let got = tally(NAMES, log, "", true);
+    let got = tally_lib(log);
     assert_eq!(
         got,
         [

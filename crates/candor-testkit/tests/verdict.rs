@@ -12,6 +12,14 @@ struct Run {
     out: String,
 }
 
+impl Run {
+    /// Asserts that the verdict passed (`ok`) or failed, and that its output says `text`.
+    fn says(&self, ok: bool, text: &str) {
+        assert_eq!(self.ok, ok, "{}", self.out);
+        assert!(self.out.contains(text), "{}", self.out);
+    }
+}
+
 /// Runs the verdict over `tally` lines with `listed` ignored tests, a minimum of `min`,
 /// and the environment `env`.
 fn verdict(tally: &[&str], listed: &[&str], min: u32, env: &[(&str, &str)]) -> Run {
@@ -57,54 +65,33 @@ const LISTED: &str = "crates/x/src/lib.rs\tc\tneeds a second machine, which CI h
 #[test]
 fn a_full_run_passes_at_its_minimum_and_fails_below_it() {
     let r = verdict(&[PASSED, SKIPPED, IGNORED], &[LISTED], 3, &[]);
-    assert!(r.ok, "{}", r.out);
-    assert!(
-        r.out
-            .contains("tests: 1 passed, 0 failed, 1 skipped, 1 ignored, 0 filtered out"),
-        "{}",
-        r.out
+    r.says(
+        true,
+        "tests: 1 passed, 0 failed, 1 skipped, 1 ignored, 0 filtered out",
     );
     let r = verdict(&[PASSED, SKIPPED, IGNORED], &[LISTED], 4, &[]);
-    assert!(!r.ok, "{}", r.out);
-    assert!(
-        r.out.contains(
-            "only 3 tests passed, skipped or were ignored (a failed test counts as none), fewer than the 4 in scripts/test-minimum"
-        ),
-        "{}",
-        r.out
-    );
+    r.says(false, "only 3 tests passed, skipped or were ignored (a failed test counts as none), fewer than the 4 in scripts/test-minimum");
 }
 
 #[test]
 fn a_filtered_run_is_partial_and_an_unfiltered_one_may_not_filter() {
     let filtered = "crates/x/src/lib.rs\t-\tfiltered\t41";
     let r = verdict(&[PASSED, filtered], &[], 500, &[("ARGS", "1")]);
-    assert!(r.ok, "{}", r.out);
-    assert!(
-        r.out
-            .contains("partial run: 41 filtered out; the minimum of 500 tests"),
-        "{}",
-        r.out
+    r.says(
+        true,
+        "partial run: 41 filtered out; the minimum of 500 tests",
     );
     let r = verdict(&[PASSED, filtered], &[], 1, &[("ARGS", "0")]);
-    assert!(!r.ok, "{}", r.out);
-    assert!(
-        r.out.contains("an unfiltered run left 41 tests out"),
-        "{}",
-        r.out
-    );
+    r.says(false, "an unfiltered run left 41 tests out");
 }
 
 #[test]
 fn a_summary_mismatch_fails_the_run() {
     let m = "crates/x/src/lib.rs\t-\tmismatch\tlibtest's summary says 2 passed, 0 failed, 0 ignored, 0 measured; its per-test lines say 0, 0, 0, 0";
     let r = verdict(&[PASSED, m], &[], 0, &[]);
-    assert!(!r.ok, "{}", r.out);
-    assert!(
-        r.out
-            .contains("Test binaries whose per-test lines disagree with libtest's summary:"),
-        "{}",
-        r.out
+    r.says(
+        false,
+        "Test binaries whose per-test lines disagree with libtest's summary:",
     );
 }
 
@@ -112,33 +99,16 @@ fn a_summary_mismatch_fails_the_run() {
 fn the_strict_run_fails_on_a_skip_an_unlisted_ignore_or_a_missing_dependency() {
     // Not strict: a skip and an unlisted #[ignore] are counted, reported, tolerated.
     let r = verdict(&[PASSED, SKIPPED, IGNORED], &[], 0, &[]);
-    assert!(r.ok, "{}", r.out);
-    assert!(
-        r.out.contains("Tests marked #[ignore] with no reason in scripts/test-ignored.tsv:\n  crates/x/src/lib.rs: c (needs a second machine)"),
-        "{}",
-        r.out
-    );
+    r.says(true, "Tests marked #[ignore] with no reason in scripts/test-ignored.tsv:\n  crates/x/src/lib.rs: c (needs a second machine)");
     let strict = [("STRICT", "1")];
     let r = verdict(&[PASSED, SKIPPED, IGNORED], &[LISTED], 0, &strict);
-    assert!(!r.ok, "{}", r.out);
-    assert!(
-        r.out
-            .contains("the run is strict (root), so a skip is a failure"),
-        "{}",
-        r.out
-    );
+    r.says(false, "the run is strict (root), so a skip is a failure");
     let r = verdict(&[PASSED, IGNORED], &[], 0, &strict);
-    assert!(!r.ok, "{}", r.out);
-    assert!(
-        r.out.contains("the run is strict (root), so an #[ignore]d test needs its reason in scripts/test-ignored.tsv"),
-        "{}",
-        r.out
-    );
+    r.says(false, "the run is strict (root), so an #[ignore]d test needs its reason in scripts/test-ignored.tsv");
     let r = verdict(&[PASSED, IGNORED], &[LISTED], 0, &strict);
     assert!(r.ok, "a listed #[ignore] passes the strict run: {}", r.out);
     let r = verdict(&[PASSED], &[], 0, &[("STRICT", "1"), ("DEPS_MISSING", "1")]);
-    assert!(!r.ok, "{}", r.out);
-    assert!(r.out.contains("test dependencies are missing"), "{}", r.out);
+    r.says(false, "test dependencies are missing");
     let r = verdict(&[PASSED], &[], 0, &[("STRICT", "1"), ("MPI_RAN", "0")]);
     assert!(
         !r.ok,

@@ -11,16 +11,14 @@
 //! device that cannot be made is a failure.
 
 mod common;
-use common::{candor, need_programs, need_root, text};
+use common::{need_programs, need_root, one_partition, refused, run_device, sh, text, MIB};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
 
 /// The tests share the machine's loop devices: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-const MIB: u64 = 1 << 20;
 
 /// A bare loop device of `size` bytes (zeroed), or None after a skip (not root, or a
 /// program in `programs` missing).
@@ -29,65 +27,6 @@ fn device(size: u64, programs: &[&str]) -> Option<candor_lab::ScratchFs> {
         return None;
     }
     Some(candor_lab::scratch_device(size).expect("a loop device as root"))
-}
-
-/// Runs `program args`, which must succeed (it is the test's own set-up); its stdout.
-fn sh(program: &str, args: &[&str]) -> String {
-    let o = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
-    assert!(
-        o.status.success(),
-        "{program} {args:?}: {}",
-        text(&o.stderr)
-    );
-    text(&o.stdout)
-}
-
-/// A digest of the whole device, to show that a refusal wrote nothing.
-fn digest(dev: &str) -> u64 {
-    let f = std::fs::File::open(dev).expect("open the device");
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut b = vec![0u8; MIB as usize];
-    let mut off = 0;
-    while let Ok(n) = f.read_at(&mut b, off) {
-        if n == 0 {
-            break;
-        }
-        for &x in &b[..n] {
-            h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3);
-        }
-        off += n as u64;
-    }
-    h
-}
-
-fn run(dev: &str, args: &[&str]) -> Output {
-    candor()
-        .args(["run", "--allow-device-writes", dev, "--quiet"])
-        .args(args)
-        .output()
-        .expect("run candor")
-}
-
-/// A refusal: exit 2, one sentence containing each of `says`, and the device untouched.
-/// The sentence, for more checks.
-fn refused(dev: &str, args: &[&str], says: &[&str]) -> String {
-    let before = digest(dev);
-    let o = run(dev, args);
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    for s in says {
-        assert!(err.contains(s), "{args:?}: expected \"{s}\" in: {err}");
-    }
-    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
-    assert_eq!(
-        digest(dev),
-        before,
-        "{args:?}: the refused run changed the device"
-    );
-    err
 }
 
 /// A loop device attached by the test itself; detached when dropped.
@@ -237,21 +176,7 @@ fn a_loop_on_a_partition_of_the_device_is_refused() {
         return;
     };
     let dev = d.loop_device.clone();
-    let table = Command::new("sfdisk")
-        .args(["-q", &dev])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin
-                .take()
-                .expect("sfdisk's stdin")
-                .write_all(b"start=2048, size=65536, type=83\n")?;
-            c.wait_with_output()
-        })
-        .expect("sfdisk runs");
-    assert!(table.status.success(), "sfdisk: {}", text(&table.stderr));
+    one_partition(&dev);
     struct Parts(String);
     impl Drop for Parts {
         fn drop(&mut self) {
@@ -298,7 +223,7 @@ fn a_blank_device_is_written_with_exactly_the_plans_bytes() {
             .expect("fill the device");
         f.sync_all().expect("sync the device");
     }
-    let o = run(
+    let o = run_device(
         &d.loop_device,
         &[
             "--tests",

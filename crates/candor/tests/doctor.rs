@@ -7,6 +7,16 @@ mod common;
 
 const CANDOR: &str = env!("CARGO_BIN_EXE_candor");
 
+/// A doctor line `(status, detail)`: "ok" with `detail` where the host has the thing
+/// (`has`), "no" where it has not.
+fn ok_if(has: bool, (status, detail): (String, String), ok_detail: &str) {
+    if has {
+        assert_eq!((status.as_str(), detail.as_str()), ("ok", ok_detail));
+    } else {
+        assert_eq!(status, "no", "{detail}");
+    }
+}
+
 /// Each line of `candor doctor --no-load` says what this host has, checked against the
 /// host itself (root, the BTF file, the kernel's own eBPF answer, the kernel's version,
 /// an O_DIRECT read in the same directory); nothing is left in the target.
@@ -42,15 +52,7 @@ fn doctor_reports_and_leaves_the_target_as_it_was() {
         assert!(detail.starts_with("not root"), "{detail}");
     }
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let (status, detail) = line("kernel BTF");
-    if btf {
-        assert_eq!(
-            (status.as_str(), detail.as_str()),
-            ("ok", "/sys/kernel/btf/vmlinux")
-        );
-    } else {
-        assert_eq!(status, "no", "{detail}");
-    }
+    ok_if(btf, line("kernel BTF"), "/sys/kernel/btf/vmlinux");
     let (status, detail) = line("BPF programs");
     assert!(
         (status == "ok" && detail == "built into this candor")
@@ -106,15 +108,11 @@ fn doctor_reports_and_leaves_the_target_as_it_was() {
             .is_ok()
     };
     std::fs::remove_file(&probe).expect("remove the probe file");
-    let (status, detail) = line("O_DIRECT");
-    if direct {
-        assert_eq!(
-            (status.as_str(), detail.as_str()),
-            ("ok", "a 4 KiB aligned read bypassed the page cache")
-        );
-    } else {
-        assert_eq!(status, "no", "{detail}");
-    }
+    ok_if(
+        direct,
+        line("O_DIRECT"),
+        "a 4 KiB aligned read bypassed the page cache",
+    );
     let left: Vec<_> = std::fs::read_dir(dir.path()).expect("read_dir").collect();
     assert!(left.is_empty(), "doctor left files: {left:?}");
 }

@@ -6,12 +6,9 @@
 
 mod common;
 
-use common::{candor, need_programs, text};
+use common::{candor, need_programs, read_at, text, MIB};
 use serde_json::Value;
-use std::os::unix::fs::FileExt;
-use std::path::Path;
-
-const MIB: u64 = 1 << 20;
+use std::path::{Path, PathBuf};
 
 /// A directory on the disk (not tmpfs, where O_DIRECT is refused).
 fn scratch() -> tempfile::TempDir {
@@ -19,6 +16,18 @@ fn scratch() -> tempfile::TempDir {
         .prefix("candor-flag-effects-")
         .tempdir_in("/var/tmp")
         .expect("a directory under /var/tmp")
+}
+
+/// For a run under strace: a scratch directory and, in it, an empty directory `t` to run
+/// in; None after a skip when strace is missing.
+fn traced_scratch() -> Option<(tempfile::TempDir, PathBuf)> {
+    if !need_programs(&["strace"]) {
+        return None;
+    }
+    let dir = scratch();
+    let work = dir.path().join("t");
+    std::fs::create_dir(&work).unwrap();
+    Some((dir, work))
 }
 
 fn json_of(path: &Path) -> Value {
@@ -35,13 +44,6 @@ fn device(size: u64) -> Option<candor_lab::ScratchFs> {
         candor_lab::scratch_device(size),
         candor_lab::LabError::is_unsupported,
     )
-}
-
-fn read_at(dev: &str, off: u64, len: usize) -> Vec<u8> {
-    let f = std::fs::File::open(dev).expect("open the device");
-    let mut b = vec![0u8; len];
-    f.read_exact_at(&mut b, off).expect("read the device");
-    b
 }
 
 /// The opens of `path` in an strace log.
@@ -177,12 +179,9 @@ fn buffer_pattern_is_what_the_device_holds() {
 /// deviation is 13.9; five of them allowed); the result's own counts agree.
 #[test]
 fn mix_read_pct_sets_the_share_of_reads() {
-    if !need_programs(&["strace"]) {
+    let Some((dir, work)) = traced_scratch() else {
         return;
-    }
-    let dir = scratch();
-    let work = dir.path().join("t");
-    std::fs::create_dir(&work).unwrap();
+    };
     let calls = |pct: &str| -> (usize, usize) {
         let json = dir.path().join(format!("mix-{pct}.json"));
         let (out, trace) = common::strace_candor(
@@ -431,12 +430,9 @@ fn the_ceiling_preset_measures_at_depth_16_and_64() {
 /// cache drop between tests) left out.
 #[test]
 fn fadvise_and_madvise_hint_what_the_test_means() {
-    if !need_programs(&["strace"]) {
+    let Some((_dir, work)) = traced_scratch() else {
         return;
-    }
-    let dir = scratch();
-    let work = dir.path().join("t");
-    std::fs::create_dir(&work).unwrap();
+    };
     let hints = |extra: &[&str]| -> (Vec<String>, Vec<String>) {
         let mut args = vec![
             "run",

@@ -110,19 +110,23 @@ fn a_record_above_1g_is_refused_naming_it() {
     );
 }
 
+/// `refused` for a run of nothing (`--tests 0 --file-size 64k`) writing its output `opt`
+/// to `path`.
+fn output_refused(dir: &Path, opt: &str, path: &str, says: &[&str]) -> String {
+    refused(
+        dir,
+        &["--tests", "0", "--file-size", "64k", opt, path],
+        says,
+    )
+}
+
 #[test]
 fn an_html_report_in_a_missing_directory_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let err = refused(
+    let err = output_refused(
         dir.path(),
-        &[
-            "--tests",
-            "0",
-            "--file-size",
-            "64k",
-            "--html",
-            "/nonexistent/dir/x.html",
-        ],
+        "--html",
+        "/nonexistent/dir/x.html",
         &["--html", "/nonexistent/dir"],
     );
     assert!(err.contains("does not exist"), "{err}");
@@ -135,11 +139,7 @@ fn an_output_that_is_a_directory_is_refused() {
     let out = tempfile::tempdir().unwrap();
     let shown = out.path().display().to_string();
     for opt in ["--html", "-o"] {
-        refused(
-            dir.path(),
-            &["--tests", "0", "--file-size", "64k", opt, &shown],
-            &[opt, "is a directory"],
-        );
+        output_refused(dir.path(), opt, &shown, &[opt, "is a directory"]);
     }
     assert!(left_in(out.path()).is_empty());
 }
@@ -158,18 +158,7 @@ fn an_output_that_is_a_pipe_or_a_link_is_not_replaced() {
         ("-o", &fifo, "a pipe"),
         ("--html", &link, "a symbolic link"),
     ] {
-        refused(
-            dir.path(),
-            &[
-                "--tests",
-                "0",
-                "--file-size",
-                "64k",
-                opt,
-                &path.display().to_string(),
-            ],
-            &[opt, kind],
-        );
+        output_refused(dir.path(), opt, &path.display().to_string(), &[opt, kind]);
     }
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::symlink_metadata(&fifo)
@@ -217,25 +206,10 @@ fn outputs_on_a_read_only_filesystem_are_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     for opt in ["-o", "--html"] {
         let file = ro.path().join("result.out").display().to_string();
-        refused(
-            dir.path(),
-            &["--tests", "0", "--file-size", "64k", opt, &file],
-            &[opt, "read-only"],
-        );
+        output_refused(dir.path(), opt, &file, &[opt, "read-only"]);
     }
     // An output on /proc cannot be made either.
-    refused(
-        dir.path(),
-        &[
-            "--tests",
-            "0",
-            "--file-size",
-            "64k",
-            "-o",
-            "/proc/candor.json",
-        ],
-        &["-o", "/proc"],
-    );
+    output_refused(dir.path(), "-o", "/proc/candor.json", &["-o", "/proc"]);
 }
 
 #[test]

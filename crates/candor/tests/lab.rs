@@ -53,21 +53,42 @@ fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("make a temporary directory")
 }
 
-fn canonical(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).expect("canonicalize")
+/// A temporary directory (removed when the first is dropped) and its canonical path.
+fn canonical_temp() -> (tempfile::TempDir, PathBuf) {
+    let tmp = temp_dir();
+    let dir = std::fs::canonicalize(tmp.path()).expect("canonicalize");
+    (tmp, dir)
 }
 
-#[test]
-fn create_use_and_destroy_ext4_xfs_btrfs() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
-        return;
-    }
-    let tmp = temp_dir();
-    let dir = canonical(tmp.path());
-    let d = dir.display().to_string();
-    std::fs::write(dir.join("keep.txt"), b"a file the lab did not make").expect("write keep.txt");
+/// `canonical_temp`, its directory with mode 0755 (root's, readable by others).
+fn root_owned_temp() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = canonical_temp();
+    chmod(&dir, 0o755);
+    (tmp, dir)
+}
 
+fn chmod(p: impl AsRef<Path>, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// The lab tests' turn with the loop devices (held until dropped); None after a skip when
+/// a lab, or one of `programs`, cannot be had here.
+fn lab_turn(programs: &[&str]) -> Option<std::sync::MutexGuard<'static, ()>> {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_lab() || !common::need_programs(programs) {
+        return None;
+    }
+    Some(serial)
+}
+
+/// Asserts that nothing is mounted or attached under `dir`.
+fn assert_nothing_under(dir: &Path) {
+    assert!(mounts_under(dir).is_empty(), "{:?}", mounts_under(dir));
+    assert!(loops_under(dir).is_empty(), "{:?}", loops_under(dir));
+}
+
+/// `candor lab create --fs ext4,xfs,btrfs --size 300m --dir D`, which must succeed.
+fn create_three(d: &str) -> Output {
     let out = candor(&[
         "lab",
         "create",
@@ -76,9 +97,44 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
         "--size",
         "300m",
         "--dir",
-        &d,
+        d,
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    out
+}
+
+/// A `mkfs.xfs` running `script`, in `dir/bin`; the PATH that finds it first.
+fn path_with_mkfs_xfs(dir: &Path, script: &str) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("mkdir bin");
+    let fake = bin.join("mkfs.xfs");
+    std::fs::write(&fake, script).expect("write the stand-in mkfs.xfs");
+    chmod(&fake, 0o755);
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A `.candor-lab` in `dir` that candor did not make, holding one file, `precious`.
+fn foreign_lab(dir: &Path) -> PathBuf {
+    let foreign = dir.join(".candor-lab");
+    std::fs::create_dir(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("precious"), b"not the lab's").expect("write");
+    foreign
+}
+
+#[test]
+fn create_use_and_destroy_ext4_xfs_btrfs() {
+    let Some(_serial) = lab_turn(&[]) else {
+        return;
+    };
+    let (_tmp, dir) = canonical_temp();
+    let d = dir.display().to_string();
+    std::fs::write(dir.join("keep.txt"), b"a file the lab did not make").expect("write keep.txt");
+
+    let out = create_three(&d);
     assert!(
         text(&out.stderr).contains("sparse"),
         "{}",
@@ -131,17 +187,7 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
     assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), paths);
 
     // Creating again is the same lab: nothing new, same paths, files kept.
-    let out = candor(&[
-        "lab",
-        "create",
-        "--fs",
-        "ext4,xfs,btrfs",
-        "--size",
-        "300m",
-        "--dir",
-        &d,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let out = create_three(&d);
     assert!(
         text(&out.stderr).contains("already exists"),
         "{}",
@@ -180,17 +226,7 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
         "{}",
         text(&out.stdout)
     );
-    let out = candor(&[
-        "lab",
-        "create",
-        "--fs",
-        "ext4,xfs,btrfs",
-        "--size",
-        "300m",
-        "--dir",
-        &d,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let out = create_three(&d);
     assert!(
         text(&out.stderr).contains("mounted again"),
         "{}",
@@ -203,8 +239,7 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
 
     let out = candor(&["lab", "destroy", "--dir", &d]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    assert!(mounts_under(&dir).is_empty(), "{:?}", mounts_under(&dir));
-    assert!(loops_under(&dir).is_empty(), "{:?}", loops_under(&dir));
+    assert_nothing_under(&dir);
     assert!(!lab.exists(), "{} is still there", lab.display());
     assert!(
         dir.join("keep.txt").exists(),
@@ -223,27 +258,15 @@ fn create_use_and_destroy_ext4_xfs_btrfs() {
 
 #[test]
 fn a_failing_mkfs_leaves_no_loop_device_mount_or_file() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
+    let Some(_serial) = lab_turn(&[]) else {
         return;
-    }
-    let tmp = temp_dir();
-    let dir = canonical(tmp.path());
+    };
+    let (_tmp, dir) = canonical_temp();
     // A mkfs.xfs that fails, found first on PATH: ext4 is made, then xfs fails, and the
     // whole call is undone.
-    let bin = dir.join("bin");
-    std::fs::create_dir(&bin).expect("mkdir bin");
-    let fake = bin.join("mkfs.xfs");
-    std::fs::write(
-        &fake,
+    let path = path_with_mkfs_xfs(
+        &dir,
         "#!/bin/sh\necho 'mkfs.xfs: simulated failure' >&2\nexit 1\n",
-    )
-    .expect("write fake mkfs.xfs");
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     );
     let work = dir.join("work");
     std::fs::create_dir(&work).expect("mkdir work");
@@ -262,8 +285,7 @@ fn a_failing_mkfs_leaves_no_loop_device_mount_or_file() {
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
-    assert!(mounts_under(&work).is_empty(), "{:?}", mounts_under(&work));
-    assert!(loops_under(&work).is_empty(), "{:?}", loops_under(&work));
+    assert_nothing_under(&work);
     assert!(
         !work.join(".candor-lab").exists(),
         "the lab directory was left behind"
@@ -345,9 +367,7 @@ fn a_lab_directory_candor_did_not_make_is_left_alone() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = temp_dir();
     let d = tmp.path().display().to_string();
-    let foreign = tmp.path().join(".candor-lab");
-    std::fs::create_dir(&foreign).expect("mkdir");
-    std::fs::write(foreign.join("precious"), b"not the lab's").expect("write");
+    let foreign = foreign_lab(tmp.path());
 
     let out = candor(&["lab", "destroy", "--dir", &d]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
@@ -363,15 +383,12 @@ fn a_lab_directory_candor_did_not_make_is_left_alone() {
 /// `lab create` checks root before the directory: this half needs root.
 #[test]
 fn create_leaves_a_lab_directory_candor_did_not_make_alone() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
+    let Some(_serial) = lab_turn(&[]) else {
         return;
-    }
+    };
     let tmp = temp_dir();
     let d = tmp.path().display().to_string();
-    let foreign = tmp.path().join(".candor-lab");
-    std::fs::create_dir(&foreign).expect("mkdir");
-    std::fs::write(foreign.join("precious"), b"not the lab's").expect("write");
+    let foreign = foreign_lab(tmp.path());
     let out = candor(&[
         "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
     ]);
@@ -386,8 +403,7 @@ fn create_leaves_a_lab_directory_candor_did_not_make_alone() {
         b"not the lab's"
     );
     assert_eq!(std::fs::read_dir(&foreign).unwrap().count(), 1);
-    assert!(loops_under(tmp.path()).is_empty());
-    assert!(mounts_under(tmp.path()).is_empty());
+    assert_nothing_under(tmp.path());
 }
 
 #[test]
@@ -410,23 +426,13 @@ fn more_than_the_free_space_is_refused() {
 /// (SIGKILL: no chance to clean up) while mkfs.xfs runs. ext4 is then made and mounted, and
 /// xfs has a backing file and a loop device but no filesystem.
 fn interrupted_create(dir: &Path) {
-    let bin = dir.join("bin");
-    std::fs::create_dir(&bin).expect("mkdir bin");
     let pidfile = dir.join("mkfs.pid");
-    let fake = bin.join("mkfs.xfs");
-    std::fs::write(
-        &fake,
-        format!(
+    let path = path_with_mkfs_xfs(
+        dir,
+        &format!(
             "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
             pidfile.display()
         ),
-    )
-    .expect("write the hanging mkfs.xfs");
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     );
     let work = dir.join("work");
     std::fs::create_dir(&work).expect("mkdir work");
@@ -440,24 +446,17 @@ fn interrupted_create(dir: &Path) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start candor lab create");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "mkfs.xfs never started"
-        );
-        assert!(
-            child.try_wait().ok().flatten().is_none(),
-            "candor ended before mkfs.xfs"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let pid = common::poll_while_running(
+        &mut child,
+        20,
+        "mkfs.xfs never started",
+        "candor ended before mkfs.xfs",
+        || {
+            std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+        },
+    );
     child.kill().expect("kill candor");
     let _ = child.wait();
     // SAFETY: kill has no memory-safety preconditions; pid is the stand-in mkfs we started.
@@ -468,29 +467,24 @@ fn interrupted_create(dir: &Path) {
 
 #[test]
 fn destroy_clears_an_interrupted_create() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
+    let Some(_serial) = lab_turn(&[]) else {
         return;
-    }
-    let tmp = temp_dir();
-    let dir = canonical(tmp.path());
+    };
+    let (_tmp, dir) = canonical_temp();
     interrupted_create(&dir);
     let work = dir.join("work");
     let out = candor(&["lab", "destroy", "--dir", &work.display().to_string()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(mounts_under(&work).is_empty(), "{:?}", mounts_under(&work));
-    assert!(loops_under(&work).is_empty(), "{:?}", loops_under(&work));
+    assert_nothing_under(&work);
     assert!(!work.join(".candor-lab").exists());
 }
 
 #[test]
 fn create_finishes_an_interrupted_create() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
+    let Some(_serial) = lab_turn(&[]) else {
         return;
-    }
-    let tmp = temp_dir();
-    let dir = canonical(tmp.path());
+    };
+    let (_tmp, dir) = canonical_temp();
     interrupted_create(&dir);
     let work = dir.join("work");
     let w = work.display().to_string();
@@ -510,18 +504,15 @@ fn create_finishes_an_interrupted_create() {
     assert_eq!(loops_under(&work).len(), 2, "{:?}", loops_under(&work));
     let out = candor(&["lab", "destroy", "--dir", &w]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(mounts_under(&work).is_empty());
-    assert!(loops_under(&work).is_empty());
+    assert_nothing_under(&work);
 }
 
 #[test]
 fn a_missing_mkfs_is_named_before_anything_is_made() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
+    let Some(_serial) = lab_turn(&[]) else {
         return;
-    }
-    let tmp = temp_dir();
-    let dir = canonical(tmp.path());
+    };
+    let (_tmp, dir) = canonical_temp();
     // A PATH with everything the lab runs except mkfs.btrfs.
     let bin = dir.join("bin");
     std::fs::create_dir(&bin).expect("mkdir bin");
@@ -561,18 +552,17 @@ fn a_missing_mkfs_is_named_before_anything_is_made() {
 
 // ---- lab state is trusted only if candor made it ----
 
+/// `setpriv` set to run what follows as nobody (uid and gid 65534, no groups).
+fn nobody() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    c
+}
+
 /// Runs `sh -c SCRIPT` as nobody (uid and gid 65534, no groups).
 fn as_nobody(script: &str) {
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
+    let out = nobody()
+        .args(["sh", "-c", script])
         .output()
         .expect("run setpriv");
     assert!(
@@ -618,19 +608,15 @@ fn undo_under(dir: &Path) {
 
 #[test]
 fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() || !common::need_programs(&["setpriv"]) {
+    let Some(_serial) = lab_turn(&["setpriv"]) else {
         return;
-    }
-    let top = temp_dir();
-    let top_dir = canonical(top.path());
-    std::fs::set_permissions(&top_dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    let (_top, top_dir) = root_owned_temp();
     // An ext4 image carrying a setuid-root copy of `id`, as made on another machine.
     let src = top_dir.join("src");
     std::fs::create_dir(&src).expect("mkdir src");
     std::fs::copy("/usr/bin/id", src.join("suid-id")).expect("copy id");
-    std::fs::set_permissions(src.join("suid-id"), std::fs::Permissions::from_mode(0o4755))
-        .expect("chmod u+s");
+    chmod(src.join("suid-id"), 0o4755);
     let image = top_dir.join("evil.img");
     let out = Command::new("mkfs.ext4")
         .args(["-q", "-F", "-d"])
@@ -640,7 +626,7 @@ fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
         .output()
         .expect("run mkfs.ext4");
     assert!(out.status.success(), "mkfs.ext4: {}", text(&out.stderr));
-    std::fs::set_permissions(&image, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    chmod(&image, 0o644);
 
     for (mode, why) in [
         (0o1777, "owned by uid 65534"),
@@ -648,13 +634,13 @@ fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
     ] {
         let w = top_dir.join(format!("shared-{mode:o}"));
         std::fs::create_dir(&w).expect("mkdir");
-        std::fs::set_permissions(&w, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        chmod(&w, mode);
         let lab = w.join(".candor-lab");
         let backing = lab.join("ext4.img");
         let mnt = lab.join("mnt/ext4");
         let state = w.join("planted.json");
         std::fs::write(&state, state_json(&backing, &mnt)).expect("write state");
-        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        chmod(&state, 0o644);
         as_nobody(&format!(
             "mkdir -p '{mnt}' && cp '{image}' '{backing}' && cp '{state}' '{lab}/lab.json'",
             mnt = mnt.display(),
@@ -674,8 +660,7 @@ fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
         let euid = if mounted.is_empty() {
             String::new()
         } else {
-            let o = Command::new("setpriv")
-                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            let o = nobody()
                 .arg(mnt.join("suid-id"))
                 .arg("-u")
                 .output()
@@ -707,13 +692,10 @@ fn a_lab_planted_by_another_user_is_refused_and_never_mounted() {
 
 #[test]
 fn a_lab_state_naming_paths_outside_the_lab_is_refused() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() || !common::need_programs(&["setpriv"]) {
+    let Some(_serial) = lab_turn(&["setpriv"]) else {
         return;
-    }
-    let top = temp_dir();
-    let top_dir = canonical(top.path());
-    std::fs::set_permissions(&top_dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    let (_top, top_dir) = root_owned_temp();
     // Root's things elsewhere: a file and an (empty) directory.
     let victim_file = top_dir.join("victim.txt");
     let victim_dir = top_dir.join("victim-dir");
@@ -723,7 +705,7 @@ fn a_lab_state_naming_paths_outside_the_lab_is_refused() {
     // Planted by nobody in a world-writable directory with the sticky bit.
     let w = top_dir.join("shared");
     std::fs::create_dir(&w).expect("mkdir");
-    std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    chmod(&w, 0o1777);
     let state = w.join("planted.json");
     std::fs::write(&state, state_json(&victim_file, &victim_dir)).expect("write state");
     as_nobody(&format!(
@@ -744,10 +726,9 @@ fn a_lab_state_naming_paths_outside_the_lab_is_refused() {
     ] {
         let lab = d.join(".candor-lab");
         std::fs::create_dir_all(&lab).expect("mkdir");
-        std::fs::set_permissions(&lab, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        chmod(&lab, 0o700);
         std::fs::write(lab.join("lab.json"), state_json(&backing, &mnt)).expect("write");
-        std::fs::set_permissions(lab.join("lab.json"), std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
+        chmod(lab.join("lab.json"), 0o600);
     }
 
     for (d, why) in [
@@ -810,13 +791,11 @@ fn mode_of(p: &Path) -> u32 {
 
 #[test]
 fn the_lab_is_private_whatever_the_umask_and_mounted_nosuid_nodev() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
+    let Some(_serial) = lab_turn(&[]) else {
         return;
-    }
+    };
     for umask in ["000", "022"] {
-        let tmp = temp_dir();
-        let dir = canonical(tmp.path());
+        let (_tmp, dir) = canonical_temp();
         let _undo = UndoUnder(dir.clone());
         let d = dir.display().to_string();
         let out = Command::new("sh")
@@ -880,17 +859,9 @@ fn the_lab_is_private_whatever_the_umask_and_mounted_nosuid_nodev() {
     }
 }
 
-#[test]
-fn two_lab_commands_wait_for_each_other() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_lab() {
-        return;
-    }
-    let tmp = temp_dir();
-    let dir = canonical(tmp.path());
-    let _undo = UndoUnder(dir.clone());
-    let d = dir.display().to_string();
-    let spawn = |args: &[&str]| {
+/// Runs candor with `args` twice at the same time; both must succeed.
+fn twice_at_once(args: &[&str], round: usize) -> (Output, Output) {
+    let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_candor"))
             .args(args)
             .stdout(std::process::Stdio::piped())
@@ -898,17 +869,39 @@ fn two_lab_commands_wait_for_each_other() {
             .spawn()
             .expect("start candor")
     };
+    let a = spawn();
+    let b = spawn();
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert_eq!(
+        a.status.code(),
+        Some(0),
+        "round {round}: {}",
+        text(&a.stderr)
+    );
+    assert_eq!(
+        b.status.code(),
+        Some(0),
+        "round {round}: {}",
+        text(&b.stderr)
+    );
+    (a, b)
+}
+
+#[test]
+fn two_lab_commands_wait_for_each_other() {
+    let Some(_serial) = lab_turn(&[]) else {
+        return;
+    };
+    let (_tmp, dir) = canonical_temp();
+    let _undo = UndoUnder(dir.clone());
+    let d = dir.display().to_string();
     let create = [
         "lab", "create", "--fs", "ext4", "--size", "64m", "--dir", &d,
     ];
     for round in 0..3 {
         // Two creates at once: one makes the lab, the other finds it made.
-        let a = spawn(&create);
-        let b = spawn(&create);
-        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let (a, b) = twice_at_once(&create, round);
         let (ea, eb) = (text(&a.stderr), text(&b.stderr));
-        assert_eq!(a.status.code(), Some(0), "round {round}: {ea}");
-        assert_eq!(b.status.code(), Some(0), "round {round}: {eb}");
         let made = [&ea, &eb]
             .iter()
             .filter(|e| {
@@ -927,12 +920,8 @@ fn two_lab_commands_wait_for_each_other() {
 
         // Two destroys at once: one removes, the other finds nothing to do.
         let destroy = ["lab", "destroy", "--dir", &d];
-        let a = spawn(&destroy);
-        let b = spawn(&destroy);
-        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let (a, b) = twice_at_once(&destroy, round);
         let (ea, eb) = (text(&a.stderr), text(&b.stderr));
-        assert_eq!(a.status.code(), Some(0), "round {round}: {ea}");
-        assert_eq!(b.status.code(), Some(0), "round {round}: {eb}");
         let removed = [&ea, &eb]
             .iter()
             .filter(|e| e.contains("removed ext4"))
@@ -942,8 +931,7 @@ fn two_lab_commands_wait_for_each_other() {
             .filter(|e| e.contains("nothing to do"))
             .count();
         assert_eq!((removed, nothing), (1, 1), "round {round}: {ea} / {eb}");
-        assert!(mounts_under(&dir).is_empty());
-        assert!(loops_under(&dir).is_empty());
+        assert_nothing_under(&dir);
         assert!(!dir.join(".candor-lab").exists());
     }
 }

@@ -24,21 +24,29 @@ const PLAN: &[&str] = &[
     "csv",
 ];
 
+/// `candor run ROOT/nodeI PLAN EXTRA -o ROOT/rI.json`, its directory made; the command and
+/// the result's path.
+fn node_run(root: &Path, i: usize, extra: &[&str]) -> (std::process::Command, PathBuf) {
+    let dir = root.join(format!("node{i}"));
+    std::fs::create_dir(&dir).expect("mkdir");
+    let out = root.join(format!("r{i}.json"));
+    let mut cmd = candor();
+    cmd.arg("run")
+        .arg(&dir)
+        .args(PLAN)
+        .args(extra)
+        .arg("-o")
+        .arg(&out);
+    (cmd, out)
+}
+
 /// Starts one run per directory at once and waits for them: the results' paths.
 fn runs_together(root: &Path, n: usize, extra: &[&[&str]]) -> Vec<PathBuf> {
     let mut children = Vec::new();
     let mut outs = Vec::new();
     for i in 0..n {
-        let dir = root.join(format!("node{i}"));
-        std::fs::create_dir(&dir).expect("mkdir");
-        let out = root.join(format!("r{i}.json"));
-        let child = candor()
-            .arg("run")
-            .arg(&dir)
-            .args(PLAN)
-            .args(extra.get(i).copied().unwrap_or(&[]))
-            .arg("-o")
-            .arg(&out)
+        let (mut cmd, out) = node_run(root, i, extra.get(i).copied().unwrap_or(&[]));
+        let child = cmd
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -72,17 +80,8 @@ fn merge_with(files: &[&Path], out: &Path, extra: &[&str]) -> std::process::Outp
 fn runs_in_turn(root: &Path, n: usize) -> Vec<PathBuf> {
     (0..n)
         .map(|i| {
-            let dir = root.join(format!("node{i}"));
-            std::fs::create_dir(&dir).expect("mkdir");
-            let out = root.join(format!("r{i}.json"));
-            let o = candor()
-                .arg("run")
-                .arg(&dir)
-                .args(PLAN)
-                .arg("-o")
-                .arg(&out)
-                .output()
-                .expect("candor runs");
+            let (mut cmd, out) = node_run(root, i, &[]);
+            let o = cmd.output().expect("candor runs");
             assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
             out
         })

@@ -5,16 +5,14 @@
 //! root, a loop device that cannot be made is a failure.
 
 mod common;
-use common::{candor, have, is_root, text};
+use common::{
+    candor, digest, have, is_root, one_partition, read_at, refused, run_device, sh, text, MIB,
+};
 use serde_json::Value;
-use std::os::unix::fs::FileExt;
-use std::process::Output;
 use std::sync::Mutex;
 
 /// The tests share the machine's loop devices: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-const MIB: u64 = 1 << 20;
 
 fn skip_reason() -> Option<String> {
     if !is_root() {
@@ -44,57 +42,6 @@ fn ext4(size: u64) -> Option<candor_lab::ScratchFs> {
     Some(candor_lab::scratch("ext4", size).expect("an ext4 on a loop device as root"))
 }
 
-fn read_at(dev: &str, off: u64, len: usize) -> Vec<u8> {
-    let f = std::fs::File::open(dev).expect("open the device to read it");
-    let mut b = vec![0u8; len];
-    f.read_exact_at(&mut b, off).expect("read the device");
-    b
-}
-
-/// A digest of the whole device, to show that a refusal wrote nothing.
-fn digest(dev: &str) -> u64 {
-    let f = std::fs::File::open(dev).expect("open the device");
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut b = vec![0u8; MIB as usize];
-    let mut off = 0;
-    while let Ok(n) = f.read_at(&mut b, off) {
-        if n == 0 {
-            break;
-        }
-        for &x in &b[..n] {
-            h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3);
-        }
-        off += n as u64;
-    }
-    h
-}
-
-fn run(dev: &str, args: &[&str]) -> Output {
-    candor()
-        .args(["run", "--allow-device-writes", dev, "--quiet"])
-        .args(args)
-        .output()
-        .expect("run candor")
-}
-
-/// A refusal: exit 2, one sentence containing `says`, and the device untouched.
-fn refused(dev: &str, args: &[&str], says: &str) {
-    let before = digest(dev);
-    let o = run(dev, args);
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert!(
-        err.contains(says),
-        "{args:?}: expected \"{says}\" in: {err}"
-    );
-    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
-    assert_eq!(
-        digest(dev),
-        before,
-        "{args:?}: the refused run changed the device"
-    );
-}
-
 #[test]
 fn without_the_flag_a_device_is_refused() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -115,7 +62,7 @@ fn a_mounted_device_is_refused_even_when_told_to_destroy() {
     let Some(fs) = ext4(64 * MIB) else { return };
     let keep = fs.path().join("keep.txt");
     std::fs::write(&keep, b"the user's data").unwrap();
-    let o = run(
+    let o = run_device(
         &fs.loop_device,
         &[
             "--destroy-existing-data",
@@ -139,21 +86,7 @@ fn a_device_with_a_mounted_partition_is_refused() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(d) = device(96 * MIB) else { return };
     let dev = d.loop_device.clone();
-    let table = std::process::Command::new("sfdisk")
-        .args(["-q", &dev])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"start=2048, size=65536, type=83\n")?;
-            c.wait_with_output()
-        })
-        .expect("sfdisk");
-    assert!(table.status.success(), "sfdisk: {}", text(&table.stderr));
+    one_partition(&dev);
     let part = format!("{dev}p1");
     let added = std::process::Command::new("partx")
         .args(["-a", &dev])
@@ -166,13 +99,9 @@ fn a_device_with_a_mounted_partition_is_refused() {
     );
     let mnt = d.mount_point.join("p1");
     std::fs::create_dir(&mnt).unwrap();
-    let sh = |cmd: &str, args: &[&str]| {
-        let o = std::process::Command::new(cmd).args(args).output().unwrap();
-        assert!(o.status.success(), "{cmd} {args:?}: {}", text(&o.stderr));
-    };
     sh("mkfs.ext4", &["-q", "-F", &part]);
     sh("mount", &[&part, &mnt.display().to_string()]);
-    let o = run(
+    let o = run_device(
         &dev,
         &[
             "--destroy-existing-data",
@@ -200,9 +129,9 @@ fn a_filesystem_is_refused_unless_told_to_destroy_it() {
     refused(
         &dev,
         &["--tests", "0", "--file-size", "4m"],
-        "holds an ext2/3/4 filesystem",
+        &["holds an ext2/3/4 filesystem"],
     );
-    let o = run(
+    let o = run_device(
         &dev,
         &[
             "--destroy-existing-data",
@@ -225,32 +154,32 @@ fn plans_that_do_not_fit_a_device_are_refused() {
     refused(
         &dev,
         &["--tests", "0", "--file-size", "48m", "--threads", "2"],
-        "the plan needs",
+        &["the plan needs"],
     );
     refused(
         &dev,
         &["--tests", "0", "--file-size", "4m", "--offset", "1000"],
-        "does not start on a logical block",
+        &["does not start on a logical block"],
     );
     refused(
         &dev,
         &["--tests", "0", "--file-size", "4m", "--offset", "64m"],
-        "beyond the end",
+        &["beyond the end"],
     );
     refused(
         &dev,
         &["--tests", "create", "--file-size", "4m"],
-        "needs a filesystem",
+        &["needs a filesystem"],
     );
     refused(
         &dev,
         &["--tests", "0", "--engine", "mmap", "--file-size", "4m"],
-        "cannot work on a slice",
+        &["cannot work on a slice"],
     );
     refused(
         &dev,
         &["--tests", "0", "--file-size", "4m", "--verify"],
-        "--verify",
+        &["--verify"],
     );
 }
 
@@ -259,7 +188,7 @@ fn a_full_run_writes_its_region_and_nothing_else() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(d) = device(64 * MIB) else { return };
     let dev = d.loop_device.clone();
-    let o = run(
+    let o = run_device(
         &dev,
         &[
             "--tests",

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{candor, candor_as_nobody, need_or, need_root};
+use common::{candor, candor_as_nobody, has_data_file, need_or, need_root, run_dirs_in};
 
 fn spawn_run(target: &Path, args: &[&str]) -> Child {
     candor()
@@ -44,22 +44,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
-/// candor's run directories under `target`.
-fn run_dirs(target: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(target)
-        .map(|r| {
-            r.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with(".candor-"))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn wait_for(what: &str, timeout_s: u64, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(timeout_s);
     while !cond() {
@@ -70,19 +54,12 @@ fn wait_for(what: &str, timeout_s: u64, mut cond: impl FnMut() -> bool) {
 
 /// Whether a run directory under `target` holds a data file (a test is under way).
 fn data_file_exists(target: &Path) -> bool {
-    run_dirs(target).iter().any(|d| {
-        std::fs::read_dir(d)
-            .map(|r| {
-                r.filter_map(|e| e.ok())
-                    .any(|e| e.file_name().to_string_lossy().ends_with(".dat"))
-            })
-            .unwrap_or(false)
-    })
+    run_dirs_in(target).iter().any(|d| has_data_file(d))
 }
 
 /// Whether a data file in the run directory holds at least `bytes` (a test is writing).
 fn data_file_holds(target: &Path, bytes: u64) -> bool {
-    run_dirs(target).iter().any(|d| {
+    run_dirs_in(target).iter().any(|d| {
         std::fs::read_dir(d)
             .map(|r| {
                 r.filter_map(|e| e.ok()).any(|e| {
@@ -211,58 +188,34 @@ fn a_normal_run_a_killed_run_and_a_clean_leave_the_target_as_it_was() {
         before,
         "a normal run changed the target"
     );
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
 
     // SIGKILL in the middle of a test: the run directory stays (nothing can run on
     // SIGKILL), and `candor clean` removes it, and only it.
     let mut child = spawn_run(
         dir.path(),
-        &[
-            "--tests",
-            "write,randread",
-            "--file-size",
-            "64m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "50",
-        ],
+        &[&["--tests", "write,randread"][..], &common::LONG].concat(),
     );
     wait_for("a test to have written 1 MiB", 60, || {
         data_file_holds(dir.path(), 1 << 20)
     });
     child.kill().unwrap();
     let _ = child.wait();
-    let stale = run_dirs(dir.path());
+    let stale = run_dirs_in(dir.path());
     assert_eq!(stale.len(), 1, "the killed run left its directory");
     assert_eq!(snapshot(dir.path()), before);
     let o = candor().arg("clean").arg(dir.path()).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("removed"));
     assert!(
-        run_dirs(dir.path()).is_empty(),
+        run_dirs_in(dir.path()).is_empty(),
         "clean removed the stale run"
     );
     assert_eq!(snapshot(dir.path()), before, "a clean changed the target");
 
     // Killed again, and this time the next run finds and removes the leftovers.
-    let mut child = spawn_run(
-        dir.path(),
-        &[
-            "--tests",
-            "write",
-            "--file-size",
-            "64m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "50",
-        ],
-    );
-    wait_for("a test to start", 60, || data_file_exists(dir.path()));
-    child.kill().unwrap();
-    let _ = child.wait();
-    assert_eq!(run_dirs(dir.path()).len(), 1);
+    common::dead_run(dir.path());
+    assert_eq!(run_dirs_in(dir.path()).len(), 1);
     let o = run(dir.path(), &["--tests", "write", "--file-size", "1m"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
@@ -270,7 +223,7 @@ fn a_normal_run_a_killed_run_and_a_clean_leave_the_target_as_it_was() {
         "{}",
         stderr(&o)
     );
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
     assert_eq!(snapshot(dir.path()), before);
 }
 
@@ -334,7 +287,7 @@ fn enospc_in_the_middle_of_a_write_test() {
         "completed tests kept"
     );
     assert!(doc.results.iter().all(|r| r.status.is_ok()));
-    assert!(run_dirs(fs.path()).is_empty(), "candor's files removed");
+    assert!(run_dirs_in(fs.path()).is_empty(), "candor's files removed");
 }
 
 #[test]
@@ -414,7 +367,7 @@ fn enospc_on_a_real_filesystem_filled_during_the_run() {
     assert!(line.contains("16M per file"), "{line}");
     let doc = load(&json);
     assert!(!doc.complete);
-    assert!(run_dirs(fs.path()).is_empty(), "candor's files removed");
+    assert!(run_dirs_in(fs.path()).is_empty(), "candor's files removed");
     assert!(filler.exists(), "the other writer's file is left alone");
 }
 
@@ -428,7 +381,7 @@ fn a_filesystem_too_small_for_the_plan_is_refused_before_writing() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("free but the plan needs"), "{err}");
     assert!(err.contains(&fs.path().display().to_string()), "{err}");
-    assert!(run_dirs(fs.path()).is_empty());
+    assert!(run_dirs_in(fs.path()).is_empty());
 }
 
 // ---- read-only, no permission, removed target ----
@@ -592,7 +545,7 @@ fn files_vanishing_under_candor_fail_the_test_clearly() {
         let e = r.error.as_deref().unwrap_or("");
         assert!(e.starts_with("open ") && e.contains("No such file"), "{e}");
     }
-    assert!(run_dirs(fs.path()).is_empty());
+    assert!(run_dirs_in(fs.path()).is_empty());
 }
 
 // ---- signals ----
@@ -627,7 +580,9 @@ fn signal_at(sig: i32, name: &str, moment: Moment) {
         ],
     );
     match moment {
-        Moment::Setup => wait_for("the run directory", 30, || !run_dirs(dir.path()).is_empty()),
+        Moment::Setup => wait_for("the run directory", 30, || {
+            !run_dirs_in(dir.path()).is_empty()
+        }),
         Moment::DuringTest => wait_for("a test to have written 1 MiB", 60, || {
             data_file_holds(dir.path(), 1 << 20)
         }),
@@ -654,9 +609,9 @@ fn signal_at(sig: i32, name: &str, moment: Moment) {
         "{moment:?}: {err}"
     );
     assert!(
-        run_dirs(dir.path()).is_empty(),
+        run_dirs_in(dir.path()).is_empty(),
         "{name} at {moment:?}: files left {:?}",
-        run_dirs(dir.path())
+        run_dirs_in(dir.path())
     );
     let doc = load(&json);
     assert!(!doc.complete, "{moment:?}");
@@ -735,7 +690,7 @@ fn a_second_sigint_exits_at_once_and_clean_finishes_the_job() {
     );
     let o = candor().arg("clean").arg(dir.path()).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
     assert_eq!(snapshot(dir.path()), before);
 }
 
@@ -785,7 +740,7 @@ fn an_io_error_fails_that_test_and_the_others_continue() {
         "the failing record is named: {e}"
     );
     assert!(err.contains("read failed on"), "{err}");
-    assert!(run_dirs(fs.path()).is_empty());
+    assert!(run_dirs_in(fs.path()).is_empty());
 }
 
 #[test]
@@ -816,7 +771,7 @@ fn an_io_error_on_write_is_named_too() {
         e.contains("Input/output error") && e.contains("offset 3145728"),
         "{e}"
     );
-    assert!(run_dirs(fs.path()).is_empty());
+    assert!(run_dirs_in(fs.path()).is_empty());
 }
 
 /// A loop device and its mount, undone on drop (also when an assertion fails).
@@ -924,7 +879,7 @@ fn a_failing_block_device_under_the_filesystem() {
             r.test
         );
     }
-    assert!(run_dirs(&mnt).is_empty(), "candor's files removed");
+    assert!(run_dirs_in(&mnt).is_empty(), "candor's files removed");
     drop(lm);
 }
 
@@ -988,7 +943,7 @@ fn verify_passes_on_honest_storage_across_generations() {
             }
         }
     }
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
 }
 
 #[test]
@@ -1025,7 +980,7 @@ fn verify_refuses_what_it_cannot_check() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
 }
 
 /// Overwrites part of candor's data file while read tests repeat over it.
@@ -1051,7 +1006,7 @@ fn corrupt_during_reads(engine: &[&str], damage: impl Fn(&std::fs::File)) -> can
     // The read test's file is written (untimed) first; damage it once it is whole.
     let mut file = None;
     wait_for("the prepared file", 60, || {
-        for d in run_dirs(dir.path()) {
+        for d in run_dirs_in(dir.path()) {
             let p = d.join("t0.dat");
             if std::fs::metadata(&p)
                 .map(|m| m.len() == 8 << 20)
@@ -1076,7 +1031,7 @@ fn corrupt_during_reads(engine: &[&str], damage: impl Fn(&std::fs::File)) -> can
     no_panic(&err);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("data verification failed"), "{err}");
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
     load(&json)
 }
 
@@ -1167,7 +1122,7 @@ fn older_generation_put_back(range: std::ops::Range<usize>) -> serde_json::Value
     // last record is still generation 1 when the file is first whole.
     let mut old = vec![0u8; RS];
     wait_for("the prepared file", 60, || {
-        for d in run_dirs(dir.path()) {
+        for d in run_dirs_in(dir.path()) {
             if let Ok(f) = std::fs::File::open(d.join("t0.dat")) {
                 if f.metadata().map(|m| m.len() == SIZE).unwrap_or(false)
                     && f.read_exact_at(&mut old, last).is_ok()
@@ -1186,7 +1141,7 @@ fn older_generation_put_back(range: std::ops::Range<usize>) -> serde_json::Value
             .map(|t| t.contains("\"rewrite\""))
             .unwrap_or(false)
     });
-    let p = run_dirs(dir.path())
+    let p = run_dirs_in(dir.path())
         .into_iter()
         .next()
         .expect("the run is still going")
@@ -1247,8 +1202,10 @@ fn a_symlink_planted_in_the_run_directory_is_not_followed() {
             ],
         );
         // Race: plant links named like candor's next files as soon as its directory exists.
-        wait_for("the run directory", 30, || !run_dirs(dir.path()).is_empty());
-        for d in run_dirs(dir.path()) {
+        wait_for("the run directory", 30, || {
+            !run_dirs_in(dir.path()).is_empty()
+        });
+        for d in run_dirs_in(dir.path()) {
             for name in ["t0.dat", "t1.dat", "direct-probe"] {
                 let _ = std::os::unix::fs::symlink(&victim, d.join(name));
             }
@@ -1259,7 +1216,7 @@ fn a_symlink_planted_in_the_run_directory_is_not_followed() {
         // Either candor removed the link before creating its file, or its exclusive,
         // no-follow create failed and the test says so.
         assert!(matches!(o.status.code(), Some(0) | Some(1)), "{err}");
-        assert!(run_dirs(dir.path()).is_empty());
+        assert!(run_dirs_in(dir.path()).is_empty());
         assert_eq!(snapshot(elsewhere.path()), before, "the link was followed");
     }
 
@@ -1513,7 +1470,7 @@ fn a_soak_holds_steady_memory_and_descriptors() {
         assert_eq!(r.extra["failed_rounds"], 0);
         assert_eq!(r.verify.as_ref().unwrap()["bad_records"], 0);
     }
-    assert!(run_dirs(dir.path()).is_empty());
+    assert!(run_dirs_in(dir.path()).is_empty());
 }
 
 // ---- clean: only what a run of candor made, never across a mount ----

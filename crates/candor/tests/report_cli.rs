@@ -112,31 +112,27 @@ fn the_output_name_chooses_the_format_unless_one_is_given() {
         );
     }
     let out = dir.path().join("r.csv");
-    let o = candor(&[
-        os("report"),
-        json.as_os_str(),
-        os("-o"),
-        out.as_os_str(),
-        os("--format"),
-        os("markdown"),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
-    let text = std::fs::read_to_string(&out).expect("written");
+    // `candor report JSON -o r.csv --format FORMAT`, which succeeds; what it wrote.
+    let report_as = |format: &str| {
+        let o = candor(&[
+            os("report"),
+            json.as_os_str(),
+            os("-o"),
+            out.as_os_str(),
+            os("--format"),
+            os(format),
+        ]);
+        assert_eq!(o.status.code(), Some(0));
+        let text = std::fs::read_to_string(&out).expect("written");
+        (o, text)
+    };
+    let (_, text) = report_as("markdown");
     assert!(
         text.starts_with("# candor results"),
         "--format wins over the name"
     );
     // --format iozone of a run iozone's layout cannot hold writes the table, and says so.
-    let o = candor(&[
-        os("report"),
-        json.as_os_str(),
-        os("-o"),
-        out.as_os_str(),
-        os("--format"),
-        os("iozone"),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
-    let text = std::fs::read_to_string(&out).expect("written");
+    let (o, text) = report_as("iozone");
     assert!(text.contains("MB/s (95% CI)"), "{text}");
     assert!(
         stderr(&o).starts_with("candor: iozone's layout holds iozone's tests at queue depth 1"),

@@ -520,15 +520,9 @@ fn sigint_in_the_middle_leaves_no_file_and_keeps_what_finished() {
             "--quiet",
             "--tests",
             "write,randread",
-            "--file-size",
-            "64m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "50",
-            "-o",
-            json.to_str().unwrap(),
         ])
+        .args(common::LONG)
+        .args(["-o", json.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

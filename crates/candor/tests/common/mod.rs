@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests (each test file uses some of them).
 #![allow(dead_code)]
 
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -79,6 +80,17 @@ pub fn candor_as_nobody() -> Option<Command> {
     Some(c)
 }
 
+/// Options that make each test of a run last long enough to be interrupted in the middle:
+/// 50 passes over 64 MiB in 4 KiB records.
+pub const LONG: [&str; 6] = [
+    "--file-size",
+    "64m",
+    "--record-size",
+    "4k",
+    "--repeat",
+    "50",
+];
+
 /// A genuine dead run under `target`: `candor run` started on it and killed (SIGKILL, no
 /// chance to clean up) once its run directory holds a data file. Returns that directory.
 pub fn dead_run(target: &Path) -> PathBuf {
@@ -86,48 +98,55 @@ pub fn dead_run(target: &Path) -> PathBuf {
     let mut child = candor()
         .arg("run")
         .arg(target)
-        .args([
-            "--quiet",
-            "--tests",
-            "write",
-            "--file-size",
-            "64m",
-            "--record-size",
-            "4k",
-            "--repeat",
-            "50",
-        ])
+        .args(["--quiet", "--tests", "write"])
+        .args(LONG)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("candor starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let dir = loop {
-        let fresh: Vec<PathBuf> = run_dirs_in(target)
-            .into_iter()
-            .filter(|d| !before.contains(d))
-            .collect();
-        if let Some(d) = fresh.into_iter().find(|d| {
-            std::fs::read_dir(d).is_ok_and(|r| {
-                r.filter_map(|e| e.ok())
-                    .any(|e| e.file_name().to_string_lossy().ends_with(".dat"))
-            })
-        }) {
-            break d;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "candor run never made its data file"
-        );
-        assert!(
-            child.try_wait().ok().flatten().is_none(),
-            "candor run ended before it could be killed"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    };
+    let dir = poll_while_running(
+        &mut child,
+        2,
+        "candor run never made its data file",
+        "candor run ended before it could be killed",
+        || {
+            run_dirs_in(target)
+                .into_iter()
+                .filter(|d| !before.contains(d))
+                .find(|d| has_data_file(d))
+        },
+    );
     child.kill().expect("kill candor run");
     child.wait().expect("reap candor run");
     dir
+}
+
+/// Calls `found` every `pause_ms` milliseconds until it gives a value, which it returns;
+/// fails saying `never` after 60 seconds, or `ended` when `child` exits first.
+pub fn poll_while_running<T>(
+    child: &mut std::process::Child,
+    pause_ms: u64,
+    never: &str,
+    ended: &str,
+    mut found: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(v) = found() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{never}");
+        assert!(child.try_wait().ok().flatten().is_none(), "{ended}");
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+    }
+}
+
+/// Whether the run directory `run_dir` holds a data file (a test is under way).
+pub fn has_data_file(run_dir: &Path) -> bool {
+    std::fs::read_dir(run_dir).is_ok_and(|r| {
+        r.filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".dat"))
+    })
 }
 
 /// The `.candor-*` entries of `target`.
@@ -164,4 +183,94 @@ pub fn strace_candor(cwd: &Path, filter: &str, args: &[&str]) -> (Output, String
         .expect("strace runs");
     let trace = std::fs::read_to_string(log.path()).expect("strace's log");
     (out, trace)
+}
+
+/// Runs `program args`, which must succeed (it is the test's own set-up); its stdout.
+pub fn sh(program: &str, args: &[&str]) -> String {
+    let o = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{program} {args:?}: {}",
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// Writes a partition table on the device `dev` with one partition, 32 MiB from 1 MiB.
+pub fn one_partition(dev: &str) {
+    let table = Command::new("sfdisk")
+        .args(["-q", dev])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .expect("sfdisk's stdin")
+                .write_all(b"start=2048, size=65536, type=83\n")?;
+            c.wait_with_output()
+        })
+        .expect("sfdisk runs");
+    assert!(table.status.success(), "sfdisk: {}", text(&table.stderr));
+}
+
+/// One mebibyte.
+pub const MIB: u64 = 1 << 20;
+
+/// `len` bytes of the device (or file) `dev` from `off`.
+pub fn read_at(dev: &str, off: u64, len: usize) -> Vec<u8> {
+    let f = std::fs::File::open(dev).expect("open the device");
+    let mut b = vec![0u8; len];
+    f.read_exact_at(&mut b, off).expect("read the device");
+    b
+}
+
+/// A digest of the whole device, to show that a refusal wrote nothing.
+pub fn digest(dev: &str) -> u64 {
+    let f = std::fs::File::open(dev).expect("open the device");
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut b = vec![0u8; MIB as usize];
+    let mut off = 0;
+    while let Ok(n) = f.read_at(&mut b, off) {
+        if n == 0 {
+            break;
+        }
+        for &x in &b[..n] {
+            h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        off += n as u64;
+    }
+    h
+}
+
+/// `candor run --allow-device-writes DEV --quiet ARGS` on a block device, waited for.
+pub fn run_device(dev: &str, args: &[&str]) -> Output {
+    candor()
+        .args(["run", "--allow-device-writes", dev, "--quiet"])
+        .args(args)
+        .output()
+        .expect("run candor")
+}
+
+/// A refusal: exit 2, one sentence containing each of `says`, and the device untouched.
+/// The sentence, for more checks.
+pub fn refused(dev: &str, args: &[&str], says: &[&str]) -> String {
+    let before = digest(dev);
+    let o = run_device(dev, args);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    for s in says {
+        assert!(err.contains(s), "{args:?}: expected \"{s}\" in: {err}");
+    }
+    assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+    assert_eq!(
+        digest(dev),
+        before,
+        "{args:?}: the refused run changed the device"
+    );
+    err
 }
