@@ -253,3 +253,96 @@ fn a_blank_device_is_written_with_exactly_the_plans_bytes() {
         "nothing outside the region changed"
     );
 }
+
+/// An exclusive open (`O_EXCL` on a block device: what mount, mkfs and another candor
+/// take) of the device made while candor's run is writing it, or after it has opened the
+/// device for its plan.
+fn exclusive_open(dev: &str) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(dev)
+}
+
+/// docs/methodology.md: candor claims the device with `O_EXCL` before it writes and holds
+/// the claim for the whole run, so a mount, an mkfs or a second candor cannot take the
+/// device in the middle of it. While a run works on the device (seen by its run of
+/// `--time-based` writes, 3 s), every exclusive open the test tries is refused with EBUSY;
+/// once the run has ended, the same open succeeds.
+#[test]
+fn the_exclusive_claim_is_held_for_the_whole_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(d) = device(64 * MIB, &[]) else {
+        return;
+    };
+    drop(exclusive_open(&d.loop_device).expect("nothing holds the blank device before the run"));
+    let mut child = common::candor()
+        .args(["run", "--allow-device-writes", &d.loop_device, "--quiet"])
+        .args([
+            "--tests",
+            "write",
+            "--file-size",
+            "16m",
+            "--record-size",
+            "64k",
+            "--time-based",
+            "--runtime",
+            "3s",
+            "--repeat",
+            "1",
+            "--witness",
+            "off",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("candor starts");
+    // Wait for candor to hold the device: the first exclusive open that fails.
+    let start = std::time::Instant::now();
+    loop {
+        match exclusive_open(&d.loop_device) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
+            Err(e) => panic!("an exclusive open failed otherwise than busy: {e}"),
+            Ok(f) => drop(f),
+        }
+        assert!(
+            child.try_wait().expect("poll candor").is_none(),
+            "the run ended before the device was ever seen claimed"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "candor never claimed the device"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // From then on, every try while candor runs is refused.
+    let mut refused_tries = 0;
+    while child.try_wait().expect("poll candor").is_none() {
+        match exclusive_open(&d.loop_device) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => refused_tries += 1,
+            Err(e) => panic!("an exclusive open failed otherwise than busy: {e}"),
+            Ok(_) => {
+                // The run releases the device as it ends: only then may an open succeed,
+                // so candor must be gone (its report written) within a second of it.
+                let released = std::time::Instant::now();
+                while child.try_wait().expect("poll candor").is_none() {
+                    assert!(
+                        released.elapsed() < std::time::Duration::from_secs(1),
+                        "the device was free while the run went on ({refused_tries} refusals before)"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("candor ends");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        refused_tries >= 50,
+        "only {refused_tries} exclusive opens were tried while the run held the device (3 s at one per 20 ms)"
+    );
+    drop(exclusive_open(&d.loop_device).expect("the claim is released when the run ends"));
+}
