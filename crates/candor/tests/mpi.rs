@@ -961,7 +961,21 @@ fn quiet_ranks_on_one_node_are_never_disturbed() {
                 assert_eq!(p.status, candor_model::Status::Ok, "{what}: {:?}", p.error);
                 assert_eq!((p.bytes, p.ops), (8 << 20, 128), "{what}");
                 if r.test == "write" {
-                    assert_eq!(p.verdict, Some(candor_model::Verdict::Device), "{what}");
+                    if witness == "bpf" {
+                        assert_eq!(p.verdict, Some(candor_model::Verdict::Device), "{what}");
+                    } else {
+                        // procfs sees the node's device, not each rank's requests: a rank
+                        // whose pages the node wrote back before its own flush is judged
+                        // mixed (rank 3 of 4, once in a full run); never cache or memory.
+                        assert!(
+                            matches!(
+                                p.verdict,
+                                Some(candor_model::Verdict::Device | candor_model::Verdict::Mixed)
+                            ),
+                            "{what}: {:?}",
+                            p.verdict
+                        );
+                    }
                     let wa = p.write_amplification.expect("a write's amplification");
                     assert!(
                         (1.0..1.10).contains(&wa),
