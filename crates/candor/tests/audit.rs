@@ -33,24 +33,7 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn audit(dir: &Path, witness: &str, cmd: &[&str]) -> (Output, Value) {
-    let json = dir.join(format!("audit-{witness}.json"));
-    let out = candor()
-        .current_dir(dir)
-        .args(["audit", "--witness", witness, "-o"])
-        .arg(&json)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .expect("candor runs");
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
-        panic!(
-            "no {}: {e}\nstderr: {}",
-            json.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let v: Value = serde_json::from_str(&text).expect("valid JSON");
-    (out, v)
+    common::audit_json(dir, witness, &[], cmd)
 }
 
 /// The witnesses a test runs with: eBPF and procfs where the kernel loads eBPF (the

@@ -27,24 +27,7 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn audit(dir: &Path, witness: &str, cmd: &[&str]) -> (Output, Value) {
-    let json = dir.join(format!("audit-{witness}.json"));
-    let _ = std::fs::remove_file(&json);
-    let out = common::candor()
-        .current_dir(dir)
-        .args(["audit", "--witness", witness, "-o"])
-        .arg(&json)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .expect("candor runs");
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
-        panic!(
-            "no {}: {e}\nstderr: {}",
-            json.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out, serde_json::from_str(&text).expect("valid JSON"))
+    common::audit_json(dir, witness, &[], cmd)
 }
 
 /// The witnesses to test: both as root (eBPF must then load), procfs alone otherwise.

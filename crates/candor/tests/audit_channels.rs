@@ -34,26 +34,8 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn audit(dir: &Path, witness: &str, extra: &[&str], cmd: &[&str]) -> (Output, Value) {
-    let json = dir.join(format!("audit-{witness}.json"));
-    let _ = std::fs::remove_file(&json);
-    let out = candor()
-        .current_dir(dir)
-        .args(["audit", "-q", "--witness", witness, "-o"])
-        .arg(&json)
-        .args(extra)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .expect("candor runs");
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
-        panic!(
-            "no {}: {e}\nstderr: {}",
-            json.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let v: Value = serde_json::from_str(&text).expect("valid JSON");
-    (out, v)
+    let flags: Vec<&str> = ["-q"].iter().chain(extra).copied().collect();
+    common::audit_json(dir, witness, &flags, cmd)
 }
 
 /// The witnesses to test: both as root (eBPF must then load), procfs alone otherwise.

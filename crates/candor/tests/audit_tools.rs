@@ -39,23 +39,7 @@ fn cannot(program: &str) -> Option<String> {
 }
 
 fn audit(dir: &Path, witness: &str, cmd: &[&str]) -> (Output, Value) {
-    let json = dir.join(format!("audit-{witness}.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_candor"))
-        .current_dir(dir)
-        .args(["audit", "-q", "--witness", witness, "-o"])
-        .arg(&json)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .expect("candor runs");
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
-        panic!(
-            "no {}: {e}\nstderr: {}",
-            json.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out, serde_json::from_str(&text).expect("valid JSON"))
+    common::audit_json(dir, witness, &["-q"], cmd)
 }
 
 fn rows(v: &Value) -> Vec<Value> {

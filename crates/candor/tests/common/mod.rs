@@ -274,3 +274,32 @@ pub fn refused(dev: &str, args: &[&str], says: &[&str]) -> String {
     );
     err
 }
+
+/// `candor audit --witness WITNESS -o DIR/audit-WITNESS.json FLAGS -- CMD` run in `dir`:
+/// candor's output and the saved audit (a stale file of an earlier call removed first).
+pub fn audit_json(
+    dir: &Path,
+    witness: &str,
+    flags: &[&str],
+    cmd: &[&str],
+) -> (Output, serde_json::Value) {
+    let json = dir.join(format!("audit-{witness}.json"));
+    let _ = std::fs::remove_file(&json);
+    let out = candor()
+        .current_dir(dir)
+        .args(["audit", "--witness", witness, "-o"])
+        .arg(&json)
+        .args(flags)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("candor runs");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no {}: {e}\nstderr: {}",
+            json.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, serde_json::from_str(&text).expect("valid JSON"))
+}
