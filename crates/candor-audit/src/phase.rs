@@ -122,24 +122,7 @@ pub fn is_system_file(path: &str) -> bool {
 /// The dynamic loader's and the C library's small reads of shared libraries, locale and
 /// time zone files: every program makes them, no benchmark is about them.
 pub fn is_startup_noise(p: &Phase) -> bool {
-    const PLACES: &[&str] = &[
-        "/lib/",
-        "/lib64/",
-        "/usr/lib/",
-        "/usr/lib64/",
-        "/usr/share/locale/",
-        "/usr/lib/locale/",
-    ];
-    const FILES: &[&str] = &[
-        "/etc/ld.so.cache",
-        "/etc/localtime",
-        "/etc/nsswitch.conf",
-        "/etc/passwd",
-        "/etc/group",
-    ];
-    p.write_bytes == 0
-        && p.read_bytes <= 64 * 1024
-        && (PLACES.iter().any(|d| p.path.starts_with(d)) || FILES.contains(&p.path.as_str()))
+    p.write_bytes == 0 && p.read_bytes <= 64 * 1024 && is_system_file(&p.path)
 }
 
 /// Removes startup noise, and says how much was removed.
