@@ -64,11 +64,28 @@ impl std::fmt::Display for Pid {
     }
 }
 
-/// A process's name and parent, from /proc/PID/stat.
+/// A process's name, state and parent, from /proc/PID/stat.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PidStat {
     pub comm: String,
+    /// 'R', 'S', 'D', 'Z'...
+    pub state: char,
     pub ppid: u32,
+}
+
+impl PidStat {
+    /// Parses the text of /proc/PID/stat (the name may hold spaces and parentheses).
+    pub fn parse(text: &str) -> Option<PidStat> {
+        let (comm, ppid) = crate::parse_stat(text)?;
+        let after = text.get(text.rfind(')')? + 1..)?;
+        let state = after.split_whitespace().next()?.chars().next()?;
+        Some(PidStat { comm, state, ppid })
+    }
+
+    /// Whether the process has exited and waits to be reaped (zombie or dead).
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
 }
 
 /// The CPU as /proc/cpuinfo describes it.
@@ -124,8 +141,7 @@ impl Kernel {
 
     /// The whole text of `rel`.
     pub fn read(&self, rel: impl AsRef<Path>) -> Result<String> {
-        let path = self.path(rel.as_ref());
-        std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })
+        read_path(&self.path(rel))
     }
 
     /// [`Kernel::read`] of a counter the witness samples during a measurement: its bytes
@@ -182,17 +198,7 @@ impl Kernel {
 
     /// The names in the directory `rel`, sorted.
     pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<String>> {
-        let path = self.path(rel);
-        let rd = std::fs::read_dir(&path).map_err(|source| Error::Read {
-            path: path.clone(),
-            source,
-        })?;
-        let mut names: Vec<String> = rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        Ok(names)
+        list_path(&self.path(rel))
     }
 
     /// Where the symbolic link `rel` points.
@@ -281,9 +287,11 @@ impl Kernel {
 
     /// A process's name and parent.
     pub fn pid_stat(&self, pid: Pid) -> Result<PidStat> {
-        self.parsed(Self::pid_path(pid, "stat"), "a process's stat", |t| {
-            crate::parse_stat(t).map(|(comm, ppid)| PidStat { comm, ppid })
-        })
+        self.parsed(
+            Self::pid_path(pid, "stat"),
+            "a process's stat",
+            PidStat::parse,
+        )
     }
 
     /// A process's I/O counters.
@@ -385,23 +393,19 @@ impl Kernel {
     // ---- /sys ----
 
     /// The block device MAJ:MIN (/sys/dev/block/MAJ:MIN).
-    pub fn block(&self, major: u32, minor: u32) -> BlockDev<'_> {
-        BlockDev {
-            kernel: self,
-            rel: PathBuf::from(format!("sys/dev/block/{major}:{minor}")),
-        }
+    pub fn block(&self, major: u32, minor: u32) -> BlockDev {
+        BlockDev::at(self.path(format!("sys/dev/block/{major}:{minor}")))
     }
 
     /// The block device by its kernel name (/sys/block/NAME, /sys/class/block/NAME for a
     /// partition).
-    pub fn block_named(&self, name: &str) -> BlockDev<'_> {
-        let rel = PathBuf::from(format!("sys/block/{name}"));
-        let rel = if self.exists(&rel) {
-            rel
+    pub fn block_named(&self, name: &str) -> BlockDev {
+        let dir = self.path(format!("sys/block/{name}"));
+        if dir.exists() {
+            BlockDev::at(dir)
         } else {
-            PathBuf::from(format!("sys/class/block/{name}"))
-        };
-        BlockDev { kernel: self, rel }
+            BlockDev::at(self.path(format!("sys/class/block/{name}")))
+        }
     }
 
     /// The names of the whole block devices (/sys/block).
@@ -430,42 +434,67 @@ impl Kernel {
 }
 
 /// A block device's directory in sysfs.
-#[derive(Clone, Debug)]
-pub struct BlockDev<'k> {
-    kernel: &'k Kernel,
-    rel: PathBuf,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDev {
+    dir: PathBuf,
 }
 
-impl BlockDev<'_> {
+impl BlockDev {
+    /// The device whose sysfs directory is `dir` (one found through another device: a
+    /// holder, a slave, a partition's disk).
+    pub fn at(dir: impl Into<PathBuf>) -> BlockDev {
+        BlockDev { dir: dir.into() }
+    }
+
     /// The directory (below the reader's root).
-    pub fn dir(&self) -> PathBuf {
-        self.kernel.path(&self.rel)
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn exists(&self) -> bool {
-        self.kernel.exists(&self.rel)
+        self.dir.exists()
+    }
+
+    /// The same device at its real directory (`dev/block/MAJ:MIN` and `block/NAME` are
+    /// links to it).
+    pub fn canonical(&self) -> Result<BlockDev> {
+        std::fs::canonicalize(&self.dir)
+            .map(BlockDev::at)
+            .map_err(|source| Error::Read {
+                path: self.dir.clone(),
+                source,
+            })
     }
 
     /// The kernel's name ("vda", "loop3", "nvme0n1p2"): the name of the directory the
     /// device's link resolves to.
     pub fn name(&self) -> Result<String> {
-        let p = self.kernel.canonical(&self.rel)?;
-        p.file_name()
+        let c = self.canonical()?;
+        c.dir
+            .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| self.kernel.malformed(&self.rel, "a device directory"))
+            .ok_or(Error::Malformed {
+                path: self.dir.clone(),
+                what: "a device directory",
+            })
     }
 
     /// An attribute's text, trimmed ("size", "queue/rotational", "dm/name").
     pub fn attr(&self, name: &str) -> Result<String> {
-        self.kernel.read_trim(self.rel.join(name))
+        read_path(&self.dir.join(name)).map(|t| t.trim().to_string())
     }
 
     pub fn attr_u64(&self, name: &str) -> Result<u64> {
-        self.kernel.read_u64(self.rel.join(name))
+        let path = self.dir.join(name);
+        let t = read_path(&path)?;
+        t.trim().parse().map_err(|_| Error::Malformed {
+            path,
+            what: "a whole number",
+        })
     }
 
     pub fn has(&self, name: &str) -> bool {
-        self.kernel.exists(self.rel.join(name))
+        self.dir.join(name).exists()
     }
 
     /// The size in bytes (`size` counts 512-byte sectors, whatever the block size).
@@ -480,14 +509,37 @@ impl BlockDev<'_> {
             .or_else(|_| self.attr(&format!("../queue/{name}")))
     }
 
+    /// Whether this is a partition (its disk is [`BlockDev::parent`]).
+    pub fn is_partition(&self) -> bool {
+        self.has("partition")
+    }
+
+    /// The directory above: a partition's disk.
+    pub fn parent(&self) -> Option<BlockDev> {
+        self.dir.parent().map(BlockDev::at)
+    }
+
     /// The devices stacked on this one (`holders/`: device-mapper, md, bcache...).
     pub fn holders(&self) -> Result<Vec<String>> {
-        self.kernel.list(self.rel.join("holders"))
+        list_path(&self.dir.join("holders"))
+    }
+
+    /// The devices this one is stacked on (`slaves/`), at their real directories, sorted;
+    /// empty when there are none or they cannot be read.
+    pub fn slaves(&self) -> Vec<BlockDev> {
+        let dir = self.dir.join("slaves");
+        let mut out: Vec<BlockDev> = list_path(&dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| BlockDev::at(dir.join(n)).canonical().ok())
+            .collect();
+        out.sort_by(|a, b| a.dir.cmp(&b.dir));
+        out
     }
 
     /// The partitions: name, major, minor.
     pub fn partitions(&self) -> Vec<(String, u32, u32)> {
-        let Ok(names) = self.kernel.list(&self.rel) else {
+        let Ok(names) = list_path(&self.dir) else {
             return Vec::new();
         };
         names
@@ -501,10 +553,22 @@ impl BlockDev<'_> {
             .collect()
     }
 
+    /// The name of the driver of the hardware under a disk (`device/driver`).
+    pub fn driver(&self) -> Option<String> {
+        std::fs::read_link(self.dir.join("device/driver"))
+            .ok()?
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    }
+
+    /// Whether this is a loop device with a backing file.
+    pub fn is_bound_loop(&self) -> bool {
+        self.has("loop/backing_file")
+    }
+
     /// A loop device's backing file; None for a device that is not a bound loop device.
     pub fn loop_backing_file(&self) -> Option<String> {
-        self.kernel
-            .read(self.rel.join("loop/backing_file"))
+        read_path(&self.dir.join("loop/backing_file"))
             .ok()
             .map(|t| t.trim_end_matches('\n').to_string())
     }
@@ -513,6 +577,26 @@ impl BlockDev<'_> {
     pub fn loop_direct_io(&self) -> bool {
         self.attr("loop/dio").is_ok_and(|t| t == "1")
     }
+}
+
+fn read_path(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn list_path(path: &Path) -> Result<Vec<String>> {
+    let rd = std::fs::read_dir(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 /// CPU description from the text of /proc/cpuinfo.

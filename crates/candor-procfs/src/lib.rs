@@ -36,6 +36,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// reader's own rchar; the witness takes its reads back out (see its `Sample`).
 static READ_BYTES: AtomicU64 = AtomicU64::new(0);
 
+/// Whether `path` (absolute) is one of the kernel's files under /proc or /sys, which hold
+/// no stored data.
+pub fn is_kernel_file(path: &str) -> bool {
+    path.starts_with("/proc/") || path.starts_with("/sys/")
+}
+
 /// How many bytes this process has read from /proc through these readers so far.
 pub fn bytes_read() -> u64 {
     READ_BYTES.load(Ordering::Relaxed)
@@ -59,4 +65,16 @@ fn colon_values(text: &str) -> BTreeMap<&str, u64> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kernel_files_are_those_of_proc_and_sys() {
+        assert!(super::is_kernel_file("/proc/self/maps"));
+        assert!(super::is_kernel_file("/sys/block/vda/size"));
+        assert!(!super::is_kernel_file("/procedures/a"));
+        assert!(!super::is_kernel_file("/var/tmp/sys/x"));
+        assert!(!super::is_kernel_file("/proc"));
+    }
 }

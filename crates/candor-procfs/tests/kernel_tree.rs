@@ -96,6 +96,7 @@ fn a_process() {
         k.pid_stat(p).expect("stat"),
         PidStat {
             comm: "sleep".into(),
+            state: 'S',
             ppid: 2505
         }
     );
