@@ -170,25 +170,22 @@ impl Kernel {
         }
     }
 
+    /// `rel` read (`counted`: as a sampled counter, [`Kernel::read_counted`]) and parsed;
+    /// `what` names what it should have read as.
     fn parsed<T>(
         &self,
         rel: impl AsRef<Path>,
+        counted: bool,
         what: &'static str,
         parse: impl FnOnce(&str) -> Option<T>,
     ) -> Result<T> {
         let rel = rel.as_ref();
-        parse(&self.read(rel)?).ok_or_else(|| self.malformed(rel, what))
-    }
-
-    /// [`Kernel::parsed`] of a sampled counter ([`Kernel::read_counted`]).
-    fn parsed_counted<T>(
-        &self,
-        rel: impl AsRef<Path>,
-        what: &'static str,
-        parse: impl FnOnce(&str) -> Option<T>,
-    ) -> Result<T> {
-        let rel = rel.as_ref();
-        parse(&self.read_counted(rel)?).ok_or_else(|| self.malformed(rel, what))
+        let text = if counted {
+            self.read_counted(rel)?
+        } else {
+            self.read(rel)?
+        };
+        parse(&text).ok_or_else(|| self.malformed(rel, what))
     }
 
     /// Whether `rel` exists.
@@ -252,7 +249,7 @@ impl Kernel {
     }
 
     pub fn meminfo(&self) -> Result<MemInfo> {
-        self.parsed_counted("proc/meminfo", "meminfo (no MemTotal)", parse_meminfo)
+        self.parsed("proc/meminfo", true, "meminfo (no MemTotal)", parse_meminfo)
     }
 
     pub fn vmstat(&self) -> Result<BTreeMap<String, i64>> {
@@ -261,7 +258,7 @@ impl Kernel {
 
     /// /proc/pressure/io: "some" and "full" total stall, microseconds.
     pub fn pressure_io(&self) -> Result<[u64; 2]> {
-        self.parsed_counted("proc/pressure/io", "pressure totals", parse_pressure)
+        self.parsed("proc/pressure/io", true, "pressure totals", parse_pressure)
     }
 
     /// Every block device's line of /proc/diskstats.
@@ -285,10 +282,11 @@ impl Kernel {
         format!("proc/{pid}/{file}")
     }
 
-    /// A process's name and parent.
+    /// A process's name, state and parent.
     pub fn pid_stat(&self, pid: Pid) -> Result<PidStat> {
         self.parsed(
             Self::pid_path(pid, "stat"),
+            false,
             "a process's stat",
             PidStat::parse,
         )
@@ -305,7 +303,7 @@ impl Kernel {
     }
 
     fn task_file_io(&self, rel: String) -> Result<PidIo> {
-        self.parsed_counted(rel, "io counters", PidIo::parse)
+        self.parsed(rel, true, "io counters", PidIo::parse)
     }
 
     /// A process's status lines ("Key:\tvalue"), keys to values.
