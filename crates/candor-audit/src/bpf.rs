@@ -248,7 +248,7 @@ impl PhaseSource for BpfSource {
                 q
             })
             .filter(|p| p.bytes() > 0 || p.fsync_count.unwrap_or(0) > 0)
-            .filter(|p| !p.path.starts_with("/proc/") && !p.path.starts_with("/sys/"))
+            .filter(|p| !candor_procfs::is_kernel_file(&p.path))
             .collect();
         phases.sort_by(|a, b| a.open_s.total_cmp(&b.open_s));
         let mut notes = vec!["observed by eBPF on syscall tracepoints: every read, write, lseek, fsync and close of the tree".to_string()];

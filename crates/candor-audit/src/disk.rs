@@ -1,13 +1,13 @@
-//! Block device counters from /proc/diskstats, sampled on the same ticks as the phases, so
+//! Block device counters from diskstats, sampled on the same ticks as the phases, so
 //! any window of the run (a phase, a test) has its device traffic.
 
-use candor_procfs::{read_diskstats, DiskStat};
+use candor_procfs::{read_diskstats, DiskStat, Kernel};
 use std::collections::BTreeMap;
 
 /// The kernel name of the block device behind a device number (st_dev), from sysfs.
 pub fn device_name(dev: u64) -> Option<String> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")).ok()?;
+    let uevent = Kernel::system().block(major, minor).attr("uevent").ok()?;
     uevent
         .lines()
         .find_map(|l| l.strip_prefix("DEVNAME="))
@@ -84,32 +84,30 @@ mod tests {
         assert_eq!(t.delta("sdz", 0.0, 1.0), None);
     }
 
-    /// The root filesystem's device is named as the mount table and /proc/diskstats name
-    /// it (a root on overlay or tmpfs has no device: skipped).
+    /// The root filesystem's device is named as the mount table and diskstats name it (a
+    /// root on overlay or tmpfs has no device: skipped).
     #[test]
     fn names_the_root_device() {
         use std::os::unix::fs::MetadataExt;
         let dev = std::fs::metadata("/").expect("stat /").dev();
+        let kernel = Kernel::system();
         // The mount table's source for "/", e.g. /dev/vda.
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let source = mountinfo
-            .lines()
-            .filter(|l| l.split(' ').nth(4) == Some("/"))
-            .filter_map(|l| l.split(" - ").nth(1)?.split(' ').nth(1))
-            .next_back()
-            .expect("a mount on /");
+        let mounts = kernel.mountinfo().unwrap();
+        let source = &mounts
+            .iter()
+            .rfind(|m| m.mount_point == "/")
+            .expect("a mount on /")
+            .source;
         let Some(name) = source.strip_prefix("/dev/") else {
             assert_eq!(device_name(dev), None, "/ is on {source}");
             candor_testkit::skip(format!("/ is on {source}, no block device"));
             return;
         };
         assert_eq!(device_name(dev).as_deref(), Some(name));
-        let diskstats = std::fs::read_to_string("/proc/diskstats").unwrap();
+        let diskstats = kernel.diskstats().unwrap();
         assert!(
-            diskstats
-                .lines()
-                .any(|l| l.split_whitespace().nth(2) == Some(name)),
-            "{name} is a /proc/diskstats name"
+            diskstats.iter().any(|d| d.name == name),
+            "{name} is a diskstats name"
         );
     }
 }

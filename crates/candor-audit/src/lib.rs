@@ -32,17 +32,13 @@ pub use phase::{Observed, Phase, PhaseSource, ProcessRecord};
 pub use reconcile::{reconcile, Row};
 pub use runner::Exit;
 
+use candor_model::Chosen;
 use disk::{device_name, DiskTimeline};
 use std::time::Duration;
 
-/// Which phase source to use (`--witness`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SourceChoice {
-    /// eBPF when it loads (root), procfs otherwise.
-    Auto,
-    Bpf,
-    Procfs,
-}
+/// Which phase source to use (`--witness`): the witness source of `candor run` too (`Off`
+/// cannot audit).
+pub use candor_model::WitnessSource as SourceChoice;
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -103,16 +99,20 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| ".".into());
     let mut fallback_note = None;
-    let mut source: Box<dyn PhaseSource> = match opts.source {
-        SourceChoice::Procfs => Box::new(procfs::ProcfsSource::new(opts.interval.as_secs_f64())),
-        SourceChoice::Bpf => Box::new(bpf::BpfSource::load(&cwd).map_err(SourceUnavailable)?),
-        SourceChoice::Auto => match bpf::BpfSource::load(&cwd) {
-            Ok(b) => Box::new(b),
-            Err(why) => {
-                fallback_note = Some(format!("eBPF not used ({why}); /proc sampling instead"));
-                Box::new(procfs::ProcfsSource::new(opts.interval.as_secs_f64()))
-            }
-        },
+    let sampling = || Box::new(procfs::ProcfsSource::new(opts.interval.as_secs_f64()));
+    let mut source: Box<dyn PhaseSource> = match opts.source.choose(|| bpf::BpfSource::load(&cwd)) {
+        Chosen::Bpf(b) => Box::new(b),
+        Chosen::Procfs => sampling(),
+        Chosen::NoBpf { why, asked: true } => return Err(SourceUnavailable(why)),
+        Chosen::NoBpf { why, asked: false } => {
+            fallback_note = Some(format!("eBPF not used ({why}); /proc sampling instead"));
+            sampling()
+        }
+        Chosen::Off => {
+            return Err(SourceUnavailable(
+                "an audit needs a witness: use auto, procfs or bpf".into(),
+            ))
+        }
     };
     let interval = if source.name() == "bpf" {
         // The tracer records every call itself; ticks only drain it and sample the devices.

@@ -5,6 +5,7 @@
 use crate::disk::{device_name, DiskTimeline};
 use crate::phase::{Observed, PhaseSource, ProcessRecord};
 use candor_model::units::{format_bytes, ByteStyle};
+use candor_procfs::{Kernel, Pid};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
@@ -285,28 +286,18 @@ pub struct Running {
 /// left out. With candor as child subreaper every orphan of the tree is re-parented to
 /// candor, so the tree is whatever descends from it.
 pub fn live_descendants(me: u32, root: u32) -> Vec<Running> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let kernel = Kernel::system();
+    let Ok(pids) = kernel.pids() else {
         return Vec::new();
     };
     // pid -> (ppid, comm, zombie)
     let mut all: std::collections::HashMap<u32, (u32, String, bool)> = Default::default();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+    for pid in pids {
+        let Ok(stat) = kernel.pid_stat(Pid::Id(pid)) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let comm = stat[open + 1..close].to_string();
-        let mut rest = stat[close + 1..].split_whitespace();
-        let state = rest.next().unwrap_or("");
-        let Some(ppid) = rest.next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        all.insert(pid, (ppid, comm, state == "Z" || state == "X"));
+        let exited = stat.exited();
+        all.insert(pid, (stat.ppid, stat.comm, exited));
     }
     let descends = |mut pid: u32| {
         for _ in 0..4096 {
@@ -391,7 +382,7 @@ fn cut_record(r: &Running, at: f64) -> ProcessRecord {
         comm: r.comm.clone(),
         first_seen_s: at,
         exit_s: None,
-        io: candor_procfs::read_pid_io(&format!("/proc/{}/io", r.pid)).unwrap_or_default(),
+        io: Kernel::system().pid_io(Pid::Id(r.pid)).unwrap_or_default(),
     }
 }
 
@@ -624,7 +615,7 @@ pub fn run(
         let first: Vec<Running> = first
             .into_iter()
             .map(|mut r| {
-                if let Ok(c) = std::fs::read_to_string(format!("/proc/{}/comm", r.pid)) {
+                if let Ok(c) = Kernel::system().pid_comm(Pid::Id(r.pid)) {
                     r.comm = c.trim_end().to_string();
                 }
                 r

@@ -28,9 +28,7 @@ pub fn run_clock(t0_ns: u64) -> candor_model::RunClock {
     candor_model::RunClock {
         monotonic_ns: t0_ns,
         realtime_ns: real.saturating_sub(mono.saturating_sub(t0_ns)),
-        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        boot_id: crate::rundir::boot_id(),
     }
 }
 

@@ -4,8 +4,8 @@
 //! - the device is not mounted, holds no mounted partition, is no active swap, and nothing
 //!   is stacked on it or on one of its partitions: no device-mapper or md device in
 //!   sysfs' `holders`, and no loop device whose backing file it is (every
-//!   `/sys/block/*/loop/backing_file`, compared by device number: `losetup -o` on a
-//!   device leaves `holders` empty) — from /proc/self/mountinfo, /proc/swaps and sysfs;
+//!   loop device's `loop/backing_file`, compared by device number: `losetup -o` on a
+//!   device leaves `holders` empty) — from the mount table, the active swaps and sysfs;
 //! - the kernel agrees: candor opens it with O_EXCL, which the kernel refuses while the
 //!   device or one of its partitions is mounted or claimed, and the claim is held for the
 //!   whole run, so nothing can mount it in the middle;
@@ -19,6 +19,7 @@
 //! Each thread works on its own slice of the region: thread i at
 //! `offset + i x file_size` (`Device::base`).
 
+use candor_procfs::{BlockDev, Kernel};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -222,15 +223,13 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
     }
     let rdev = meta.rdev();
     let (major, minor) = (libc::major(rdev), libc::minor(rdev));
-    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let name = std::fs::canonicalize(&sys)
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| format!("{major}:{minor}"));
+    let kernel = Kernel::system();
+    let sys = kernel.block(major, minor);
+    let name = sys.name().unwrap_or_else(|_| format!("{major}:{minor}"));
     // The device and its partitions: a mount or holder of any of them refuses the device.
     let mut parts: Vec<(String, u32, u32)> = vec![(name.clone(), major, minor)];
-    parts.extend(partitions(&sys));
-    if let Some(why) = in_use(&parts) {
+    parts.extend(sys.partitions());
+    if let Some(why) = in_use(&kernel, &parts) {
         return Err(in_use_sentence(&shown, &why));
     }
     let c = CString::new(path.as_os_str().as_bytes())
@@ -252,7 +251,7 @@ pub fn claim(path: &Path, offset: u64, destroy: bool) -> Result<Device, String> 
     }
     // Looked at again with the claim held: anything stacked on it in the meantime (a
     // loop device, which O_EXCL does not keep out) refuses it too.
-    if let Some(why) = in_use(&parts) {
+    if let Some(why) = in_use(&kernel, &parts) {
         // SAFETY: fd was opened above and is closed once, here.
         unsafe { libc::close(fd) };
         return Err(in_use_sentence(&shown, &why));
@@ -320,90 +319,47 @@ fn in_use_sentence(shown: &impl std::fmt::Display, why: &str) -> String {
     )
 }
 
-/// The partitions of the device at `sys` (/sys/dev/block/M:m): name, major, minor.
-fn partitions(sys: &Path) -> Vec<(String, u32, u32)> {
-    let Ok(rd) = std::fs::read_dir(sys) else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| e.ok())
-        .filter(|e| e.path().join("partition").exists())
-        .filter_map(|e| {
-            let dev = std::fs::read_to_string(e.path().join("dev")).ok()?;
-            let (ma, mi) = dev.trim().split_once(':')?;
-            Some((
-                e.file_name().to_string_lossy().into_owned(),
-                ma.parse().ok()?,
-                mi.parse().ok()?,
-            ))
-        })
-        .collect()
-}
-
 /// Why one of `parts` is in use: mounted (by device number or by the mount's source, as
 /// btrfs mounts show an anonymous number), an active swap area, or held by a stacked
 /// device. None when free.
-fn in_use(parts: &[(String, u32, u32)]) -> Option<String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+fn in_use(kernel: &Kernel, parts: &[(String, u32, u32)]) -> Option<String> {
+    let mounts = kernel.mountinfo().unwrap_or_default();
+    let swaps = kernel.swaps().unwrap_or_default();
     for (name, major, minor) in parts {
-        let number = format!("{major}:{minor}");
         let dev_path = format!("/dev/{name}");
-        for line in mountinfo.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let source = f
-                .iter()
-                .position(|&x| x == "-")
-                .and_then(|i| f.get(i + 2))
-                .copied()
-                .unwrap_or("");
-            let source_is = std::fs::canonicalize(source)
+        for m in &mounts {
+            let source_is = std::fs::canonicalize(&m.source)
                 .map(|p| p == Path::new(&dev_path))
                 .unwrap_or(false);
-            if f.get(2) == Some(&number.as_str()) || source == dev_path || source_is {
-                return Some(format!(
-                    "{dev_path} is mounted on {}",
-                    f.get(4).copied().unwrap_or("?")
-                ));
+            if (m.major, m.minor) == (*major, *minor) || m.source == dev_path || source_is {
+                return Some(format!("{dev_path} is mounted on {}", m.mount_point));
             }
         }
-        if swaps
-            .lines()
-            .skip(1)
-            .any(|l| l.split_whitespace().next() == Some(dev_path.as_str()))
-        {
+        if swaps.contains(&dev_path) {
             return Some(format!("{dev_path} is an active swap area"));
         }
     }
-    stacked(Path::new("/sys"), parts)
+    stacked(kernel, parts)
 }
 
-/// What is stacked on one of `parts`, from the sysfs at `sys` (/sys): a holder
-/// (device-mapper, md, bcache... in `holders/`), or a loop device whose backing file is
-/// one of them (`loop/backing_file`, compared by device number, as `losetup -o` leaves
-/// `holders/` empty). None when nothing is.
-fn stacked(sys: &Path, parts: &[(String, u32, u32)]) -> Option<String> {
+/// What is stacked on one of `parts`, from sysfs: a holder (device-mapper, md, bcache...
+/// in `holders/`), or a loop device whose backing file is one of them
+/// (`loop/backing_file`, compared by device number, as `losetup -o` leaves `holders/`
+/// empty). None when nothing is.
+fn stacked(kernel: &Kernel, parts: &[(String, u32, u32)]) -> Option<String> {
     let mut found = Vec::new();
     for (name, _, _) in parts {
         let dev_path = format!("/dev/{name}");
-        let Ok(rd) = std::fs::read_dir(sys.join("class/block").join(name).join("holders")) else {
+        let Ok(holders) = kernel.block_named(name).holders() else {
             continue;
         };
-        let mut holders: Vec<String> = rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        holders.sort();
         for h in holders {
-            let dm = std::fs::read_to_string(sys.join("block").join(&h).join("dm/name"))
+            let held = kernel.block_named(&h);
+            let dm = held
+                .attr("dm/name")
                 .ok()
-                .map(|n| format!(" (device-mapper {})", n.trim()))
-                .or_else(|| {
-                    sys.join("block")
-                        .join(&h)
-                        .join("md")
-                        .is_dir()
-                        .then(|| " (md RAID)".to_string())
-                })
+                .map(|n| format!(" (device-mapper {n})"))
+                .or_else(|| held.has("md").then(|| " (md RAID)".to_string()))
                 .unwrap_or_default();
             found.push(format!("{h}{dm} is stacked on {dev_path}"));
         }
@@ -412,47 +368,32 @@ fn stacked(sys: &Path, parts: &[(String, u32, u32)]) -> Option<String> {
         .iter()
         .map(|&(_, ma, mi)| libc::makedev(ma, mi))
         .collect();
-    if let Ok(rd) = std::fs::read_dir(sys.join("block")) {
-        let mut loops: Vec<(String, std::path::PathBuf)> = rd
-            .filter_map(|e| e.ok())
-            .map(|e| {
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    e.path().join("loop"),
-                )
-            })
-            .filter(|(_, l)| l.is_dir())
-            .collect();
-        loops.sort();
-        for (name, l) in loops {
-            let Ok(backing) = std::fs::read_to_string(l.join("backing_file")) else {
-                continue;
-            };
-            let backing = backing.trim_end_matches('\n');
-            let Ok(m) = std::fs::metadata(backing) else {
-                continue;
-            };
-            if m.file_type().is_block_device() && numbers.contains(&m.rdev()) {
-                let offset = std::fs::read_to_string(l.join("offset"))
-                    .ok()
-                    .and_then(|o| o.trim().parse::<u64>().ok())
-                    .filter(|&o| o > 0)
-                    .map(|o| format!(" (losetup -o {o})"))
-                    .unwrap_or_default();
-                found.push(format!("{name} uses {backing} as its backing file{offset}"));
-            }
+    for name in kernel.block_names().unwrap_or_default() {
+        let dev = kernel.block_named(&name);
+        let Some(backing) = dev.loop_backing_file() else {
+            continue;
+        };
+        let Ok(m) = std::fs::metadata(&backing) else {
+            continue;
+        };
+        if m.file_type().is_block_device() && numbers.contains(&m.rdev()) {
+            let offset = dev
+                .attr_u64("loop/offset")
+                .ok()
+                .filter(|&o| o > 0)
+                .map(|o| format!(" (losetup -o {o})"))
+                .unwrap_or_default();
+            found.push(format!("{name} uses {backing} as its backing file{offset}"));
         }
     }
     (!found.is_empty()).then(|| found.join("; "))
 }
 
 /// The device's logical block size from sysfs (a partition's is its disk's); 512 if unknown.
-fn logical_block(sys: &Path) -> u64 {
-    let own = sys.join("queue/logical_block_size");
-    let disk = sys.join("../queue/logical_block_size");
-    [own, disk]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+fn logical_block(sys: &BlockDev) -> u64 {
+    sys.queue("logical_block_size")
+        .ok()
+        .and_then(|t| t.parse().ok())
         .filter(|&b: &u64| b > 0)
         .unwrap_or(512)
 }
@@ -516,27 +457,29 @@ mod tests {
     /// device-mapper on the disk and the md array on the partition are both named.
     #[test]
     fn holders_of_the_device_and_of_its_partitions_are_named() {
-        let sys = tempfile::tempdir().unwrap();
-        let mk = |p: &str| std::fs::create_dir_all(sys.path().join(p)).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let sys = root.path().join("sys");
+        let mk = |p: &str| std::fs::create_dir_all(sys.join(p)).unwrap();
         mk("class/block/vdz/holders/dm-3");
         mk("class/block/vdz1/holders/md9");
         mk("class/block/vdz2/holders");
         mk("block/dm-3/dm");
-        std::fs::write(sys.path().join("block/dm-3/dm/name"), "vg-data\n").unwrap();
+        std::fs::write(sys.join("block/dm-3/dm/name"), "vg-data\n").unwrap();
         mk("block/md9/md");
+        let k = Kernel::at(root.path());
         let parts = |names: &[&str]| -> Vec<(String, u32, u32)> {
             names.iter().map(|n| (n.to_string(), 250, 0)).collect()
         };
         assert_eq!(
-            stacked(sys.path(), &parts(&["vdz", "vdz1", "vdz2"])).as_deref(),
+            stacked(&k, &parts(&["vdz", "vdz1", "vdz2"])).as_deref(),
             Some("dm-3 (device-mapper vg-data) is stacked on /dev/vdz; md9 (md RAID) is stacked on /dev/vdz1")
         );
         assert_eq!(
-            stacked(sys.path(), &parts(&["vdz1"])).as_deref(),
+            stacked(&k, &parts(&["vdz1"])).as_deref(),
             Some("md9 (md RAID) is stacked on /dev/vdz1"),
             "a partition's holder alone"
         );
-        assert_eq!(stacked(sys.path(), &parts(&["vdz2"])), None);
+        assert_eq!(stacked(&k, &parts(&["vdz2"])), None);
     }
 
     #[test]

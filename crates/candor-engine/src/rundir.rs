@@ -100,7 +100,7 @@ impl Marker {
     }
 }
 
-/// `8-4-4-4-12` lower-case hex digits, as /proc/sys/kernel/random/boot_id gives.
+/// `8-4-4-4-12` lower-case hex digits, as the kernel's boot id is.
 fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 36
@@ -299,9 +299,10 @@ impl Drop for RunDir {
     }
 }
 
-fn boot_id() -> String {
-    fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
+/// This boot's id; empty when the kernel does not say.
+pub(crate) fn boot_id() -> String {
+    candor_procfs::Kernel::system()
+        .boot_id()
         .unwrap_or_default()
 }
 

@@ -54,17 +54,13 @@ pub fn binary_path() -> Option<PathBuf> {
 }
 
 fn is_mounted_here(mountpoint: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/mounts") else {
+    let Ok(mounts) = candor_procfs::Kernel::system().mounts() else {
         return false;
     };
-    let want = mountpoint.display().to_string().replace(' ', "\\040");
-    text.lines().any(|l| {
+    mounts.iter().any(|m| {
         // The source is our FSName; the type is "fuse" or "fuse.candor-faultfs" depending
         // on how the mount was made.
-        let mut f = l.split(' ');
-        f.next() == Some("candor-faultfs")
-            && f.next() == Some(want.as_str())
-            && f.next().is_some_and(|t| t.starts_with("fuse"))
+        m.source == "candor-faultfs" && m.target == mountpoint && m.fstype.starts_with("fuse")
     })
 }
 

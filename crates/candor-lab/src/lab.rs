@@ -256,7 +256,7 @@ fn new_state() -> LabState {
     }
 }
 
-/// The status of a member from /sys and /proc/mounts.
+/// The status of a member from sysfs and the mount table.
 fn status_of(member: &Member, mounts: &[sys::MountEntry]) -> MemberStatus {
     let loops = sys::loops_backed_by(&member.backing);
     let mp = canonical(&member.mount_point);
@@ -327,7 +327,7 @@ fn check_dir(dir: &Path) -> Result<PathBuf, LabError> {
             dir.display()
         )));
     }
-    // Absolute, resolved paths: mount points are compared with /proc/mounts.
+    // Absolute, resolved paths: mount points are compared with the mount table's.
     Ok(std::fs::canonicalize(dir)?)
 }
 

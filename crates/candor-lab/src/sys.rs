@@ -1,8 +1,9 @@
 //! The system calls and programs the lab relies on: running `losetup`/`mkfs`/`mount`,
-//! reading /proc/mounts and the loop devices' backing files in /sys, free space, locks.
-//! Parsing is split from reading so it can be tested without root.
+//! the mount table and the loop devices' backing files (through candor-procfs), free
+//! space, locks.
 
 use crate::LabError;
+use candor_procfs::Kernel;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::AsRawFd;
@@ -48,7 +49,7 @@ pub(crate) fn losetup(backing: &Path) -> Result<String, LabError> {
 /// Whether a loop device ("/dev/loop3") reads and writes its file with direct I/O.
 pub fn loop_direct_io(device: &str) -> bool {
     let name = device.trim_start_matches("/dev/");
-    std::fs::read_to_string(format!("/sys/block/{name}/loop/dio")).is_ok_and(|t| t.trim() == "1")
+    Kernel::system().block_named(name).loop_direct_io()
 }
 
 /// Whether `program` is an executable file in a directory of $PATH.
@@ -67,79 +68,33 @@ pub(crate) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// One line of /proc/mounts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MountEntry {
-    pub source: String,
-    pub target: PathBuf,
-    pub fstype: String,
-}
-
-/// /proc/mounts escapes space, tab, newline and backslash as `\ooo`.
-fn unescape_mount_field(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() {
-            let oct = &b[i + 1..i + 4];
-            if oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
-                let v = oct
-                    .iter()
-                    .fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
-                if let Ok(v) = u8::try_from(v) {
-                    out.push(v);
-                    i += 4;
-                    continue;
-                }
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-pub(crate) fn parse_mounts(text: &str) -> Vec<MountEntry> {
-    text.lines()
-        .filter_map(|line| {
-            let mut f = line.split(' ');
-            let source = unescape_mount_field(f.next()?);
-            let target = PathBuf::from(unescape_mount_field(f.next()?));
-            let fstype = f.next()?.to_string();
-            Some(MountEntry {
-                source,
-                target,
-                fstype,
-            })
-        })
-        .collect()
-}
+/// One line of the mount table.
+pub(crate) use candor_procfs::MountEntry;
 
 pub(crate) fn mounts() -> Result<Vec<MountEntry>, LabError> {
-    Ok(parse_mounts(&std::fs::read_to_string("/proc/mounts")?))
+    Kernel::system()
+        .mounts()
+        .map_err(|e| LabError::Failed(e.to_string()))
 }
 
-/// Loop devices (`/dev/loopN`) whose backing file is `backing`, found through
-/// /sys/block/loopN/loop/backing_file, so a device number reused by someone else after a
+/// Loop devices (`/dev/loopN`) whose backing file is `backing`, found through each loop
+/// device's `loop/backing_file` in sysfs, so a device number reused by someone else after a
 /// reboot is never mistaken for ours.
 pub(crate) fn loops_backed_by(backing: &Path) -> Vec<String> {
     let want = canonical(backing);
-    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+    let kernel = Kernel::system();
+    let Ok(names) = kernel.block_names() else {
         return Vec::new();
     };
     let mut found = Vec::new();
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
+    for name in names {
         if !name.starts_with("loop") {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
+        let Some(text) = kernel.block_named(&name).loop_backing_file() else {
             continue;
         };
-        let text = text.trim_end_matches('\n');
-        let path = text.strip_suffix(" (deleted)").unwrap_or(text);
+        let path = text.strip_suffix(" (deleted)").unwrap_or(&text);
         if Path::new(path) == want {
             found.push(format!("/dev/{name}"));
         }
@@ -203,25 +158,6 @@ pub(crate) fn lock_file(dir: &File) -> Result<DirLock, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mounts_are_parsed_and_unescaped() {
-        let text = "/dev/loop3 /tmp/a\\040b/mnt/ext4 ext4 rw,relatime 0 0\n\
-                    proc /proc proc rw 0 0\n";
-        let m = parse_mounts(text);
-        assert_eq!(m.len(), 2);
-        assert_eq!(m[0].source, "/dev/loop3");
-        assert_eq!(m[0].target, PathBuf::from("/tmp/a b/mnt/ext4"));
-        assert_eq!(m[0].fstype, "ext4");
-        assert_eq!(m[1].target, PathBuf::from("/proc"));
-    }
-
-    #[test]
-    fn unescape_leaves_plain_backslashes() {
-        assert_eq!(unescape_mount_field("a\\134b"), "a\\b");
-        assert_eq!(unescape_mount_field("a\\9"), "a\\9");
-        assert_eq!(unescape_mount_field("end\\"), "end\\");
-    }
 
     #[test]
     fn free_space_is_reported() {

@@ -13,6 +13,7 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+mod source;
 mod steady;
 mod time;
 pub mod units;
@@ -26,6 +27,7 @@ pub use load::{
     load_result, load_result_within, parse_result, LoadError, DEFAULT_MAX_INPUT, LARGEST_FIGURE,
 };
 pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
+pub use source::{Chosen, WitnessSource};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
 pub use vocab::{Access, Fadvise, Intent, Status, Verdict};

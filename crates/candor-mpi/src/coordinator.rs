@@ -6,6 +6,7 @@ use crate::merge::{merge, RankPart};
 use crate::World;
 use candor_engine::runner::Coordinator;
 use candor_model::{MpiInfo, TestResult};
+use candor_procfs::Pid;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -109,12 +110,11 @@ impl Topology {
     /// when this machine has a process by that id running the same program (a node name
     /// shared by two machines, or ranks in separate PID namespaces, cannot name a stranger).
     pub fn peers_on_node(&self, rank: u32) -> Vec<u32> {
-        let own = std::fs::read_link("/proc/self/exe").ok();
+        let kernel = candor_procfs::Kernel::system();
+        let own = kernel.pid_exe(Pid::Me).ok();
         self.same_node(rank)
             .into_iter()
-            .filter(|pid| {
-                own.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == own
-            })
+            .filter(|pid| own.is_some() && kernel.pid_exe(Pid::Id(*pid)).ok() == own)
             .collect()
     }
 

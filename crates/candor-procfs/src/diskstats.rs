@@ -125,9 +125,7 @@ pub fn parse_diskstats(text: &str) -> Vec<DiskStat> {
 }
 
 pub fn read_diskstats() -> Option<Vec<DiskStat>> {
-    crate::read("/proc/diskstats")
-        .ok()
-        .map(|t| parse_diskstats(&t))
+    crate::Kernel::system().diskstats().ok()
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! A process's I/O counters: /proc/<pid>/io (also /proc/self/io and a thread's
 //! /proc/<pid>/task/<tid>/io), and the block-layer bytes of every other process.
 
+use crate::{Error, Kernel, Pid};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -68,15 +69,16 @@ impl PidIo {
 
 /// /proc/self/io.
 pub fn read_self_io() -> Option<PidIo> {
-    crate::read("/proc/self/io")
-        .ok()
-        .and_then(|t| PidIo::parse(&t))
+    Kernel::system().pid_io(Pid::Me).ok()
 }
 
 /// The io file at `path` (/proc/<pid>/io, /proc/<pid>/task/<tid>/io); None when it cannot
-/// be read (the process ended) or parsed.
+/// be read (the process ended) or parsed. [`Kernel::pid_io`] and [`Kernel::task_io`] are
+/// the same by process id.
 pub fn read_pid_io(path: &str) -> Option<PidIo> {
-    crate::read(path).ok().and_then(|t| PidIo::parse(&t))
+    let t = std::fs::read_to_string(path).ok()?;
+    crate::count_read(t.len());
+    PidIo::parse(&t)
 }
 
 /// Block-layer bytes (read + written, less cancelled writes) of every other process, by pid,
@@ -122,39 +124,35 @@ pub fn read_others_io(own_pid: u32) -> Option<OthersIo> {
         procs: BTreeMap::new(),
         complete: true,
     };
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
+    let k = Kernel::system();
+    for pid in k.pids().ok()? {
         if pid == own_pid || pid == 2 {
             continue;
         }
-        let Some(ppid) = parent_of(pid) else {
+        let Some(ppid) = parent_of(&k, pid) else {
             // The process ended between the listing and the read.
             continue;
         };
         if ppid == 2 {
             continue;
         }
-        match crate::read(&format!("/proc/{pid}/io")) {
-            Ok(t) => {
-                if let Some(io) = PidIo::parse(&t) {
-                    out.procs.insert(
-                        pid,
-                        (
-                            ppid,
-                            [
-                                io.read_bytes,
-                                io.write_bytes.saturating_sub(io.cancelled_write_bytes),
-                            ],
-                        ),
-                    );
-                }
+        match k.pid_io(Pid::Id(pid)) {
+            Ok(io) => {
+                out.procs.insert(
+                    pid,
+                    (
+                        ppid,
+                        [
+                            io.read_bytes,
+                            io.write_bytes.saturating_sub(io.cancelled_write_bytes),
+                        ],
+                    ),
+                );
             }
+            Err(Error::Malformed { .. }) => {}
             // The process ended between the listing and the read: nothing to count.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(Error::Read { source: e, .. }) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(Error::Read { source: e, .. }) if e.raw_os_error() == Some(libc::ESRCH) => {}
             Err(_) if root => {}
             Err(_) => out.complete = false,
         }
@@ -166,9 +164,8 @@ pub fn read_others_io(own_pid: u32) -> Option<OthersIo> {
 /// pid 2, and its children) work for someone else: a loop device's worker writing the
 /// backing file, writeback. The process that caused the work already counted it when it
 /// dirtied or submitted, so the caller leaves them out rather than count it twice.
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    crate::parse_stat(&stat).map(|(_, ppid)| ppid)
+fn parent_of(k: &Kernel, pid: u32) -> Option<u32> {
+    k.pid_stat(Pid::Id(pid)).ok().map(|s| s.ppid)
 }
 
 /// What the processes that `keep` accepts moved between two readings of

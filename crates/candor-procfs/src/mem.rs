@@ -71,21 +71,15 @@ pub fn parse_pressure(text: &str) -> Option<[u64; 2]> {
 }
 
 pub fn read_meminfo() -> Option<MemInfo> {
-    crate::read("/proc/meminfo")
-        .ok()
-        .and_then(|t| parse_meminfo(&t))
+    crate::Kernel::system().meminfo().ok()
 }
 
 pub fn read_vmstat() -> BTreeMap<String, i64> {
-    crate::read("/proc/vmstat")
-        .map(|t| parse_vmstat(&t))
-        .unwrap_or_default()
+    crate::Kernel::system().vmstat().unwrap_or_default()
 }
 
 pub fn read_pressure() -> Option<[u64; 2]> {
-    crate::read("/proc/pressure/io")
-        .ok()
-        .and_then(|t| parse_pressure(&t))
+    crate::Kernel::system().pressure_io().ok()
 }
 
 #[cfg(test)]

@@ -16,6 +16,11 @@ proptest! {
             let _ = candor_procfs::parse_meminfo(t);
             let _ = candor_procfs::parse_vmstat(t);
             let _ = candor_procfs::parse_pressure(t);
+            let _ = candor_procfs::parse_mountinfo(t);
+            let _ = candor_procfs::parse_mounts(t);
+            let _ = candor_procfs::parse_swaps(t);
+            let _ = candor_procfs::parse_cpuinfo(t);
+            let _ = candor_procfs::cache_size(t);
         }
     }
 }

@@ -67,7 +67,7 @@ pub fn open(
 /// block layer sees requests there (loop, virtio, SCSI, NVMe); for a bio-based device
 /// (device-mapper, md) the disks below, where its requests are issued. The device comes
 /// from the placement first: btrfs gives its files an anonymous device number that
-/// /sys/dev/block does not know, and the mount's source names the device instead. An
+/// sysfs does not know, and the mount's source names the device instead. An
 /// empty list would mean every device of the machine (`Snapshot::block_sum`), so a
 /// target whose device cannot be found gets none of them.
 fn devices_for(target: &Path, placement: Option<&Placement>) -> Vec<DevId> {
@@ -78,7 +78,9 @@ fn devices_for(target: &Path, placement: Option<&Placement>) -> Vec<DevId> {
     let Some(disk) = named.or_else(|| DevId::disk_under(target)) else {
         return Vec::new();
     };
-    let request_based = Path::new(&format!("/sys/dev/block/{disk}/mq")).exists();
+    let request_based = candor_procfs::Kernel::system()
+        .block(disk.major, disk.minor)
+        .has("mq");
     if request_based {
         return vec![disk];
     }

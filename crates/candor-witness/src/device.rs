@@ -1,8 +1,8 @@
 //! Which block devices lie under a target, found through sysfs: the device number of the
-//! filesystem -> /sys/dev/block/MAJ:MIN -> the device, then down the stack to the disks whose
-//! /proc/diskstats counters the witness reads. Every function takes the sysfs root as a
-//! parameter, so the tests build small sysfs trees (partition, loop, dm, md) in a temporary
-//! directory.
+//! filesystem -> sysfs's `dev/block/MAJ:MIN` -> the device, then down the stack to the
+//! disks whose diskstats counters the witness reads. Every function reads through a
+//! `Kernel` (candor-procfs) given as a parameter, so the tests build small sysfs trees
+//! (partition, loop, dm, md) in a temporary directory.
 //!
 //! What is counted, and why:
 //! - a partition: its whole disk, never both (other partitions of the disk share its queue,
@@ -13,9 +13,10 @@
 //!   described.
 
 use candor_model::BlockDevice;
+use candor_procfs::{BlockDev, Kernel};
 use std::path::{Path, PathBuf};
 
-/// /proc/diskstats and sysfs `size` count 512-byte sectors, whatever the block size.
+/// diskstats and sysfs `size` count 512-byte sectors, whatever the block size.
 const SECTOR_BYTES: u64 = 512;
 
 /// The devices under one filesystem.
@@ -23,7 +24,7 @@ const SECTOR_BYTES: u64 = 512;
 pub struct Resolved {
     /// The kernel name of the device the filesystem sits on ("vda", "sda1", "loop0", "dm-0").
     pub name: String,
-    /// Whole devices whose /proc/diskstats lines are read and summed.
+    /// Whole devices whose diskstats lines are read and summed.
     pub counted: Vec<String>,
     /// sysfs directory of the device the filesystem sits on.
     pub dir: PathBuf,
@@ -33,14 +34,15 @@ pub struct Resolved {
     pub backing_file: Option<String>,
 }
 
-/// Resolves the device MAJ:MIN under the sysfs root `sys` (normally "/sys").
-pub fn resolve(sys: &Path, major: u32, minor: u32) -> Option<Resolved> {
-    let dir = std::fs::canonicalize(sys.join(format!("dev/block/{major}:{minor}"))).ok()?;
-    let name = file_name(&dir)?;
+/// Resolves the device MAJ:MIN in the sysfs `kernel` reads.
+pub fn resolve(kernel: &Kernel, major: u32, minor: u32) -> Option<Resolved> {
+    let dev = kernel.block(major, minor).canonical().ok()?;
+    let name = file_name(dev.dir())?;
     let mut counted = Vec::new();
     let mut disks = Vec::new();
-    walk(&dir, 0, &mut counted, &mut disks);
-    let backing_file = read_trim(&dir.join("loop/backing_file"));
+    walk(&dev, 0, &mut counted, &mut disks);
+    let backing_file = dev.loop_backing_file().map(|b| b.trim().to_string());
+    let dir = dev.dir().to_path_buf();
     let disk_dir = disks.first().cloned().unwrap_or_else(|| dir.clone());
     Some(Resolved {
         name,
@@ -55,27 +57,20 @@ pub fn resolve(sys: &Path, major: u32, minor: u32) -> Option<Resolved> {
 // corrupt tree.
 const MAX_DEPTH: usize = 8;
 
-fn walk(dir: &Path, depth: usize, counted: &mut Vec<String>, disks: &mut Vec<PathBuf>) {
-    let Some(name) = file_name(dir) else {
+fn walk(dev: &BlockDev, depth: usize, counted: &mut Vec<String>, disks: &mut Vec<PathBuf>) {
+    let Some(name) = file_name(dev.dir()) else {
         return;
     };
     if depth > MAX_DEPTH {
         return;
     }
-    if dir.join("partition").exists() {
-        if let Some(parent) = dir.parent() {
-            return walk(parent, depth + 1, counted, disks);
+    if dev.is_partition() {
+        if let Some(disk) = dev.parent() {
+            return walk(&disk, depth + 1, counted, disks);
         }
     }
-    if !dir.join("loop/backing_file").exists() {
-        let mut slaves: Vec<PathBuf> = std::fs::read_dir(dir.join("slaves"))
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter_map(|e| std::fs::canonicalize(e.path()).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        slaves.sort();
+    if !dev.is_bound_loop() {
+        let slaves = dev.slaves();
         if !slaves.is_empty() {
             for s in slaves {
                 walk(&s, depth + 1, counted, disks);
@@ -85,61 +80,56 @@ fn walk(dir: &Path, depth: usize, counted: &mut Vec<String>, disks: &mut Vec<Pat
     }
     if !counted.contains(&name) {
         counted.push(name);
-        disks.push(dir.to_path_buf());
+        disks.push(dev.dir().to_path_buf());
     }
 }
 
 /// Describes a resolved device for the result file. `backing_disk` is what the backing file
 /// of a loop device sits on, when known (its model and rotational flag describe the hardware).
 pub fn describe(r: &Resolved, backing_disk: Option<&Resolved>) -> BlockDevice {
-    let hw = backing_disk.map(|b| &b.disk_dir).unwrap_or(&r.disk_dir);
-    let queue_of = |d: &Path| {
-        // Partitions have no queue/ of their own: their disk's applies.
-        if d.join("queue").exists() {
-            d.join("queue")
-        } else {
-            r.disk_dir.join("queue")
-        }
+    let hw = BlockDev::at(backing_disk.map(|b| &b.disk_dir).unwrap_or(&r.disk_dir));
+    let (dev, disk) = (BlockDev::at(&r.dir), BlockDev::at(&r.disk_dir));
+    // Partitions have no queue/ of their own: their disk's applies.
+    let queue = |d: &BlockDev, attr: &str| {
+        let own = if d.has("queue") { d } else { &disk };
+        own.attr(&format!("queue/{attr}")).ok()
     };
-    let q = queue_of(&r.dir);
-    let mut model = hardware_model(hw);
+    let number = |attr: &str| queue(&dev, attr).and_then(|t| t.parse::<u64>().ok());
+    let mut model = hardware_model(&hw);
     if let Some(bf) = &r.backing_file {
         let under = backing_disk
             .map(|b| format!(" on {} ({model})", b.name))
             .unwrap_or_default();
         model = format!("loop device backed by {bf}{under}");
-    } else if let Some(dm) = read_trim(&r.dir.join("dm/name")) {
+    } else if let Ok(dm) = dev.attr("dm/name") {
         model = format!("device-mapper {dm} over {} ({model})", r.counted.join("+"));
-    } else if let Some(level) = read_trim(&r.dir.join("md/level")) {
+    } else if let Ok(level) = dev.attr("md/level") {
         model = format!("md {level} over {} ({model})", r.counted.join("+"));
     }
     BlockDevice {
         name: r.name.clone(),
         counted: r.counted.clone(),
         model,
-        rotational: read_trim(&hw.join("queue/rotational")).as_deref() == Some("1"),
-        size_bytes: read_u64(&r.dir.join("size")).unwrap_or(0) * SECTOR_BYTES,
-        scheduler: read_trim(&queue_of(&r.disk_dir).join("scheduler"))
+        rotational: hw.attr("queue/rotational").ok().as_deref() == Some("1"),
+        size_bytes: dev.attr_u64("size").unwrap_or(0) * SECTOR_BYTES,
+        scheduler: queue(&disk, "scheduler")
             .map(|s| crate::host::active_scheduler(&s))
             .unwrap_or_default(),
-        logical_block_size: read_u64(&q.join("logical_block_size")).unwrap_or(0) as u32,
-        physical_block_size: read_u64(&q.join("physical_block_size")).unwrap_or(0) as u32,
+        logical_block_size: number("logical_block_size").unwrap_or(0) as u32,
+        physical_block_size: number("physical_block_size").unwrap_or(0) as u32,
     }
 }
 
 /// A name for the hardware: the model the disk reports, else its driver (virtio disks have
 /// no model file), else its kernel name.
-fn hardware_model(disk: &Path) -> String {
-    if let Some(m) = read_trim(&disk.join("device/model")).filter(|m| !m.is_empty()) {
+fn hardware_model(disk: &BlockDev) -> String {
+    if let Some(m) = disk.attr("device/model").ok().filter(|m| !m.is_empty()) {
         return m;
     }
-    if let Some(drv) = std::fs::read_link(disk.join("device/driver"))
-        .ok()
-        .and_then(|p| file_name(&p))
-    {
+    if let Some(drv) = disk.driver() {
         return drv;
     }
-    let name = file_name(disk).unwrap_or_default();
+    let name = file_name(disk.dir()).unwrap_or_default();
     if name.starts_with("zram") {
         return "zram (compressed RAM)".into();
     }
@@ -148,16 +138,6 @@ fn hardware_model(disk: &Path) -> String {
 
 fn file_name(p: &Path) -> Option<String> {
     p.file_name().map(|n| n.to_string_lossy().into_owned())
-}
-
-fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-fn read_u64(p: &Path) -> Option<u64> {
-    read_trim(p)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -173,11 +153,15 @@ mod tests {
     impl FakeSys {
         fn new() -> FakeSys {
             let dir = tempfile::tempdir().expect("tempdir");
-            std::fs::create_dir_all(dir.path().join("dev/block")).expect("mkdir");
+            std::fs::create_dir_all(dir.path().join("sys/dev/block")).expect("mkdir");
             FakeSys { dir }
         }
-        fn root(&self) -> &Path {
-            self.dir.path()
+        /// The reader of the tree (its sysfs is `sys/` below it).
+        fn kernel(&self) -> Kernel {
+            Kernel::at(self.dir.path())
+        }
+        fn root(&self) -> PathBuf {
+            self.dir.path().join("sys")
         }
         fn device(&self, rel: &str, dev: &str, files: &[(&str, &str)]) -> PathBuf {
             let d = self.root().join("devices").join(rel);
@@ -217,7 +201,7 @@ mod tests {
             "8:1",
             &[("partition", "1\n"), ("size", "2048\n")],
         );
-        let r = resolve(s.root(), 8, 1).expect("resolves");
+        let r = resolve(&s.kernel(), 8, 1).expect("resolves");
         assert_eq!(r.name, "sda1");
         assert_eq!(r.counted, vec!["sda".to_string()]);
         let b = describe(&r, None);
@@ -246,7 +230,7 @@ mod tests {
         );
         s.slave(&dm, &sda2);
         s.slave(&dm, &sdb1);
-        let r = resolve(s.root(), 253, 0).expect("resolves");
+        let r = resolve(&s.kernel(), 253, 0).expect("resolves");
         assert_eq!(r.name, "dm-0");
         assert_eq!(r.counted, vec!["sda".to_string(), "sdb".to_string()]);
         let b = describe(&r, None);
@@ -275,10 +259,10 @@ mod tests {
                 ("queue/logical_block_size", "512\n"),
             ],
         );
-        let r = resolve(s.root(), 7, 0).expect("resolves");
+        let r = resolve(&s.kernel(), 7, 0).expect("resolves");
         assert_eq!(r.counted, vec!["loop0".to_string()]);
         assert_eq!(r.backing_file.as_deref(), Some("/tmp/x/backing.img"));
-        let under = resolve(s.root(), 254, 0).expect("resolves");
+        let under = resolve(&s.kernel(), 254, 0).expect("resolves");
         let b = describe(&r, Some(&under));
         assert!(b
             .model
@@ -295,13 +279,13 @@ mod tests {
         let md = s.device("virtual/block/md0", "9:0", &[("md/level", "raid1\n")]);
         s.slave(&md, &a);
         s.slave(&md, &b);
-        let r = resolve(s.root(), 9, 0).expect("resolves");
+        let r = resolve(&s.kernel(), 9, 0).expect("resolves");
         assert_eq!(
             r.counted,
             vec!["nvme0n1".to_string(), "nvme1n1".to_string()]
         );
         assert!(describe(&r, None).model.starts_with("md raid1"));
-        assert_eq!(resolve(s.root(), 1, 99), None);
+        assert_eq!(resolve(&s.kernel(), 1, 99), None);
     }
 
     #[test]
@@ -310,20 +294,18 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata("/").expect("stat /");
         let (maj, min) = (libc::major(meta.dev()), libc::minor(meta.dev()));
-        let Some(r) = resolve(Path::new("/sys"), maj, min) else {
+        let kernel = Kernel::system();
+        let Some(r) = resolve(&kernel, maj, min) else {
             assert!(
-                !Path::new(&format!("/sys/dev/block/{maj}:{min}")).exists(),
+                !kernel.block(maj, min).exists(),
                 "/ is on block device {maj}:{min}, which did not resolve"
             );
             candor_testkit::skip(format!("/ is not on a block device here ({maj}:{min})"));
             return;
         };
-        let stats = std::fs::read_to_string("/proc/diskstats").expect("diskstats");
+        let stats = kernel.diskstats().expect("diskstats");
         for c in &r.counted {
-            let listed = stats
-                .lines()
-                .any(|l| l.split_whitespace().nth(2) == Some(c.as_str()));
-            assert!(listed, "{c} not in /proc/diskstats");
+            assert!(stats.iter().any(|d| &d.name == c), "{c} not in diskstats");
         }
     }
 }

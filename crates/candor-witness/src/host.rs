@@ -1,133 +1,25 @@
 //! The host and the target as the result file describes them: CPU, caches, RAM, kernel
 //! (`describe_host`), and the filesystem, mount and block device under a directory
-//! (`describe_target`). The text parsers (/proc/self/mountinfo, /proc/cpuinfo, sysfs sizes)
-//! are pure functions tested on text captured from this project's machines.
+//! (`describe_target`). The kernel's files are read through candor-procfs's `Kernel`, whose
+//! parsers are tested on text captured from this project's machines.
 
 use candor_model::{CpuCache, Host, TargetInfo};
+use candor_procfs::Kernel;
 use std::path::Path;
 
-/// One line of /proc/self/mountinfo.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Mount {
-    pub major: u32,
-    pub minor: u32,
-    pub mount_point: String,
-    pub options: String,
-    pub fs_type: String,
-    pub source: String,
-    pub super_options: String,
-}
+pub use candor_procfs::{cache_size, mount_for, Mount};
 
-/// Parses /proc/self/mountinfo; mount points and sources have their octal escapes
-/// (`\040` for a space) decoded.
+/// Parses the text of the mount table (mountinfo); mount points and sources
+/// have their octal escapes (`\040` for a space) decoded.
 pub fn mountinfo(text: &str) -> Vec<Mount> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let Some(dash) = f.iter().position(|x| *x == "-") else {
-            continue;
-        };
-        if dash < 6 || f.len() < dash + 3 {
-            continue;
-        }
-        let Some((maj, min)) = f[2].split_once(':') else {
-            continue;
-        };
-        let (Ok(major), Ok(minor)) = (maj.parse(), min.parse()) else {
-            continue;
-        };
-        out.push(Mount {
-            major,
-            minor,
-            mount_point: unescape(f[4]),
-            options: f[5].to_string(),
-            fs_type: f[dash + 1].to_string(),
-            source: unescape(f[dash + 2]),
-            super_options: f.get(dash + 3).copied().unwrap_or("").to_string(),
-        });
-    }
-    out
+    candor_procfs::parse_mountinfo(text)
 }
 
-/// The mount that holds `path` (an absolute, canonical path): the longest mount point that is
-/// a whole-component prefix of it; of equal ones the last, since later mounts hide earlier.
-pub fn mount_for<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
-    let mut best: Option<&Mount> = None;
-    for m in mounts {
-        let mp = m.mount_point.as_str();
-        let inside = path == mp
-            || mp == "/"
-            || (path.starts_with(mp) && path.as_bytes().get(mp.len()) == Some(&b'/'));
-        if inside && best.is_none_or(|b| mp.len() >= b.mount_point.len()) {
-            best = Some(m);
-        }
-    }
-    best
-}
-
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let d = |j: usize| u32::from(b[i + j] - b'0');
-            // The kernel escapes only bytes, so a value above 255 is not an escape we made.
-            let v = d(1) * 64 + d(2) * 8 + d(3);
-            out.push(u8::try_from(v).unwrap_or(b'?'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// CPU description from /proc/cpuinfo: model name, physical cores, hardware threads.
+/// CPU description from the text of cpuinfo: model name, physical cores, hardware
+/// threads.
 pub fn cpuinfo(text: &str) -> (String, u32, u32) {
-    let mut model = String::new();
-    let mut threads = 0u32;
-    let mut cores = std::collections::BTreeSet::new();
-    let mut phys = String::new();
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let (k, v) = (k.trim(), v.trim());
-        match k {
-            "processor" => threads += 1,
-            "model name" if model.is_empty() => model = v.to_string(),
-            // Architectures without "model name" (arm64) name the CPU differently.
-            "Hardware" | "cpu model" if model.is_empty() => model = v.to_string(),
-            "physical id" => phys = v.to_string(),
-            "core id" => {
-                cores.insert((phys.clone(), v.to_string()));
-            }
-            _ => {}
-        }
-    }
-    let cores = if cores.is_empty() {
-        threads
-    } else {
-        cores.len() as u32
-    };
-    (model, cores, threads)
-}
-
-/// A sysfs cache size ("48K", "2048K", "1M") in bytes.
-pub fn cache_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last()? {
-        'K' => (&t[..t.len() - 1], 1024),
-        'M' => (&t[..t.len() - 1], 1024 * 1024),
-        'G' => (&t[..t.len() - 1], 1024 * 1024 * 1024),
-        _ => (t, 1),
-    };
-    num.parse::<u64>().ok().map(|n| n * mult)
+    let c = candor_procfs::parse_cpuinfo(text);
+    (c.model, c.cores, c.threads)
 }
 
 /// The scheduler in use, from sysfs "none [mq-deadline] kyber" -> "mq-deadline".
@@ -154,64 +46,37 @@ pub fn os_release(text: &str) -> Option<String> {
     })
 }
 
-/// MemTotal from /proc/meminfo, in bytes.
+/// MemTotal from the text of meminfo, in bytes.
 pub fn mem_total(text: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let v = l.strip_prefix("MemTotal:")?;
-        let kib: u64 = v.split_whitespace().next()?.parse().ok()?;
-        Some(kib * 1024)
-    })
-}
-
-fn read_trim(p: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
+    candor_procfs::parse_meminfo(text).map(|m| m.total)
 }
 
 /// The machine: CPU model, cores and threads, cache sizes of cpu0, RAM, kernel, hostname.
 pub fn describe_host() -> Host {
-    let (cpu_model, cores, threads) = std::fs::read_to_string("/proc/cpuinfo")
-        .map(|t| cpuinfo(&t))
-        .unwrap_or_default();
-    let mut caches = Vec::new();
-    if let Ok(rd) = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache") {
-        let mut dirs: Vec<_> = rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("index"))
-            })
-            .collect();
-        dirs.sort();
-        for d in dirs {
-            let level = read_trim(d.join("level")).and_then(|l| l.parse().ok());
-            let size = read_trim(d.join("size")).and_then(|s| cache_size(&s));
-            if let (Some(level), Some(size_bytes)) = (level, size) {
-                caches.push(CpuCache {
-                    level,
-                    kind: read_trim(d.join("type")).unwrap_or_default(),
-                    size_bytes,
-                });
-            }
-        }
-    }
+    let kernel = Kernel::system();
+    let cpu = kernel.cpuinfo().unwrap_or_default();
+    let caches = kernel
+        .cpu_caches()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| CpuCache {
+            level: c.level,
+            kind: c.kind,
+            size_bytes: c.size_bytes,
+        })
+        .collect();
     Host {
-        hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
+        hostname: kernel.hostname().unwrap_or_default(),
         os: std::fs::read_to_string("/etc/os-release")
             .ok()
             .and_then(|t| os_release(&t))
             .unwrap_or_else(|| "Linux".into()),
-        kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
-        cpu_model,
-        cores,
-        threads,
+        kernel: kernel.os_release().unwrap_or_default(),
+        cpu_model: cpu.model,
+        cores: cpu.cores,
+        threads: cpu.threads,
         caches,
-        ram_bytes: std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|t| mem_total(&t))
-            .unwrap_or(0),
+        ram_bytes: kernel.meminfo().map(|m| m.total).unwrap_or(0),
     }
 }
 
@@ -241,7 +106,7 @@ pub fn merge_options(mount: &str, superblock: &str) -> String {
 pub fn place(path: &Path) -> Option<Placement> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let canon = std::fs::canonicalize(path).ok()?;
-    let sys = Path::new("/sys");
+    let sys = &Kernel::system();
     if let Ok(m) = std::fs::metadata(&canon) {
         if m.file_type().is_block_device() {
             // A raw device target: the device itself, with no filesystem or mount.
@@ -260,7 +125,7 @@ pub fn place(path: &Path) -> Option<Placement> {
             });
         }
     }
-    let mounts = mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").ok()?);
+    let mounts = sys.mountinfo().ok()?;
     let mount = mount_for(&mounts, &canon.to_string_lossy())?.clone();
     let dev = std::fs::metadata(&canon).ok()?.dev();
     let mut device = crate::device::resolve(sys, libc::major(dev), libc::minor(dev));
@@ -286,7 +151,7 @@ pub const RAW: &str = "raw device";
 
 /// For a loop device: the device under its backing file.
 fn backing_of(
-    sys: &Path,
+    sys: &Kernel,
     device: Option<&crate::device::Resolved>,
 ) -> Option<crate::device::Resolved> {
     use std::os::unix::fs::MetadataExt;
@@ -325,7 +190,7 @@ pub fn describe_target(path: &Path) -> TargetInfo {
     t
 }
 
-/// The size of a block device, from sysfs (512-byte sectors); None for anything else.
+/// The size of a block device, from sysfs; None for anything else.
 fn device_size(path: &Path) -> Option<u64> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let m = std::fs::metadata(path).ok()?;
@@ -333,16 +198,10 @@ fn device_size(path: &Path) -> Option<u64> {
         return None;
     }
     let dev = m.rdev();
-    let sectors: u64 = std::fs::read_to_string(format!(
-        "/sys/dev/block/{}:{}/size",
-        libc::major(dev),
-        libc::minor(dev)
-    ))
-    .ok()?
-    .trim()
-    .parse()
-    .ok()?;
-    Some(sectors * 512)
+    Kernel::system()
+        .block(libc::major(dev), libc::minor(dev))
+        .size_bytes()
+        .ok()
 }
 
 /// Free (for an unprivileged user) and total bytes of the filesystem holding `path`.
@@ -488,8 +347,10 @@ mod tests {
         // with it (others, such as overlay or btrfs, may or may not name one).
         use std::os::unix::fs::MetadataExt;
         let dev = std::fs::metadata(dir.path()).expect("stat").dev();
-        let sys = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
-        if Path::new(&sys).exists() {
+        if candor_procfs::Kernel::system()
+            .block(libc::major(dev), libc::minor(dev))
+            .exists()
+        {
             let d = t.device.as_ref().expect("the block device is described");
             assert!(
                 !d.counted.is_empty() && d.logical_block_size >= 512,

@@ -23,8 +23,8 @@ mod testkit;
 pub mod traps;
 
 use candor_model::{
-    Access, CallFacts, Ceiling, DiskDelta, Facts, Fadvise, FileCache, FsFacts, HistogramDump, Host,
-    Intent, LoopFacts, MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
+    Access, CallFacts, Ceiling, Chosen, DiskDelta, Facts, Fadvise, FileCache, FsFacts,
+    HistogramDump, Host, Intent, LoopFacts, MemoryDelta, OpFacts, Placement, ProcessIo, TargetInfo,
 };
 use candor_procfs as procfs;
 use filecache::Residency;
@@ -34,42 +34,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `--witness auto|procfs|bpf|off`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Auto,
-    Procfs,
-    Bpf,
-    Off,
-}
-
-impl Mode {
-    /// Every mode by the name `--witness` takes.
-    pub const ALL: &'static [(&'static str, Mode)] = &[
-        ("auto", Mode::Auto),
-        ("procfs", Mode::Procfs),
-        ("bpf", Mode::Bpf),
-        ("off", Mode::Off),
-    ];
-
-    pub fn parse(name: &str) -> Result<Mode, String> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, m)| *m)
-            .ok_or_else(|| {
-                format!("'{name}' is not a witness source: choose auto, procfs, bpf or off")
-            })
-    }
-
-    pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("auto")
-    }
-}
+/// `--witness auto|procfs|bpf|off`: the one source type of `candor run` and `candor audit`.
+pub use candor_model::WitnessSource as Mode;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -181,8 +147,9 @@ impl Looped {
     fn sample(&self, residency: bool) -> LoopSample {
         let disk =
             procfs::read_diskstats().and_then(|all| sample::sum_devices(&all, &self.backing_disks));
-        let direct_io = std::fs::read_to_string(format!("/sys/block/{}/loop/dio", self.device))
-            .is_ok_and(|t| t.trim() == "1");
+        let direct_io = procfs::Kernel::system()
+            .block_named(&self.device)
+            .loop_direct_io();
         let (pages, resident) = if residency {
             let r = filecache::residency(&[PathBuf::from(&self.backing_file)]);
             (r.pages, (!r.method.is_empty()).then_some(r.resident))
@@ -310,24 +277,24 @@ impl Witness {
             dir_compression: None,
         });
         let mut note = None;
-        let source: Option<Arc<dyn Source>> = match config.mode {
-            Mode::Off => None,
-            Mode::Procfs => Some(Arc::new(source::Procfs)),
-            Mode::Auto | Mode::Bpf => {
-                match bpf::open(target, place.as_ref(), config.trace_syscalls, &config.job) {
-                    Ok(s) => Some(Arc::from(s)),
-                    Err(why) => {
-                        let syscalls = if config.trace_syscalls {
-                            " --trace-syscalls has nothing to trace with."
-                        } else {
-                            ""
-                        };
-                        note = Some(format!(
-                            "The eBPF witness is not available ({why}): using /proc counters, which see the whole device.{syscalls}"
-                        ));
-                        Some(Arc::new(source::Procfs))
-                    }
-                }
+        let chosen = config
+            .mode
+            .choose(|| bpf::open(target, place.as_ref(), config.trace_syscalls, &config.job));
+        let source: Option<Arc<dyn Source>> = match chosen {
+            Chosen::Off => None,
+            Chosen::Procfs => Some(Arc::new(source::Procfs)),
+            Chosen::Bpf(s) => Some(Arc::from(s)),
+            // Asked for by name or not, `run` falls back and says so.
+            Chosen::NoBpf { why, .. } => {
+                let syscalls = if config.trace_syscalls {
+                    " --trace-syscalls has nothing to trace with."
+                } else {
+                    ""
+                };
+                note = Some(format!(
+                    "The eBPF witness is not available ({why}): using /proc counters, which see the whole device.{syscalls}"
+                ));
+                Some(Arc::new(source::Procfs))
             }
         };
         (
@@ -742,24 +709,22 @@ mod tests {
 
     /// This process's sampler threads (named "candor-witness"), each with whether it has
     /// taken a sample yet: a sampler reads /proc on every tick and on nothing else, so its
-    /// own `rchar` (/proc/self/task/TID/io) is 0 until its first.
+    /// own `rchar` (its thread's io counters) is 0 until its first.
     fn samplers() -> Vec<(u32, bool)> {
-        let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+        let kernel = procfs::Kernel::system();
+        let tasks = kernel
+            .pid_tasks(procfs::Pid::Me)
+            .expect("this process's threads");
         tasks
-            .flatten()
-            .filter_map(|t| {
-                let tid: u32 = t.file_name().to_str()?.parse().ok()?;
-                let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            .into_iter()
+            .filter_map(|tid| {
+                let comm = kernel.read(format!("proc/self/task/{tid}/comm")).ok()?;
                 if comm.trim_end() != "candor-witness" {
                     return None;
                 }
-                let io = std::fs::read_to_string(t.path().join("io")).ok()?;
-                let rchar: u64 = io
-                    .lines()
-                    .find_map(|l| l.strip_prefix("rchar:"))?
-                    .trim()
-                    .parse()
-                    .ok()?;
+                // Read without counting: this reading is not a sampler's.
+                let io = kernel.read(format!("proc/self/task/{tid}/io")).ok()?;
+                let rchar = procfs::PidIo::parse(&io)?.rchar;
                 Some((tid, rchar > 0))
             })
             .collect()

@@ -17,7 +17,7 @@ pub struct Sample {
     /// The counted devices' diskstats, summed; None when none of them could be read.
     pub disk: Option<DiskStat>,
     pub io: Option<PidIo>,
-    /// [`procfs::bytes_read`] just before /proc/self/io was read: the part of rchar
+    /// [`procfs::bytes_read`] just before this process's io was read: the part of rchar
     /// that is the witness's own reading.
     pub witness_read: u64,
     pub mem: Option<MemInfo>,
@@ -50,28 +50,12 @@ pub fn sum_devices(all: &[DiskStat], names: &[String]) -> Option<DiskStat> {
 impl Sample {
     /// Reads every counter. `devices` are the diskstats names to sum (empty: none).
     pub fn take(devices: &[String]) -> Sample {
-        let disk = if devices.is_empty() {
-            None
-        } else {
-            procfs::read_diskstats().and_then(|all| sum_devices(&all, devices))
-        };
-        let at = Instant::now();
-        let witness_read = procfs::bytes_read();
-        let io = procfs::read_self_io();
-        Sample {
-            at,
-            disk,
-            io,
-            witness_read,
-            mem: procfs::read_meminfo(),
-            vmstat: procfs::read_vmstat(),
-            pressure: procfs::read_pressure(),
-            others: procfs::read_others_io(std::process::id()),
-        }
+        Sample::read(devices, true)
     }
 
-    /// The light sample of the timeline: device, process and dirty memory only.
-    fn take_light(devices: &[String]) -> Sample {
+    /// The counters at this instant: with `full`, every one; without, the light sample of
+    /// the timeline (device, process and dirty memory only).
+    fn read(devices: &[String], full: bool) -> Sample {
         let disk = if devices.is_empty() {
             None
         } else {
@@ -80,15 +64,25 @@ impl Sample {
         let at = Instant::now();
         let witness_read = procfs::bytes_read();
         let io = procfs::read_self_io();
+        let mem = procfs::read_meminfo();
+        let (vmstat, pressure, others) = if full {
+            (
+                procfs::read_vmstat(),
+                procfs::read_pressure(),
+                procfs::read_others_io(std::process::id()),
+            )
+        } else {
+            (BTreeMap::new(), None, None)
+        };
         Sample {
             at,
             disk,
             io,
             witness_read,
-            mem: procfs::read_meminfo(),
-            vmstat: BTreeMap::new(),
-            pressure: None,
-            others: None,
+            mem,
+            vmstat,
+            pressure,
+            others,
         }
     }
 }
@@ -97,7 +91,8 @@ impl Sample {
 pub fn disk_delta(a: &Sample, b: &Sample) -> Option<DiskStat> {
     Some(b.disk.as_ref()?.delta(a.disk.as_ref()?))
 }
-/// /proc/self/io growth with the witness's own /proc reads taken out of rchar.
+/// Growth of this process's io counters with the witness's own reads of the kernel's
+/// counters taken out of rchar.
 pub fn io_delta(a: &Sample, b: &Sample) -> Option<PidIo> {
     let mut d = b.io?.saturating_sub(a.io?);
     d.rchar = d
@@ -236,7 +231,7 @@ impl Sampler {
                         // Stopped (or the watch was dropped): the caller takes its own last sample.
                         _ => return (tl, prev),
                     }
-                    let s = Sample::take_light(&devices);
+                    let s = Sample::read(&devices, false);
                     tl.dirty_peak = tl.dirty_peak.max(s.mem.map_or(0, |m| m.dirty));
                     tl.points.push(point(origin, &prev, &s));
                     prev = s;

@@ -839,19 +839,18 @@ fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// `--drop-caches` writes /proc/sys/vm/drop_caches, which only root may: refused up front
+/// `--drop-caches` writes the kernel's drop_caches, which only root may: refused up front
 /// rather than silently not done. Opening it for writing drops nothing (writing does).
 fn check_drop_caches() -> Result<(), PlanError> {
-    const PATH: &str = "/proc/sys/vm/drop_caches";
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(PATH)
-        .map(drop)
-        .map_err(|e| {
-            PlanError::usage(format!(
-                "--drop-caches writes {PATH}, which this process may not ({e}): run as root or leave it out"
-            ))
-        })
+    let kernel = candor_procfs::Kernel::system();
+    kernel.may_drop_caches().map_err(|e| {
+        let path = kernel.drop_caches_path();
+        let why = e.io().map_or_else(|| e.to_string(), |io| io.to_string());
+        PlanError::usage(format!(
+            "--drop-caches writes {}, which this process may not ({why}): run as root or leave it out",
+            path.display()
+        ))
+    })
 }
 
 /// `--shared-file` needs engines that write at an offset: the stdio and mmap tests cannot

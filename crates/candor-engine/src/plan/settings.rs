@@ -12,7 +12,7 @@ pub struct RunSettings {
     pub fsync_in_timing: bool,
     pub close_in_timing: bool,
     pub keep_cache: bool,
-    /// Also write /proc/sys/vm/drop_caches before device-meant reads (root only).
+    /// Also write the kernel's drop_caches before device-meant reads (root only).
     pub drop_caches: bool,
     pub repeat: u32,
     pub stride: u64,

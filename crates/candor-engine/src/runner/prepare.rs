@@ -487,7 +487,7 @@ pub(super) fn drop_pages(path: &Path, writeback: bool) {
 fn drop_all_caches() {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
-    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+    let _ = candor_procfs::Kernel::system().drop_caches();
 }
 
 /// Reads a file once so the next test finds it in the page cache.

@@ -43,27 +43,11 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// `--witness`: the phase sources by name.
-const SOURCES: &[(&str, SourceChoice)] = &[
-    ("auto", SourceChoice::Auto),
-    ("procfs", SourceChoice::Procfs),
-    ("bpf", SourceChoice::Bpf),
-];
-
+/// `--witness`: the witness sources of `candor run` that can audit (all but `off`).
 fn parse_source(name: &str) -> Result<SourceChoice, String> {
-    SOURCES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, s)| *s)
+    SourceChoice::named(name)
+        .filter(|s| *s != SourceChoice::Off)
         .ok_or_else(|| format!("--witness {name}: use auto, procfs or bpf"))
-}
-
-fn source_name(source: SourceChoice) -> &'static str {
-    SOURCES
-        .iter()
-        .find(|(_, s)| *s == source)
-        .map(|(n, _)| *n)
-        .unwrap_or("auto")
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -117,7 +101,7 @@ pub fn run(args: Args) -> CmdResult {
             &audit.cwd,
         ))];
         doc.options
-            .insert("witness".into(), serde_json::json!(source_name(source)));
+            .insert("witness".into(), serde_json::json!(source.name()));
         doc.options
             .insert("interval_ms".into(), serde_json::json!(args.interval));
         doc.options
