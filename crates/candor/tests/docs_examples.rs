@@ -863,3 +863,57 @@ fn the_defaults_the_readme_states_are_those_of_run_help() {
         );
     }
 }
+
+/// README's recorded output of the default run is one candor prints now: every interval it
+/// shows as `mean ± half-width` is narrower than the mean (a wider one is printed as
+/// min-max), and its rows are the default run's eight points.
+#[test]
+fn the_readmes_recorded_default_run_is_what_candor_prints() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let start = readme
+        .find("## What the default run prints")
+        .expect("README shows the default run");
+    let block = &readme[start..];
+    let block = &block[block.find("```\n").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(
+        block.contains("\nCommand: candor run -o /tmp/default.json\n"),
+        "{block}"
+    );
+    let rows: Vec<&str> = block
+        .lines()
+        .filter(|l| {
+            ["write ", "read ", "randread ", "randwrite "]
+                .iter()
+                .any(|t| l.starts_with(t))
+        })
+        .collect();
+    assert_eq!(rows.len(), 8, "{block}");
+    for (test, depth) in [
+        ("write", 1),
+        ("write", 8),
+        ("read", 1),
+        ("read", 8),
+        ("randread", 1),
+        ("randread", 32),
+        ("randwrite", 1),
+        ("randwrite", 32),
+    ] {
+        assert!(
+            rows.iter().any(|r| {
+                let w: Vec<&str> = r.split_whitespace().collect();
+                w[0] == test && w[4] == depth.to_string() && r.contains("io_uring direct")
+            }),
+            "{test} at depth {depth}: {rows:#?}"
+        );
+    }
+    for r in &rows {
+        let w: Vec<&str> = r.split_whitespace().collect();
+        if let Some(i) = w.iter().position(|x| *x == "±") {
+            let (mean, half): (f64, f64) = (w[i - 1].parse().unwrap(), w[i + 1].parse().unwrap());
+            assert!(half < mean, "an interval wider than its mean: {r}");
+        }
+    }
+}
