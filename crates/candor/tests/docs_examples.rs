@@ -485,15 +485,21 @@ fn shell(work: &Path, command: &str) -> std::process::Output {
         .expect("bash runs")
 }
 
-/// A small run saved as `name` in `work` (three at once when `together`, for a merge of
-/// runs that overlapped).
+/// A small run saved as each of `names` in `work`: one copied, or (`together`) one each,
+/// started at once and long enough to overlap, for a merge of runs that ran together.
 fn fixtures(work: &Path, names: &[&str], together: bool) {
     let target = work.join("fixture-target");
     std::fs::create_dir_all(&target).unwrap();
     let start = |name: &str| {
-        common::candor()
-            .args(["run", "--tests", "write,read", "--file-size", "1m"])
-            .args(["--record-size", "64k", "--repeat", "2", "--quiet", "-o"])
+        let mut c = common::candor();
+        c.args(["run", "--tests", "write,read", "--file-size", "1m"])
+            .args(["--record-size", "64k", "--repeat", "2", "--quiet"]);
+        // Runs merged as one job's must share an instant: each lasts about 4 s, and they
+        // start within a fraction of a second of each other.
+        if together {
+            c.args(["--runtime", "1s", "--time-based"]);
+        }
+        c.arg("-o")
             .arg(work.join(name))
             .arg(&target)
             .stdout(std::process::Stdio::null())
@@ -524,6 +530,7 @@ fn run_page(page: &str) -> Vec<String> {
     assert!(!mine.is_empty(), "{page} has examples");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let lab = tempfile::tempdir_in("/var/tmp").unwrap();
+    let _down = LabDown(lab.path().to_path_buf());
     // As root the examples run on a small filesystem of their own, where the default run's
     // file is small too.
     let fs = if common::is_root() {
@@ -637,15 +644,25 @@ fn run_page(page: &str) -> Vec<String> {
             }
         }
     }
-    // A lab an example made is taken down.
-    if lab.path().join(".candor-lab").exists() {
-        let o = shell(
-            work,
-            &format!("candor lab destroy --dir {}", lab.path().display()),
-        );
-        assert!(o.status.success(), "{}", common::text(&o.stderr));
-    }
     skipped
+}
+
+/// Takes down a lab an example made, when the page's examples end or fail.
+struct LabDown(PathBuf);
+
+impl Drop for LabDown {
+    fn drop(&mut self) {
+        if self.0.join(".candor-lab").exists() {
+            let o = common::candor()
+                .args(["lab", "destroy", "--dir"])
+                .arg(&self.0)
+                .output()
+                .expect("candor runs");
+            if !std::thread::panicking() {
+                assert!(o.status.success(), "{}", common::text(&o.stderr));
+            }
+        }
+    }
 }
 
 fn page_test(page: &str) {
