@@ -590,7 +590,7 @@ pub fn line_chart_in(c: &LineChart, y: Option<(f64, f64)>) -> String {
 }
 
 /// Sequential colour scale (viridis stops): light for low, dark for high, readable in grey.
-fn heat(t: f64) -> (String, bool) {
+pub fn heat(t: f64) -> (String, bool) {
     const STOPS: [(f64, f64, f64); 5] = [
         (253.0, 231.0, 37.0),
         (94.0, 201.0, 98.0),

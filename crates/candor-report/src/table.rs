@@ -272,7 +272,7 @@ pub fn range_sentence(results: &[&TestResult]) -> Option<String> {
 }
 
 /// The throughput without the flush, when it was measured and differs from the headline.
-fn flushless(r: &TestResult) -> Option<f64> {
+pub fn flushless(r: &TestResult) -> Option<f64> {
     let s = r.throughput_without_flush.as_ref()?;
     (r.fsync_in_timing && s.mean > 0.0).then_some(s.mean)
 }

@@ -9,7 +9,7 @@ use candor_model::RunDoc;
 use std::fmt::Write;
 
 /// Several targets in one run: the same tests side by side, as `candor compare` shows them.
-pub(super) fn targets_compared(doc: &RunDoc, b: &mut String) {
+pub(super) fn targets_compared(doc: &RunDoc, s: &mut super::Section) {
     // The document itself, and its results copied only when there are sides to compare: a
     // large result is not held twice.
     if crate::view::groups(doc)
@@ -25,9 +25,12 @@ pub(super) fn targets_compared(doc: &RunDoc, b: &mut String) {
         return;
     }
     let c = crate::compare::compare(sides);
-    b.push_str("<h2 id=\"targets\">Targets compared</h2><p class=\"sub\">The same tests on each target. Ratios are to target A; \
+    s.open("targets", "Targets compared");
+    let mut b = String::new();
+    b.push_str("<p class=\"sub\">The same tests on each target. Ratios are to target A; \
         significance by Welch's t-test on the repetitions (p &lt; 0.05), or non-overlapping 95% intervals.</p>");
-    compare_body(&c, "h3", b);
+    compare_body(&c, "h3", &mut b);
+    s.push_str(&b);
 }
 
 /// The HTML page of `candor compare`: sides, the side-by-side table with ratios and

@@ -1,9 +1,10 @@
 //! Latency distributions: a histogram and a percentile curve for up to a few results of each
 //! set.
 
-use super::page::{fig, group, lat_us, named_sets, nines, short_title, tick};
+use super::page::{fig, lat_us, named_sets, nines, short_title, tick};
+use super::Section;
 use super::MAX_CURVES;
-use crate::svg::{self, esc, AxisKind, LineChart, Series};
+use crate::svg::{self, AxisKind, LineChart, Series};
 use crate::units;
 use crate::view::{self, Axis};
 use candor_model::{RunDoc, TestResult};
@@ -63,12 +64,13 @@ pub(super) fn latency_sets(doc: &RunDoc) -> Vec<(String, Vec<&TestResult>)> {
     )
 }
 
-pub(super) fn latency(doc: &RunDoc, b: &mut String) {
+pub(super) fn latency(doc: &RunDoc, b: &mut Section) {
     let sets = latency_sets(doc);
     if sets.is_empty() {
         return;
     }
-    b.push_str("<h2 id=\"latency\">Latency distributions</h2>\
+    b.open("latency", "Latency distributions");
+    b.push_str("\
         <p class=\"sub\">Time of each operation (one record) as candor timed it. Left: how the operations spread over latency. \
         Right: the latency below which a given share of them finished (the tail to the right).</p>");
     for (i, (name, rs)) in sets.iter().enumerate() {
@@ -164,6 +166,6 @@ pub(super) fn latency(doc: &RunDoc, b: &mut String) {
                 "Read across: at 99% on the x axis, the y value is the p99 latency."
             )
         );
-        group(b, &format!("g-lat-{i}"), &esc(name), &body);
+        b.group(&format!("g-lat-{i}"), name, "", &body, true);
     }
 }

@@ -10,9 +10,11 @@
 //! with 95% CI and every run). Every point, cell and bar shows
 //! its figures on hover (an SVG `<title>`). `compare_page` renders `candor compare` the same way.
 //!
-//! One file per section; `SECTIONS` puts them in order. A section writes nothing, or its
-//! `<h2 id="...">` heading first and then its body; `render` folds it under that heading and
-//! lists it, with the `<h3 id="...">` headings of its groups, in the contents.
+//! One file per section; `SECTIONS` puts them in order. A section writes nothing, or opens
+//! itself with its heading (`Section::open`) and writes its body, its groups through
+//! `Section::group` and `Section::subheading`; `render` folds the body under the heading and
+//! builds the contents from the headings the sections gave (title, id, level), not from the
+//! markup.
 
 mod compare;
 mod latency;
@@ -37,7 +39,7 @@ const MAX_CURVES: usize = 6;
 const MAX_TIMELINES: usize = 12;
 
 /// The sections, in the order the page shows them.
-const SECTIONS: &[fn(&RunDoc, &mut String)] = &[
+const SECTIONS: &[fn(&RunDoc, &mut Section)] = &[
     verdicts::verdicts,
     summary::audit,
     summary::summary,
@@ -55,61 +57,86 @@ const SECTIONS: &[fn(&RunDoc, &mut String)] = &[
 /// The contents list names at most this many groups of one section.
 const MAX_TOC_GROUPS: usize = 16;
 
-/// A section's markup taken apart: its heading's id and text, its groups' ids and texts.
-struct Section {
-    id: String,
-    title: String,
+/// A heading of the page: its level (2 for a section, 3 for a group within it), its id and
+/// its text (escaped, without markup), as the contents list shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Heading {
+    pub level: u8,
+    pub id: String,
+    pub text: String,
+}
+
+/// What a section wrote: its heading, the headings of its groups, and its body (the markup
+/// under its heading). `render` folds the body under the heading and builds the contents
+/// from the headings, never from the markup.
+#[derive(Default)]
+pub(super) struct Section {
+    pub heading: Option<Heading>,
+    pub groups: Vec<Heading>,
     body: String,
-    groups: Vec<(String, String)>,
-}
-
-/// Markup without its tags (entities stay escaped).
-fn text_of(markup: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in markup.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The id and inner markup of an element opened by `open` (`<h2 id="`) at the start of `s`,
-/// and what follows its closing tag.
-fn heading<'a>(s: &'a str, open: &str, close: &str) -> Option<(&'a str, &'a str, &'a str)> {
-    let rest = s.strip_prefix(open)?;
-    let q = rest.find('"')?;
-    let id = &rest[..q];
-    let after = rest[q..].strip_prefix("\">")?;
-    let end = after.find(close)?;
-    Some((id, &after[..end], &after[end + close.len()..]))
 }
 
 impl Section {
-    fn parse(markup: &str) -> Option<Section> {
-        let (id, inner, body) = heading(markup, "<h2 id=\"", "</h2>")?;
-        let mut groups = Vec::new();
-        let mut at = 0;
-        while let Some(i) = body[at..].find("<h3 id=\"") {
-            let start = at + i;
-            match heading(&body[start..], "<h3 id=\"", "</h3>") {
-                Some((gid, ginner, _)) => {
-                    groups.push((gid.to_string(), text_of(ginner)));
-                    at = start + 8;
-                }
-                None => break,
-            }
-        }
-        Some(Section {
+    /// Opens the section under its `<h2>` heading (`title` is plain text).
+    pub fn open(&mut self, id: &str, title: &str) {
+        self.heading = Some(Heading {
+            level: 2,
             id: id.to_string(),
-            title: inner.to_string(),
-            body: body.to_string(),
-            groups,
-        })
+            text: esc(title),
+        });
+    }
+
+    pub fn push_str(&mut self, s: &str) {
+        self.body.push_str(s);
+    }
+
+    /// A heading within the section, listed in the contents: `title` is plain text, `extra`
+    /// markup shown after it on the page only (a badge, a count).
+    pub fn subheading(&mut self, id: &str, title: &str, extra: &str) {
+        let _ = write!(
+            self.body,
+            "<h3 id=\"{}\">{}{extra}</h3>",
+            esc(id),
+            esc(title)
+        );
+        self.groups.push(Heading {
+            level: 3,
+            id: id.to_string(),
+            text: esc(title),
+        });
+    }
+
+    /// A fold within the section under its listed `<h3>` heading (`title` plain text, `extra`
+    /// markup after it), open or folded.
+    pub fn group(&mut self, id: &str, title: &str, extra: &str, body: &str, open: bool) {
+        let _ = write!(
+            self.body,
+            "<details class=\"grp\"{}><summary><h3 id=\"{}\">{}{extra}</h3></summary>{body}</details>",
+            if open { " open" } else { "" },
+            esc(id),
+            esc(title)
+        );
+        self.groups.push(Heading {
+            level: 3,
+            id: id.to_string(),
+            text: esc(title),
+        });
+    }
+
+    /// The section as one piece of markup: its heading, unfolded, then its body.
+    #[cfg(test)]
+    pub fn to_html(&self) -> String {
+        match &self.heading {
+            Some(h) => format!("<h2 id=\"{}\">{}</h2>{}", esc(&h.id), h.text, self.body),
+            None => self.body.clone(),
+        }
+    }
+}
+
+impl Write for Section {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.body.push_str(s);
+        Ok(())
     }
 }
 
@@ -118,15 +145,13 @@ pub fn render(doc: &RunDoc) -> String {
     let mut sections = Vec::new();
     let mut loose = String::new();
     for section in SECTIONS {
-        let mut s = String::new();
+        let mut s = Section::default();
         section(doc, &mut s);
-        if s.is_empty() {
-            continue;
-        }
-        match Section::parse(&s) {
-            Some(sec) => sections.push(sec),
+        if s.heading.is_none() {
             // A section without its heading is shown as it is, unlisted.
-            None => loose.push_str(&s),
+            loose.push_str(&s.body);
+        } else {
+            sections.push(s);
         }
     }
     let mut b = String::new();
@@ -135,16 +160,12 @@ pub fn render(doc: &RunDoc) -> String {
         "<div class=\"layout\"><nav class=\"toc\" aria-label=\"Contents\"><b>Contents</b><ol>",
     );
     for sec in &sections {
-        let _ = write!(
-            b,
-            "<li><a href=\"#{}\">{}</a>",
-            esc(&sec.id),
-            text_of(&sec.title)
-        );
+        let Some(h) = &sec.heading else { continue };
+        let _ = write!(b, "<li><a href=\"#{}\">{}</a>", esc(&h.id), h.text);
         if sec.groups.len() > 1 {
             b.push_str("<ol>");
-            for (id, text) in sec.groups.iter().take(MAX_TOC_GROUPS) {
-                let _ = write!(b, "<li><a href=\"#{}\">{text}</a></li>", esc(id));
+            for g in sec.groups.iter().take(MAX_TOC_GROUPS) {
+                let _ = write!(b, "<li><a href=\"#{}\">{}</a></li>", esc(&g.id), g.text);
             }
             if sec.groups.len() > MAX_TOC_GROUPS {
                 let _ = write!(
@@ -159,10 +180,13 @@ pub fn render(doc: &RunDoc) -> String {
     }
     b.push_str("</ol></nav><main>");
     for sec in &sections {
+        let Some(h) = &sec.heading else { continue };
         let _ = write!(
             b,
             "<details class=\"sec\" open><summary><h2 id=\"{}\">{}</h2></summary>{}</details>",
-            sec.id, sec.title, sec.body
+            esc(&h.id),
+            h.text,
+            sec.body
         );
     }
     b.push_str(&loose);
@@ -445,6 +469,165 @@ mod tests {
         // The reference line of perfect scaling has no hover target: every target is a measured point.
         let targets = html.matches("class=\"hv\"").count();
         assert!(targets > 24 * 2, "{targets}");
+    }
+
+    /// A large sweep: three tests over six file sizes and five record sizes (90 results), the
+    /// random reads' verdicts contradicted with explanations alike apart from their figures.
+    fn large() -> RunDoc {
+        let mut d = RunDoc::new(
+            "run",
+            vec!["candor".into(), "run".into()],
+            "2026-01-01T00:00:00Z".into(),
+        );
+        for test in ["write", "read", "randread"] {
+            for f in 0..6u64 {
+                for k in 0..5u64 {
+                    let (file, rec) = ((64u64 << 10) << (2 * f), 4096u64 << k);
+                    let bad = test == "randread";
+                    d.results.push(TestResult {
+                        target: "/t".into(),
+                        test: test.into(),
+                        engine: "psync".into(),
+                        file_size: file,
+                        record_size: rec,
+                        threads: 1,
+                        iodepth: 1,
+                        fsync_in_timing: test == "write",
+                        throughput_without_flush: (test == "write")
+                            .then(|| candor_stats::summarize(&[3e8])),
+                        status: candor_model::Status::Ok,
+                        throughput: candor_stats::summarize(&[1e8 * (1 + f + k) as f64]),
+                        witness: Some(Witness {
+                            verdict: if bad {
+                                candor_model::Verdict::Mixed
+                            } else {
+                                candor_model::Verdict::Device
+                            },
+                            contradicts_intent: bad,
+                            explanation: if bad {
+                                format!("only {}% of the {} reads waited for the device: the others found their data in memory.", 10 + f, 16 << k)
+                            } else {
+                                format!("{}% of the bytes reached the device.", 90 + k)
+                            },
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        d
+    }
+
+    /// The markup without its tooltips (`title="..."`): what the page prints.
+    fn printed(markup: &str) -> String {
+        let mut out = String::new();
+        let mut rest = markup;
+        while let Some(i) = rest.find(" title=\"") {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 8..];
+            rest = &after[after.find('"').map_or(after.len(), |e| e + 1)..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[test]
+    fn a_large_result_is_one_map_per_test_with_each_note_once_and_its_rows_folded() {
+        let d = large();
+        let html = render(&d);
+        let s = section(&html, "summary");
+        let p = printed(s);
+        // One group per test, each with its map of file size x record size.
+        assert_eq!(
+            attr_values(s, "<h3 id=\"sum-0-").len(),
+            3,
+            "one group per test"
+        );
+        assert_eq!(s.matches("<table class=\"heat\">").count(), 3);
+        // A map has a row per file size and a column per record size: 6 x 5 cells.
+        let first = &s[s.find("<table class=\"heat\">").unwrap()..];
+        let first = &first[..first.find("</table>").unwrap()];
+        assert_eq!(first.matches("<tr>").count(), 7, "{first}");
+        assert_eq!(first.matches("<td").count(), 30);
+        // The randreads' 30 explanations, alike apart from their figures, are one note, printed
+        // once on the whole page beside the verdicts' tooltips, and no scroll box.
+        assert_eq!(
+            p.matches("found their data in memory.").count(),
+            1,
+            "each note once"
+        );
+        assert!(s.contains("<b>30 results</b> (randread 64k/4k, "), "{s}");
+        assert!(!html.contains("class=\"scroll\""));
+        assert!(!s.contains("what the kernel saw</th>"));
+        // Every row is still there, folded, with the note's number.
+        let rows = &s[s.find("<details class=\"rows\">").expect("rows folded")..];
+        assert_eq!(rows.matches("<tr id=\"r").count(), 90);
+        assert_eq!(rows.matches("class=\"flag\"").count(), 30);
+        // The verdicts name the tests that need a look, linked to their groups, not 30 paragraphs.
+        let v = section(&html, "verdicts");
+        assert!(
+            v.contains("<a href=\"#sum-0-2\">randread</a> 30 of 30"),
+            "{v}"
+        );
+        assert!(!printed(v).contains("found their data in memory"));
+        // The contents list the tests' groups from the headings the summary gave.
+        let nav = &html[html.find("<nav").unwrap()..html.find("</nav>").unwrap()];
+        for (i, t) in ["write", "read", "randread"].iter().enumerate() {
+            assert!(
+                nav.contains(&format!("<a href=\"#sum-0-{i}\">{t}</a>")),
+                "{nav}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_small_summary_has_the_no_flush_column_and_each_explanation_once() {
+        let mut d = large();
+        d.results
+            .retain(|r| r.file_size == 64 << 10 && r.record_size <= 8192);
+        assert_eq!(d.results.len(), 6);
+        let html = render(&d);
+        let s = section(&html, "summary");
+        let p = printed(s);
+        assert!(s.contains("<th>no-flush MB/s</th>"), "{s}");
+        assert!(
+            s.contains("<td>300</td>"),
+            "the writes' figure without the flush"
+        );
+        // A contradicted row's explanation is its note, not also a cell of its row.
+        assert_eq!(
+            p.matches("only 10% of the 16 reads waited for the device")
+                .count(),
+            1
+        );
+        assert!(s.contains("<td class=\"expl\">90% of the bytes reached the device.</td>"));
+    }
+
+    #[test]
+    fn the_contents_are_built_from_the_headings_the_sections_give() {
+        let mut s = Section::default();
+        s.open("x", "A <title>");
+        s.push_str("<h3 id=\"not-a-group\">written in the body</h3>");
+        s.subheading("g1", "first", " <small>1</small>");
+        s.group("g2", "second", "", "<p>body</p>", false);
+        assert_eq!(
+            s.heading,
+            Some(Heading {
+                level: 2,
+                id: "x".into(),
+                text: "A &lt;title&gt;".into()
+            })
+        );
+        let ids: Vec<(&str, &str, u8)> = s
+            .groups
+            .iter()
+            .map(|h| (h.id.as_str(), h.text.as_str(), h.level))
+            .collect();
+        assert_eq!(ids, [("g1", "first", 3), ("g2", "second", 3)]);
+        assert!(s.to_html().contains(
+            "<details class=\"grp\"><summary><h3 id=\"g2\">second</h3></summary><p>body</p></details>"
+        ));
     }
 
     #[test]

@@ -23,8 +23,6 @@ dl.host dt{color:var(--muted)}dl.host dd{margin:0}
 table.res{border-collapse:collapse;margin:8px 0;font-size:13px}
 table.res th,table.res td{padding:4px 6px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
 table.res th{background:var(--soft);font-weight:600}table.res td:not(.l):not(.expl){white-space:nowrap}
-.scroll{max-height:760px;overflow:auto;border:1px solid var(--line);border-radius:6px}
-.scroll table.res{margin:0}.scroll table.res tr:first-child th{position:sticky;top:0;z-index:1}
 table.res td.l,table.res th.l{text-align:left}table.res td.nw{white-space:nowrap}
 table.res tr.flag td{background:#fff4e5}
 table.res td.expl{color:var(--muted);min-width:200px;max-width:460px;text-align:left;font-size:12px}
@@ -47,6 +45,14 @@ svg .cell{font-size:11px;fill:#1b1f24}svg .cell.inv{fill:#fff}svg .empty{fill:#f
 .sig-yes{font-weight:600}.sig-no{color:var(--muted)}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
 .wide{overflow-x:auto}
+.cards{display:flex;flex-wrap:wrap;gap:10px 14px;align-items:flex-start}
+.cards>details.grp{border:1px solid var(--line);border-radius:8px;padding:0 10px 6px}.cards>details.grp>summary{margin:8px 0 4px}
+table.heat{border-collapse:collapse;font-size:11.5px;margin:4px 0}
+table.heat th{font-weight:500;color:var(--muted);padding:1px 4px;text-align:right}
+table.heat td{padding:1px 4px;text-align:right;min-width:40px;border:1px solid #fff}table.heat td a{color:inherit;text-decoration:none}
+table.heat td.inv{color:#fff}table.heat td.bad{outline:2px solid #D55E00;outline-offset:-2px}
+table.heat td.failed{background:#D55E00;color:#fff}table.heat td.none{background:var(--soft)}
+details.rows>summary{cursor:pointer;margin:10px 0;color:#0969da}
 .layout{display:grid;grid-template-columns:170px minmax(0,1fr);gap:20px;align-items:start}
 nav.toc{position:sticky;top:0;max-height:100vh;overflow:auto;font-size:13px;padding:12px 12px 12px 0;border-right:1px solid var(--line)}
 nav.toc ol{list-style:none;margin:4px 0 0;padding:0}nav.toc ol ol{padding-left:12px;margin:2px 0 6px;font-size:12px}
@@ -134,16 +140,6 @@ pub(super) fn nines(v: f64) -> String {
     format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
-/// A fold inside a section: its `<h3 id>` heading opens and closes the body (the contents
-/// list the heading under its section).
-pub(super) fn group(b: &mut String, id: &str, heading: &str, body: &str) {
-    let _ = write!(
-        b,
-        "<details class=\"grp\" open><summary><h3 id=\"{}\">{heading}</h3></summary>{body}</details>",
-        esc(id)
-    );
-}
-
 /// The page's title line: candor, the host, the version and the dates, and a banner when the
 /// run did not finish.
 pub(super) fn title(doc: &RunDoc, b: &mut String) {
@@ -173,9 +169,11 @@ pub(super) fn title(doc: &RunDoc, b: &mut String) {
 }
 
 /// The run's section: host (CPU, caches, memory, OS, kernel), targets, MPI and the command line.
-pub(super) fn host(doc: &RunDoc, b: &mut String) {
+pub(super) fn host(doc: &RunDoc, s: &mut super::Section) {
     let h = &doc.host;
-    b.push_str("<h2 id=\"run\">Host, targets and command</h2><dl class=\"host\">");
+    s.open("run", "Host, targets and command");
+    let mut b = String::new();
+    b.push_str("<dl class=\"host\">");
     let mut row = |k: &str, v: String| {
         if !v.trim().is_empty() {
             let _ = write!(b, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
@@ -234,6 +232,7 @@ pub(super) fn host(doc: &RunDoc, b: &mut String) {
             esc(&doc.command_line.join(" "))
         );
     }
+    s.push_str(&b);
 }
 
 pub(super) fn badge(r: &TestResult) -> String {

@@ -1,12 +1,13 @@
 //! Repetitions: each test's mean with its 95% confidence interval and every repetition.
 
 use super::page::{fig, mbps};
+use super::Section;
 use crate::svg::{self, IntervalRow};
 use crate::view;
 use candor_model::RunDoc;
 use std::fmt::Write;
 
-pub(super) fn repetitions(doc: &RunDoc, b: &mut String) {
+pub(super) fn repetitions(doc: &RunDoc, b: &mut Section) {
     let groups = view::groups(doc);
     let several = groups.len() > 1;
     let mut any = false;
@@ -61,7 +62,8 @@ pub(super) fn repetitions(doc: &RunDoc, b: &mut String) {
             continue;
         }
         if !any {
-            b.push_str("<h2 id=\"reps\">Repetitions</h2><p class=\"sub\">Bar: mean throughput; whiskers: 95% confidence interval of the mean; \
+            b.open("reps", "Repetitions");
+            b.push_str("<p class=\"sub\">Bar: mean throughput; whiskers: 95% confidence interval of the mean; \
                 dots: each repetition. Orange-red bars are flagged (noisy, or not measuring what the test meant).</p>");
             any = true;
         }

@@ -1,7 +1,8 @@
 //! Scaling over threads and queue depth (throughput with its confidence interval, latency
 //! percentiles), and each MPI rank's throughput per test.
 
-use super::page::{fig, group, lat_us, mbps, plain};
+use super::page::{fig, lat_us, mbps, plain};
+use super::Section;
 use super::MAX_TIMELINES;
 use crate::svg::{self, esc, AxisKind, IntervalRow, LineChart, Series};
 use crate::table;
@@ -184,12 +185,13 @@ fn sweep_groups(doc: &RunDoc) -> Vec<(String, String, Vec<view::Series<'_>>)> {
     out
 }
 
-pub(super) fn scaling(doc: &RunDoc, b: &mut String) {
+pub(super) fn scaling(doc: &RunDoc, b: &mut Section) {
     let groups = sweep_groups(doc);
     if groups.is_empty() {
         return;
     }
-    b.push_str("<h2 id=\"scaling\">Scaling over threads and queue depth</h2>\
+    b.open("scaling", "Scaling over threads and queue depth");
+    b.push_str("\
         <p class=\"sub\">One group per test. A test swept at several file and record sizes gets a grid of small charts, \
         one per size point, on one scale: solid, throughput with error bars of its 95% confidence interval; dashed, \
         perfect scaling from the first point. Hover over a point for its figures.</p>");
@@ -328,25 +330,25 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut String) {
                 esc(&table::scaling_grid(&sweeps[0]).to_text())
             );
         }
-        group(
-            b,
+        b.group(
             &format!("g-scaling-{gi}"),
+            name,
             &if sweeps.len() == 1 {
-                esc(name)
+                String::new()
             } else {
                 format!(
-                    "{} <small class=\"sub\">({} size points)</small>",
-                    esc(name),
+                    " <small class=\"sub\">({} size points)</small>",
                     sweeps.len()
                 )
             },
             &body,
+            true,
         );
     }
 }
 
 /// MPI runs: each rank's throughput per test, with the spread and the ranks that lagged.
-pub(super) fn ranks(doc: &RunDoc, b: &mut String) {
+pub(super) fn ranks(doc: &RunDoc, b: &mut Section) {
     let with: Vec<(&TestResult, Vec<view::RankRate>)> = doc
         .results
         .iter()
@@ -356,7 +358,8 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut String) {
     if with.is_empty() {
         return;
     }
-    b.push_str("<h2 id=\"ranks\">Ranks</h2><p class=\"sub\">Each MPI rank's own throughput (its bytes over its own time), \
+    b.open("ranks", "Ranks");
+    b.push_str("<p class=\"sub\">Each MPI rank's own throughput (its bytes over its own time), \
         mean and 95% CI over the repetitions. The headline figure is the aggregate: all ranks' bytes over the span from the \
         earliest start to the latest end.</p><div class=\"charts\">");
     for (i, (r, ranks)) in with.iter().enumerate().take(MAX_TIMELINES) {

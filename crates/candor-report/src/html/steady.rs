@@ -4,14 +4,15 @@
 //! line), the verdict's sentence and the rounds' table; for each test preconditioned or
 //! warmed up, what that did.
 
-use super::page::{group, mbps};
+use super::page::mbps;
+use super::Section;
 use crate::steady::{criteria, rounds_grid};
 use crate::svg::{self, esc, RoundsFigure, RoundsWindow};
 use crate::view;
 use candor_model::{RunDoc, SteadyState, TestResult, WindowFit};
 use std::fmt::Write;
 
-pub(super) fn steady(doc: &RunDoc, b: &mut String) {
+pub(super) fn steady(doc: &RunDoc, b: &mut Section) {
     let shown: Vec<&TestResult> = doc
         .results
         .iter()
@@ -20,9 +21,9 @@ pub(super) fn steady(doc: &RunDoc, b: &mut String) {
     if shown.is_empty() {
         return;
     }
+    b.open("steady", "Steady state, preconditioning and warm-up");
     b.push_str(
-        "<h2 id=\"steady\">Steady state, preconditioning and warm-up</h2>\
-         <p class=\"sub\">Each round's throughput, as the application saw it (wide, pale) and as the device moved it (the witness; thin, on top). \
+        "<p class=\"sub\">Each round's throughput, as the application saw it (wide, pale) and as the device moved it (the witness; thin, on top). \
          Shaded: the window judged; per figure, its average (dashed), the band of ± the range limit around it \
          and its least-squares line (solid). Steady: the window's range and the line's excursion within their limits \
          on both figures (docs/methodology.md).</p>",
@@ -50,15 +51,18 @@ pub(super) fn steady(doc: &RunDoc, b: &mut String) {
                 w.seconds, w.asked_seconds, w.ops
             );
         }
-        let mut heading = esc(&view::label(r));
-        if several {
-            let _ = write!(
-                heading,
-                " <small class=\"sub\">on {}</small>",
-                esc(&r.target)
-            );
-        }
-        group(b, &format!("g-steady-{i}"), &heading, &body);
+        let extra = if several {
+            format!(" <small class=\"sub\">on {}</small>", esc(&r.target))
+        } else {
+            String::new()
+        };
+        b.group(
+            &format!("g-steady-{i}"),
+            &view::label(r),
+            &extra,
+            &body,
+            true,
+        );
     }
 }
 
@@ -163,8 +167,9 @@ mod tests {
             }),
             ..Default::default()
         });
-        let mut b = String::new();
-        steady(&d, &mut b);
+        let mut s = super::super::Section::default();
+        steady(&d, &mut s);
+        let b = s.to_html();
         assert!(b.starts_with("<h2 id=\"steady\">"));
         assert!(b.contains("steady at round 4 (a test)"));
         assert!(b.contains("<svg id=\"steady-0\""));
@@ -175,8 +180,8 @@ mod tests {
         assert_eq!(b.matches("<circle").count(), 8);
         assert!(!b.contains("NaN") && !b.contains("inf"));
         // Nothing to show: nothing written.
-        let mut b = String::new();
-        steady(&RunDoc::default(), &mut b);
-        assert!(b.is_empty());
+        let mut s = super::super::Section::default();
+        steady(&RunDoc::default(), &mut s);
+        assert!(s.heading.is_none() && s.to_html().is_empty());
     }
 }

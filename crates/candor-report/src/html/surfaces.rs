@@ -1,7 +1,8 @@
 //! Throughput over file size x record size: a heatmap and one line per file size, for each set
 //! of results that varies in sizes.
 
-use super::page::{fig, group, mbps, named_sets, short_title, size_kib};
+use super::page::{fig, mbps, named_sets, short_title, size_kib};
+use super::Section;
 use super::MAX_CURVES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::units;
@@ -50,12 +51,13 @@ pub(super) fn size_sets(doc: &RunDoc) -> Vec<(String, Vec<Named<'_>>)> {
 /// result with thousands of sizes of each is not drawn as a map of millions.
 const MAX_CELLS: usize = 4096;
 
-pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
+pub(super) fn surfaces(doc: &RunDoc, b: &mut Section) {
     let families = size_sets(doc);
     if families.is_empty() {
         return;
     }
-    b.push_str("<h2 id=\"sizes\">Throughput over file size and record size</h2>\
+    b.open("sizes", "Throughput over file size and record size");
+    b.push_str("\
         <p class=\"sub\">iozone's surface, flattened: each cell is the mean throughput of one file size and record size; \
         the lines show the same figures with one line per file size. One group per test, with a map and a chart per \
         thread count and queue depth it ran at.</p>");
@@ -187,6 +189,6 @@ pub(super) fn surfaces(doc: &RunDoc, b: &mut String) {
         } else {
             format!("<div class=\"charts\">{heats}{lines}</div>")
         };
-        group(b, &format!("g-sizes-{fi}"), &esc(family), &body);
+        b.group(&format!("g-sizes-{fi}"), family, "", &body, true);
     }
 }

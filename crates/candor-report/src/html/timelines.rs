@@ -1,6 +1,7 @@
 //! Witness timelines: application against device throughput over each test, and dirty memory.
 
-use super::page::{badge, fig, group, mbps, secs};
+use super::page::{badge, fig, mbps, secs};
+use super::Section;
 use super::MAX_TIMELINES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::view;
@@ -144,7 +145,7 @@ fn charts(
     (c1, c2, caption)
 }
 
-pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
+pub(super) fn timelines(doc: &RunDoc, b: &mut Section) {
     let mut with: Vec<&TestResult> = doc
         .results
         .iter()
@@ -166,7 +167,8 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
     });
     let total = with.len();
     with.truncate(MAX_TIMELINES);
-    b.push_str("<h2 id=\"timeline\">What the kernel saw over time</h2>\
+    b.open("timeline", "What the kernel saw over time");
+    b.push_str("\
         <p class=\"sub\">Sampled by the witness during each test: what candor's process moved (application) against what reached \
         the block device, and dirty page-cache memory waiting to be written back. A gap between the lines is the page cache at work.</p>");
     // Contradicted verdicts get their charts full size with the witness's explanation; the
@@ -187,11 +189,12 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
                 "Dirty: written by applications, not yet on the device (/proc/meminfo Dirty)."
             )
         );
-        group(
-            b,
+        b.group(
             &format!("g-tl-{g}"),
-            &format!("{} {}", esc(&view::label(r)), badge(r)),
+            &view::label(r),
+            &format!(" {}", badge(r)),
             &body,
+            true,
         );
         g += 1;
     }
@@ -275,12 +278,11 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
                 .map(|n| format!(" {}", esc(n)))
                 .collect::<String>()
         );
-        group(
-            b,
+        b.group(
             &format!("g-tl-{g}"),
+            test,
             &format!(
-                "{} <small class=\"sub\">({})</small>",
-                esc(test),
+                " <small class=\"sub\">({})</small>",
                 if rs.len() == 1 {
                     "1 result".to_string()
                 } else {
@@ -288,6 +290,7 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut String) {
                 }
             ),
             &body,
+            true,
         );
         g += 1;
     }

@@ -4,7 +4,8 @@
 //! to its row of the summary table, and how many were disturbed, noisy or unverified.
 
 use super::page::badge;
-use super::summary::row_id;
+use super::summary::{by_test, row_id, test_group_id, LARGE};
+use super::Section;
 use crate::svg::esc;
 use crate::view::{self, NOISY_CV};
 use candor_model::{RunDoc, TestResult, Verdict};
@@ -15,7 +16,7 @@ const MAX_LISTED: usize = 12;
 
 /// The kind a result is counted under, and its badge class: the verdict, "failed" or "no
 /// witness".
-fn kind(r: &TestResult) -> (&'static str, &'static str) {
+pub(super) fn kind(r: &TestResult) -> (&'static str, &'static str) {
     if view::failed(r) {
         return ("failed", "failed");
     }
@@ -35,18 +36,23 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-pub(super) fn verdicts(doc: &RunDoc, b: &mut String) {
+pub(super) fn verdicts(doc: &RunDoc, b: &mut Section) {
     let groups = view::groups(doc);
     if groups.iter().all(|g| g.results.is_empty()) {
         return;
     }
+    b.open("verdicts", "Verdicts");
     b.push_str(
-        "<h2 id=\"verdicts\">Verdicts</h2><p class=\"sub\">What the witness says each result measured: \
+        "<p class=\"sub\">What the witness says each result measured: \
          the device, the page cache, both (mixed), memory (a filesystem in RAM), or nothing it could \
          verify. The list names every result whose verdict contradicts what its test meant to \
          measure, and every failure; each links to its row of the summary.</p>",
     );
-    for g in groups.iter().filter(|g| !g.results.is_empty()) {
+    for (gi, g) in groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| !g.results.is_empty())
+    {
         let mut counts: Vec<(&str, &str, usize)> = Vec::new();
         for r in &g.results {
             let (name, class) = kind(r);
@@ -86,6 +92,32 @@ pub(super) fn verdicts(doc: &RunDoc, b: &mut String) {
         });
         if attention.is_empty() {
             b.push_str("<p class=\"ok\">Every result measured what its test meant to measure.</p>");
+        } else if attention.len() > MAX_LISTED && g.results.len() > LARGE {
+            // Too many to list one by one: how many per test, each linked to its group.
+            let _ = write!(
+                b,
+                "<p>{} need a look (a verdict that contradicts what the test meant, or a failure); by test:",
+                plural(attention.len(), "result", "results")
+            );
+            let mut links = Vec::new();
+            for (ti, (test, rs)) in by_test(&g.results).iter().enumerate() {
+                let n = rs
+                    .iter()
+                    .filter(|r| attention.iter().any(|a| std::ptr::eq(*a, **r)))
+                    .count();
+                if n > 0 {
+                    links.push(format!(
+                        " <a href=\"#{}\">{}</a> {n} of {}",
+                        test_group_id(gi, ti),
+                        esc(test),
+                        rs.len()
+                    ));
+                }
+            }
+            b.push_str(&links.join(","));
+            b.push_str(
+                ". Their cells are outlined in the maps of the summary, and its notes say why.</p>",
+            );
         } else {
             b.push_str("<ul class=\"attn\">");
             for r in attention.iter().take(MAX_LISTED) {
