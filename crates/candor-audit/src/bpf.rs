@@ -18,6 +18,8 @@ pub struct BpfSource {
     counters: crate::procfs::ProcfsSource,
     /// The channels counted per file ("aio", "io_uring", "mmap"): their programs attached.
     counted: Vec<String>,
+    /// Per channel, the requests not given to a file: [calls, bytes known].
+    unattributed: std::collections::BTreeMap<String, [u64; 2]>,
 }
 
 impl BpfSource {
@@ -46,6 +48,7 @@ impl BpfSource {
             notes,
             counters: crate::procfs::ProcfsSource::new(0.02),
             counted: Vec::new(),
+            unattributed: Default::default(),
         })
     }
 
@@ -120,6 +123,9 @@ impl BpfSource {
                 p.close_ns = q.close_ns;
             }
             self.raw.push(p);
+        }
+        for (chan, calls, bytes) in &lost {
+            self.unattributed.insert(chan.to_string(), [*calls, *bytes]);
         }
         lost.into_iter()
             .map(|(chan, calls, bytes)| {
@@ -211,8 +217,12 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
     let io_s = p.io_ns as f64 / 1e9;
     let total = (p.read_bytes + p.write_bytes).max(1) as f64;
     let (rt, wt) = match (p.read_bytes > 0, p.write_bytes > 0) {
-        // The time inside a channel (AIO, io_uring, a mapping) is not measured.
-        _ if p.channel.is_some() => (None, None),
+        // The time inside a channel (AIO, io_uring, a mapping) is not measured (none
+        // spent in a direction that moved nothing).
+        _ if p.channel.is_some() => (
+            (p.read_bytes == 0).then_some(0.0),
+            (p.write_bytes == 0).then_some(0.0),
+        ),
         (true, false) => (Some(io_s), Some(0.0)),
         (false, true) => (Some(0.0), Some(io_s)),
         _ => (
@@ -236,8 +246,8 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         read_time_s: rt,
         write_time_s: wt,
         fsync_count: Some(p.fsyncs),
-        fsync_time_s: p.channel.is_none().then_some(p.fsync_ns as f64 / 1e9),
-        lseek_count: p.channel.is_none().then_some(p.lseeks),
+        fsync_time_s: (p.channel.is_none() || p.fsyncs == 0).then_some(p.fsync_ns as f64 / 1e9),
+        lseek_count: Some(p.lseeks),
         record_sizes: p.record_sizes.to_dump().buckets,
         offsets: p.offsets.to_dump().buckets,
         direct: p.direct,
@@ -411,6 +421,7 @@ impl PhaseSource for BpfSource {
             still_running: Vec::new(),
             device_traffic,
             channels_counted: self.counted.clone(),
+            channels_unattributed: self.unattributed.clone(),
         }
     }
 }

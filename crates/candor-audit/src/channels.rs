@@ -43,7 +43,7 @@ pub fn apply(
             .filter(|p| p.channel.is_some())
             .collect();
         if !counted.is_empty() {
-            judge_counted(c, r, &counted);
+            judge_counted(c, r, &counted, observed);
             continue;
         }
         let uses = relevant(c, r, observed, cwd);
@@ -65,8 +65,9 @@ pub fn apply(
 }
 
 /// A figure matched by bytes counted through a channel: judged as read and write calls
-/// are, with the channel named; above what a mapping showed, unverified (a lower bound).
-fn judge_counted(c: &Claim, r: &mut Row, counted: &[&Phase]) {
+/// are, with the channel named; above what a mapping showed, or above what a channel
+/// counted while some of its requests could not be given to a file, unverified.
+fn judge_counted(c: &Claim, r: &mut Row, counted: &[&Phase], observed: &Observed) {
     let moved = |p: &Phase| match c.direction {
         Direction::Read => p.read_bytes,
         Direction::Write => p.write_bytes,
@@ -112,6 +113,25 @@ fn judge_counted(c: &Claim, r: &mut Row, counted: &[&Phase]) {
     }
     let through = parts.join(" and ");
     let mapped = names.contains(&"mmap");
+    let lost: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            let [calls, _] = observed.channels_unattributed.get(*n)?;
+            (*calls > 0).then(|| format!("{calls} requests through {}", channel_words(n)))
+        })
+        .collect();
+    if r.verdict == "overstated" && !lost.is_empty() {
+        r.verdict = "unverified".into();
+        r.ratio = None;
+        r.ratio_syscall = None;
+        r.observed_wall_bps = None;
+        r.observed_syscall_bps = None;
+        r.explanation = format!(
+            "{through}; but {} could not be given to a file, so a figure above these bytes cannot be checked",
+            lost.join(" and ")
+        );
+        return;
+    }
     if r.verdict == "overstated" && mapped {
         // A mapping shows each page once: reads and writes of pages it already holds
         // make no event, so more than the counted bytes may have moved.
@@ -673,6 +693,29 @@ mod tests {
             rows[0]
                 .explanation
                 .ends_with("100.0 MiB moved through Linux AIO (io_submit) (1600 iocbs submitted, counted per file by eBPF)"),
+            "{}",
+            rows[0].explanation
+        );
+    }
+
+    /// Counted AIO bytes short of the figure while some iocbs could not be given to a
+    /// file: unverified, the requests named, never overstated.
+    #[test]
+    fn a_figure_above_a_channel_with_unattributed_requests_is_unverified() {
+        let mut o = observed(vec![], vec![counted_phase("aio", 100 << 20, 1600)]);
+        o.source = "bpf".into();
+        o.channels_counted = vec!["aio".into()];
+        o.channels_unattributed.insert("aio".into(), [2048, 0]);
+        let c = claim(false);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "unverified", "{}", rows[0].explanation);
+        assert_eq!(rows[0].ratio, None);
+        assert!(
+            rows[0].explanation.ends_with(
+                "; but 2048 requests through Linux AIO (io_submit) could not be given to a file, so a figure above these bytes cannot be checked"
+            ),
             "{}",
             rows[0].explanation
         );

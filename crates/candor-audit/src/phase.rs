@@ -201,6 +201,11 @@ pub struct Observed {
     /// list was not watched (a tracepoint this kernel lacks, or procfs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub channels_counted: Vec<String>,
+    /// eBPF only: per counted channel, the requests that could not be given to a file
+    /// ([calls, bytes known]): an AIO call with more iocbs than the tracer reads, a request
+    /// on a file it could not resolve. Their bytes are in no phase.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub channels_unattributed: std::collections::BTreeMap<String, [u64; 2]>,
 }
 
 /// A device's block traffic over the run by owner (eBPF knows each request's submitter).

@@ -1253,8 +1253,8 @@ int candor_wb_end(struct wb_ctx *ctx)
  * audit ends; no event per I/O):
  * - Linux AIO: the iocbs io_submit accepted (its result says how many), read from the
  *   caller's memory at the call's exit, each counted at its submitted size on the file
- *   its descriptor names. At most AIO_BOUND iocbs per call are read; the rest are counted
- *   in `chan_lost` (calls, no bytes).
+ *   its descriptor names. At most AIO_BOUND iocbs per call are read (one bpf_loop); the
+ *   rest are counted in `chan_lost` (calls, no bytes).
  * - io_uring: every completion of a read, write or fsync request on a ring the tracked set
  *   created, with the result the kernel posted (bytes moved), on the request's file
  *   (registered files included), whichever thread completed it (the submitter, an io-wq
@@ -1268,7 +1268,7 @@ int candor_wb_end(struct wb_ctx *ctx)
 #define CHAN_URING 2
 #define CHAN_MMAP 3
 #define NCHAN 4
-#define AIO_BOUND 32
+#define AIO_BOUND 4096
 #define AIO_IOV_BOUND 8
 #define MPAGE_BOUND 64
 #define PF_IO_WORKER 0x00000010
