@@ -1330,10 +1330,12 @@ struct {
 	__type(value, struct chan_stat);
 } chan_zero SEC(".maps");
 
-/* io_uring rings the tracked set created: ring address -> tgid. */
+/* io_uring rings the tracked set created: ring address -> tgid. LRU: rings are never
+ * removed (no tracepoint marks a ring's end), so the oldest make room. */
+#define BPF_MAP_TYPE_LRU_HASH 9
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, __u32);
 } rings SEC(".maps");
@@ -1341,7 +1343,6 @@ struct {
 /* io_uring requests of those rings in flight: request address -> submission time (the
  * start of a file's first counted request). LRU: a request never completed (cancelled
  * with its ring) is pushed out, not kept. */
-#define BPF_MAP_TYPE_LRU_HASH 9
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
