@@ -16,6 +16,10 @@ pub struct BpfSource {
     notes: Vec<String>,
     /// /proc sampling beside the tracer, for each process's own counters.
     counters: crate::procfs::ProcfsSource,
+    /// The channels counted per file ("aio", "io_uring", "mmap"): their programs attached.
+    counted: Vec<String>,
+    /// Per channel, the requests not given to a file: [calls, bytes known].
+    unattributed: std::collections::BTreeMap<String, [u64; 2]>,
 }
 
 impl BpfSource {
@@ -43,6 +47,8 @@ impl BpfSource {
             snapshots: Vec::new(),
             notes,
             counters: crate::procfs::ProcfsSource::new(0.02),
+            counted: Vec::new(),
+            unattributed: Default::default(),
         })
     }
 
@@ -80,6 +86,64 @@ impl BpfSource {
             }
         }
         Some((r, w, foreign))
+    }
+
+    /// Adds the phases of what the tree moved through Linux AIO, io_uring and mappings
+    /// (one per process, file and channel) to `raw`; returns a note per channel with the
+    /// requests that could not be given to a file. Mapped pages of files the tree never
+    /// opened (its executables) or of system files (shared libraries) are the loader's,
+    /// not the program's I/O: left out.
+    fn channel_phases(&mut self) -> Vec<String> {
+        let (phases, lost) = match self.tracer.channel_phases() {
+            Ok(x) => x,
+            Err(e) => return vec![e.to_string()],
+        };
+        self.counted = self.tracer.channels_counted();
+        for mut p in phases {
+            if p.tgid == self.me {
+                continue;
+            }
+            if p.channel == Some("mmap")
+                && p.path.as_deref().is_none_or(crate::phase::is_system_file)
+            {
+                continue;
+            }
+            // Its wall time is that of the process's open..close of the file around it,
+            // as for read and write calls (the first and last request counted otherwise).
+            let end = p.close_ns.unwrap_or(p.open_ns);
+            if let Some(q) = self.raw.iter().find(|q| {
+                q.channel.is_none()
+                    && q.tgid == p.tgid
+                    && q.dev == p.dev
+                    && q.inode == p.inode
+                    && q.open_ns <= p.open_ns
+                    && q.close_ns.is_some_and(|c| c >= end)
+            }) {
+                p.open_ns = q.open_ns;
+                p.close_ns = q.close_ns;
+            }
+            self.raw.push(p);
+        }
+        for (chan, calls, bytes) in &lost {
+            self.unattributed.insert(chan.to_string(), [*calls, *bytes]);
+        }
+        lost.into_iter()
+            .map(|(chan, calls, bytes)| {
+                let name = crate::phase::ChannelUse {
+                    channel: chan.into(),
+                    ..Default::default()
+                }
+                .name();
+                let known = if bytes > 0 {
+                    format!(" ({} known)", candor_model::units::format_bytes(bytes, candor_model::units::ByteStyle::TENTHS))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{calls} request(s) through {name} could not be given to a file and are not in the file phases{known}"
+                )
+            })
+            .collect()
     }
 
     fn drain(&mut self) {
@@ -153,6 +217,12 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
     let io_s = p.io_ns as f64 / 1e9;
     let total = (p.read_bytes + p.write_bytes).max(1) as f64;
     let (rt, wt) = match (p.read_bytes > 0, p.write_bytes > 0) {
+        // The time inside a channel (AIO, io_uring, a mapping) is not measured (none
+        // spent in a direction that moved nothing).
+        _ if p.channel.is_some() => (
+            (p.read_bytes == 0).then_some(0.0),
+            (p.write_bytes == 0).then_some(0.0),
+        ),
         (true, false) => (Some(io_s), Some(0.0)),
         (false, true) => (Some(0.0), Some(io_s)),
         _ => (
@@ -176,13 +246,14 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         read_time_s: rt,
         write_time_s: wt,
         fsync_count: Some(p.fsyncs),
-        fsync_time_s: Some(p.fsync_ns as f64 / 1e9),
+        fsync_time_s: (p.channel.is_none() || p.fsyncs == 0).then_some(p.fsync_ns as f64 / 1e9),
         lseek_count: Some(p.lseeks),
         record_sizes: p.record_sizes.to_dump().buckets,
         offsets: p.offsets.to_dump().buckets,
         direct: p.direct,
         block_device: p.block_device,
         source: "bpf".into(),
+        channel: p.channel.map(str::to_string),
         ..Default::default()
     }
 }
@@ -234,6 +305,7 @@ impl PhaseSource for BpfSource {
             Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
             Err(e) => self.notes.push(e.to_string()),
         }
+        let lost = self.channel_phases();
         let mut phases: Vec<Phase> = self
             .raw
             .iter()
@@ -253,6 +325,7 @@ impl PhaseSource for BpfSource {
         phases.sort_by(|a, b| a.open_s.total_cmp(&b.open_s));
         let mut notes = vec!["observed by eBPF on syscall tracepoints: every read, write, lseek, fsync and close of the tree".to_string()];
         notes.extend(self.notes.iter().cloned());
+        notes.extend(lost);
         let mut block_requests_unseen = std::collections::BTreeMap::new();
         match self.tracer.unseen_completions() {
             Ok(unseen) => {
@@ -347,6 +420,8 @@ impl PhaseSource for BpfSource {
             channel_calls,
             still_running: Vec::new(),
             device_traffic,
+            channels_counted: self.counted.clone(),
+            channels_unattributed: self.unattributed.clone(),
         }
     }
 }

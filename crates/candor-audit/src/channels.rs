@@ -1,11 +1,20 @@
-//! Figures whose bytes may have moved through a channel the audit does not count per
-//! file: Linux AIO (io_submit), io_uring, and files mapped into memory. Their read and
-//! write calls, which the phases count, hold none of those bytes, so a figure measured
-//! against them would be called overstated by millions of times. Such a figure is
-//! `unverified`, with a sentence naming the channel and the process that used it,
-//! unless the block layer (which sees every channel) contradicts it: O_DIRECT I/O through
-//! AIO or io_uring goes to the device, so a device that moved less than the figure's
-//! bytes over the whole time the process could have made them shows it overstated.
+//! Figures whose bytes moved through Linux AIO (io_submit), io_uring, or files mapped
+//! into memory.
+//!
+//! With eBPF those bytes are counted per process and file (phases tagged with their
+//! `channel`) and a figure is judged against them as against read and write calls; the
+//! row's sentence says which channel carried them. Bytes counted through a mapping are a
+//! lower bound (a page read again through a mapping that holds it makes no event), so a
+//! figure above them is `unverified`, never `overstated`.
+//!
+//! A channel that was not counted (the procfs witness, or a kernel without the
+//! tracepoints) leaves the file's read and write calls holding none of those bytes, so a
+//! figure measured against them would be called overstated by millions of times. Such a
+//! figure is `unverified`, with a sentence naming the channel and the process that used
+//! it, unless the block layer (which sees every channel) contradicts it: O_DIRECT I/O
+//! through AIO or io_uring goes to the device, so a device that moved less than the
+//! figure's bytes over the whole time the process could have made them shows it
+//! overstated.
 
 use crate::claims::{Claim, Direction};
 use crate::phase::{ChannelUse, Observed, Phase};
@@ -27,6 +36,16 @@ pub fn apply(
         if is_metadata(c) {
             continue;
         }
+        let counted: Vec<&Phase> = r
+            .phases
+            .iter()
+            .filter_map(|&i| observed.phases.get(i))
+            .filter(|p| p.channel.is_some())
+            .collect();
+        if !counted.is_empty() {
+            judge_counted(c, r, &counted, observed);
+            continue;
+        }
         let uses = relevant(c, r, observed, cwd);
         if uses.is_empty() {
             if r.verdict == "unverified" && r.phases.is_empty() && observed.source == "bpf" {
@@ -45,12 +64,112 @@ pub fn apply(
     }
 }
 
+/// A figure matched by bytes counted through a channel: judged as read and write calls
+/// are, with the channel named; above what a mapping showed, or above what a channel
+/// counted while some of its requests could not be given to a file, unverified.
+fn judge_counted(c: &Claim, r: &mut Row, counted: &[&Phase], observed: &Observed) {
+    let moved = |p: &Phase| match c.direction {
+        Direction::Read => p.read_bytes,
+        Direction::Write => p.write_bytes,
+        _ => p.bytes(),
+    };
+    let calls = |p: &Phase| match c.direction {
+        Direction::Read => p.read_calls.unwrap_or(0),
+        Direction::Write => p.write_calls.unwrap_or(0),
+        _ => p.read_calls.unwrap_or(0) + p.write_calls.unwrap_or(0),
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut names: Vec<&str> = counted
+        .iter()
+        .filter_map(|p| p.channel.as_deref())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in &names {
+        let these: Vec<&&Phase> = counted
+            .iter()
+            .filter(|p| p.channel.as_deref() == Some(*name))
+            .collect();
+        let b: u64 = these.iter().map(|p| moved(p)).sum();
+        let n: u64 = these.iter().map(|p| calls(p)).sum();
+        let what = match *name {
+            "aio" => format!("{n} iocbs submitted"),
+            "io_uring" => format!("{n} completions"),
+            _ => format!(
+                "{} pages {}",
+                b / 4096,
+                if c.direction == Direction::Write {
+                    "dirtied"
+                } else {
+                    "faulted in"
+                }
+            ),
+        };
+        parts.push(format!(
+            "{} moved through {} ({what}, counted per file by eBPF)",
+            format_bytes(b, ByteStyle::TENTHS),
+            channel_words(name)
+        ));
+    }
+    let through = parts.join(" and ");
+    let mapped = names.contains(&"mmap");
+    let lost: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            let [calls, _] = observed.channels_unattributed.get(*n)?;
+            (*calls > 0).then(|| format!("{calls} requests through {}", channel_words(n)))
+        })
+        .collect();
+    if r.verdict == "overstated" && !lost.is_empty() {
+        r.verdict = "unverified".into();
+        r.ratio = None;
+        r.ratio_syscall = None;
+        r.observed_wall_bps = None;
+        r.observed_syscall_bps = None;
+        r.explanation = format!(
+            "{through}; but {} could not be given to a file, so a figure above these bytes cannot be checked",
+            lost.join(" and ")
+        );
+        return;
+    }
+    if r.verdict == "overstated" && mapped {
+        // A mapping shows each page once: reads and writes of pages it already holds
+        // make no event, so more than the counted bytes may have moved.
+        r.verdict = "unverified".into();
+        r.ratio = None;
+        r.ratio_syscall = None;
+        r.observed_wall_bps = None;
+        r.observed_syscall_bps = None;
+        r.explanation = format!(
+            "{through}: a mapping shows each page once, and a program that reads or writes a page again through it makes no event, so a figure above these bytes cannot be checked"
+        );
+        return;
+    }
+    r.explanation = if r.explanation.is_empty() {
+        through
+    } else {
+        format!("{}; {through}", r.explanation)
+    };
+}
+
+/// The channel in the words of a row's sentence.
+fn channel_words(channel: &str) -> &'static str {
+    match channel {
+        "aio" => "Linux AIO (io_submit)",
+        "io_uring" => "io_uring",
+        _ => "a memory mapping",
+    }
+}
+
 /// One note per channel and program (and mapped file): who moved I/O outside read and
 /// write calls, so a reader of a program without figures knows its bytes are not all in
-/// the phases.
+/// the phases (or, with eBPF, that they are, in the phases of that channel).
 pub fn notes(observed: &Observed) -> Vec<String> {
     let mut groups: Vec<(String, String, Vec<u32>)> = Vec::new();
     for u in &observed.channels {
+        if observed.channels_counted.contains(&u.channel) {
+            continue;
+        }
         let key = (u.name(), u.comm.clone());
         match groups.iter_mut().find(|g| g.0 == key.0 && g.1 == key.1) {
             Some(g) => g.2.push(u.pid),
@@ -76,7 +195,46 @@ pub fn notes(observed: &Observed) -> Vec<String> {
                 "{who} moved I/O through {name}, which this audit does not count per file: those bytes are not in the file phases"
             )
         })
+        .chain(counted_notes(observed))
         .collect()
+}
+
+/// What the channels counted per file carried, per channel: one note each.
+fn counted_notes(observed: &Observed) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in &observed.channels_counted {
+        let these: Vec<&Phase> = observed
+            .phases
+            .iter()
+            .filter(|p| p.channel.as_deref() == Some(name.as_str()))
+            .collect();
+        if these.is_empty() {
+            continue;
+        }
+        let r: u64 = these.iter().map(|p| p.read_bytes).sum();
+        let w: u64 = these.iter().map(|p| p.write_bytes).sum();
+        let files: std::collections::BTreeSet<&str> =
+            these.iter().map(|p| p.path.as_str()).collect();
+        let mut pids: Vec<u32> = these.iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let how = if name == "mmap" {
+            " (pages faulted in and dirtied, each page once per fault or dirtying: a lower bound)"
+        } else {
+            ""
+        };
+        out.push(format!(
+            "{} read and {} written through {} by {} process{} on {} file{}, counted per file by eBPF{how}: in the file phases marked {name}",
+            format_bytes(r, ByteStyle::TENTHS),
+            format_bytes(w, ByteStyle::TENTHS),
+            channel_words(name),
+            pids.len(),
+            if pids.len() == 1 { "" } else { "es" },
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+        ));
+    }
+    out
 }
 
 /// The channel uses whose I/O may be behind the figure: a mapping of its file, or AIO or
@@ -111,6 +269,7 @@ fn relevant<'a>(c: &Claim, r: &Row, observed: &'a Observed, cwd: &str) -> Vec<&'
     observed
         .channels
         .iter()
+        .filter(|u| !observed.channels_counted.contains(&u.channel))
         .filter(|u| {
             if !names_a_file && phases.is_empty() {
                 return true;
@@ -462,6 +621,129 @@ mod tests {
         apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
         assert_eq!(rows[0].verdict, "overstated", "{}", rows[0].explanation);
         assert!(!rows[0].explanation.contains("AIO"));
+    }
+
+    /// The phase eBPF counted for one process's channel on the file.
+    fn counted_phase(channel: &str, read: u64, calls: u64) -> Phase {
+        Phase {
+            pid: 7,
+            fd: -1,
+            path: "/t/f".into(),
+            open_s: 0.0,
+            close_s: 1.0,
+            read_bytes: read,
+            read_calls: Some(calls),
+            dev: Some(1),
+            inode: Some(12),
+            source: "bpf".into(),
+            channel: Some(channel.into()),
+            ..Default::default()
+        }
+    }
+
+    /// With eBPF, bytes counted through io_uring on the file are judged like read calls:
+    /// 766 MiB in 1 s agrees with the claim, and the sentence says which channel carried
+    /// them; the "not counted" sentence and its `unverified` are gone.
+    #[test]
+    fn a_figure_matched_by_counted_io_uring_bytes_agrees_and_names_the_channel() {
+        let mut o = observed(
+            vec![ChannelUse {
+                channel: "io_uring".into(),
+                ..aio_user(7, "/t/f", true)
+            }],
+            vec![counted_phase("io_uring", 766 << 20, 12256)],
+        );
+        o.source = "bpf".into();
+        o.channels_counted = vec!["aio".into(), "io_uring".into(), "mmap".into()];
+        let c = claim(true);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "agrees", "{}", rows[0].explanation);
+        assert_eq!(rows[0].observed_bytes, Some(766 << 20));
+        assert_eq!(
+            rows[0].explanation,
+            "claimed and observed agree within 0.0%; 766.0 MiB moved through io_uring \
+             (12256 completions, counted per file by eBPF)"
+        );
+        // Counted channels make no "not counted" note; they say what they carried.
+        let n = notes(&o);
+        assert!(
+            n.iter().all(|x| !x.contains("does not count per file")),
+            "{n:?}"
+        );
+        assert!(
+            n.contains(&"766.0 MiB read and 0 B written through io_uring by 1 process on 1 file, counted per file by eBPF: in the file phases marked io_uring".to_string()),
+            "{n:?}"
+        );
+    }
+
+    /// Counted AIO bytes well below the figure: overstated, as read calls would be.
+    #[test]
+    fn counted_aio_bytes_below_the_figure_make_it_overstated() {
+        let mut o = observed(vec![], vec![counted_phase("aio", 100 << 20, 1600)]);
+        o.source = "bpf".into();
+        o.channels_counted = vec!["aio".into()];
+        let c = claim(false);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "overstated", "{}", rows[0].explanation);
+        assert!(
+            rows[0]
+                .explanation
+                .ends_with("100.0 MiB moved through Linux AIO (io_submit) (1600 iocbs submitted, counted per file by eBPF)"),
+            "{}",
+            rows[0].explanation
+        );
+    }
+
+    /// Counted AIO bytes short of the figure while some iocbs could not be given to a
+    /// file: unverified, the requests named, never overstated.
+    #[test]
+    fn a_figure_above_a_channel_with_unattributed_requests_is_unverified() {
+        let mut o = observed(vec![], vec![counted_phase("aio", 100 << 20, 1600)]);
+        o.source = "bpf".into();
+        o.channels_counted = vec!["aio".into()];
+        o.channels_unattributed.insert("aio".into(), [2048, 0]);
+        let c = claim(false);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "unverified", "{}", rows[0].explanation);
+        assert_eq!(rows[0].ratio, None);
+        assert!(
+            rows[0].explanation.ends_with(
+                "; but 2048 requests through Linux AIO (io_submit) could not be given to a file, so a figure above these bytes cannot be checked"
+            ),
+            "{}",
+            rows[0].explanation
+        );
+    }
+
+    /// A mapping shows each page once: a figure above the pages counted through it is
+    /// unverified, never overstated; one that matches them agrees.
+    #[test]
+    fn a_figure_above_the_pages_of_a_mapping_is_unverified() {
+        let mut o = observed(vec![], vec![counted_phase("mmap", 32 << 20, 512)]);
+        o.source = "bpf".into();
+        o.channels_counted = vec!["mmap".into()];
+        let c = claim(false);
+        let none = |_: u64, _: f64, _: f64| None;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "unverified");
+        assert_eq!(rows[0].ratio, None);
+        assert_eq!(
+            rows[0].explanation,
+            "32.0 MiB moved through a memory mapping (8192 pages faulted in, counted per file by eBPF): \
+             a mapping shows each page once, and a program that reads or writes a page again through it \
+             makes no event, so a figure above these bytes cannot be checked"
+        );
+        o.phases[0].read_bytes = 766 << 20;
+        let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
+        apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
+        assert_eq!(rows[0].verdict, "agrees", "{}", rows[0].explanation);
     }
 
     /// A channel on another file is not this figure's; an unmatched figure with eBPF does

@@ -150,7 +150,10 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     rows.extend(generic::reconcile(
         &generic,
         &observed.phases,
-        !observed.channels.is_empty(),
+        observed
+            .channels
+            .iter()
+            .any(|u| !observed.channels_counted.contains(&u.channel)),
         observed.source == "bpf",
     ));
     let device_totals: Vec<(String, u64, u64)> = out

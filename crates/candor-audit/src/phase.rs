@@ -63,6 +63,14 @@ pub struct Phase {
     pub foreign_device_bytes: Option<u64>,
     /// "bpf" or "procfs".
     pub source: String,
+    /// None: read and write calls on a descriptor. "aio", "io_uring" or "mmap": what one
+    /// process moved through that channel on this file, counted per file by eBPF over the
+    /// whole run (`open_s`..`close_s` span its first and last counted request; the time
+    /// inside the channel is not measured). For "mmap" the bytes are pages faulted into
+    /// the process's mappings (each once) and pages it dirtied through them: a lower bound
+    /// of what it read and wrote there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 impl Phase {
@@ -188,6 +196,16 @@ pub struct Observed {
     /// eBPF only: every block request on each device over the run, counted once by its
     /// owner (the tree, the kernel's journal and housekeeping, others). Empty with procfs.
     pub device_traffic: std::collections::BTreeMap<String, DeviceTraffic>,
+    /// eBPF only: the channels whose bytes were counted per process and file ("aio",
+    /// "io_uring", "mmap"; their phases carry `channel`). A channel used but not in this
+    /// list was not watched (a tracepoint this kernel lacks, or procfs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channels_counted: Vec<String>,
+    /// eBPF only: per counted channel, the requests that could not be given to a file
+    /// ([calls, bytes known]): an AIO call with more iocbs than the tracer reads, a request
+    /// on a file it could not resolve. Their bytes are in no phase.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub channels_unattributed: std::collections::BTreeMap<String, [u64; 2]>,
 }
 
 /// A device's block traffic over the run by owner (eBPF knows each request's submitter).

@@ -55,6 +55,19 @@ impl Loaded {
         match *self {}
     }
 
+    #[allow(clippy::type_complexity)]
+    pub fn channels(
+        &self,
+    ) -> Result<
+        (
+            Vec<(crate::raw::ChanKey, crate::raw::ChanStat)>,
+            Vec<crate::raw::ChanLost>,
+        ),
+        TraceError,
+    > {
+        match *self {}
+    }
+
     pub fn traces_syscalls(&self) -> bool {
         match *self {}
     }

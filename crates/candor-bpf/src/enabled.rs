@@ -4,8 +4,8 @@
 
 use crate::probe::{self, Attach, TracepointState};
 use crate::raw::{
-    BlkKey, BlkStat, FdKey, FileKey, FileStat, L2Hist, RawPhase, RawSnapshot, SysStart, SysStat,
-    NDIAG, SLOT_NAMES,
+    BlkKey, BlkStat, ChanKey, ChanLost, ChanStat, FdKey, FileKey, FileStat, L2Hist, RawPhase,
+    RawSnapshot, SysStart, SysStat, NCHAN, NDIAG, SLOT_NAMES,
 };
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
@@ -129,6 +129,8 @@ impl Loaded {
                     (true, true) => probe::empty_program(spec.program),
                     (true, false) => spec.program,
                 }
+            } else if probe::is_channel_program(spec.program) && !opts.phases {
+                continue;
             } else {
                 spec.program
             };
@@ -446,6 +448,28 @@ impl Loaded {
         }
         out.sort_by_key(|p| (p.open_ns, p.tgid, p.fd));
         Ok(out)
+    }
+
+    /// Bytes moved without read or write calls, per process, file and channel, and per
+    /// channel what could not be given to a file.
+    #[allow(clippy::type_complexity)]
+    pub fn channels(&self) -> Result<(Vec<(ChanKey, ChanStat)>, Vec<ChanLost>), TraceError> {
+        let files: HashMap<_, ChanKey, ChanStat> =
+            HashMap::try_from(self.map("chan_files")?).map_err(|e| err("chan_files", e))?;
+        let mut v: Vec<(ChanKey, ChanStat)> = files.iter().filter_map(Result::ok).collect();
+        v.sort_by_key(|(k, _)| *k);
+        let lost_map: PerCpuArray<_, ChanLost> =
+            PerCpuArray::try_from(self.map("chan_lost")?).map_err(|e| err("chan_lost", e))?;
+        let mut lost = Vec::with_capacity(NCHAN as usize);
+        for i in 0..NCHAN {
+            let mut l = ChanLost::default();
+            for c in lost_map.get(&i, 0).map_err(|e| err("chan_lost", e))?.iter() {
+                l.calls += c.calls;
+                l.bytes += c.bytes;
+            }
+            lost.push(l);
+        }
+        Ok((v, lost))
     }
 
     /// Files the tracked set has open now (copies; they stay in the kernel's table).

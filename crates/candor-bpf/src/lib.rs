@@ -124,6 +124,8 @@ pub struct Tracer {
     inner: imp::Loaded,
     /// Paths seen at openat, to name files reached through another descriptor (dup2).
     paths: std::collections::HashMap<(DevId, u64), String>,
+    /// Loaded with per-file phases (`TraceOptions::phases`).
+    phases: bool,
 }
 
 impl Tracer {
@@ -133,6 +135,7 @@ impl Tracer {
         Ok(Tracer {
             inner: imp::Loaded::load(opts)?,
             paths: Default::default(),
+            phases: opts.phases,
         })
     }
 
@@ -240,6 +243,54 @@ impl Tracer {
         let mut phases: Vec<Phase> = self.inner.drain()?.iter().map(Phase::decode).collect();
         name_phases(&mut self.paths, &mut phases);
         Ok(phases)
+    }
+
+    /// What the tracked set moved without read or write calls (Linux AIO, io_uring,
+    /// mapped files), one phase per process, file and channel over the whole trace, named
+    /// from the files' openat calls seen so far (drain the phases first); and per channel
+    /// the requests that could not be given to a file: (channel, calls, bytes known).
+    #[allow(clippy::type_complexity)]
+    pub fn channel_phases(
+        &mut self,
+    ) -> Result<(Vec<Phase>, Vec<(&'static str, u64, u64)>), TraceError> {
+        let (files, lost) = self.inner.channels()?;
+        let mut phases: Vec<Phase> = files
+            .iter()
+            .filter_map(|(k, s)| Phase::from_channel(k, s))
+            .collect();
+        name_phases(&mut self.paths, &mut phases);
+        let lost = lost
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.calls > 0)
+            .filter_map(|(i, l)| Some((raw::chan_name(i as u32)?, l.calls, l.bytes)))
+            .collect();
+        Ok((phases, lost))
+    }
+
+    /// The channels whose I/O is counted per file ("aio", "io_uring", "mmap"): their
+    /// programs attached (a tracer without phases counts none).
+    pub fn channels_counted(&self) -> Vec<String> {
+        let skipped: Vec<String> = self.skipped().into_iter().map(|(tp, _)| tp).collect();
+        let attached = |tps: &[&str]| tps.iter().all(|t| !skipped.iter().any(|s| s == t));
+        let mut out = Vec::new();
+        if !self.phases {
+            return out;
+        }
+        if self.traces_syscalls() {
+            out.push("aio".to_string());
+        }
+        if attached(&["io_uring:io_uring_create", "io_uring:io_uring_complete"]) {
+            out.push("io_uring".to_string());
+        }
+        if attached(&[
+            "filemap:mm_filemap_map_pages",
+            "filemap:mm_filemap_fault",
+            "writeback:writeback_dirty_folio",
+        ]) {
+            out.push("mmap".to_string());
+        }
+        out
     }
 
     /// Files the tracked set has open right now, as phases so far (not removed).

@@ -3,7 +3,9 @@
 //! what `candor audit` rebuilds a program's tests from.
 
 use crate::hist::{Hist, Scale};
-use crate::raw::{RawPhase, PHASE_BLKDEV, PHASE_CLOSED, PHASE_DIRECT, PHASE_OPENED};
+use crate::raw::{
+    chan_name, ChanKey, ChanStat, RawPhase, PHASE_BLKDEV, PHASE_CLOSED, PHASE_DIRECT, PHASE_OPENED,
+};
 use crate::snapshot::DevId;
 use serde::Serialize;
 
@@ -45,6 +47,12 @@ pub struct Phase {
     /// File offset of each read/write, log2 (positional calls: their offset; others: the
     /// position the tracer follows through lseek and the bytes moved).
     pub offsets: Hist,
+    /// None for read and write calls on a descriptor; "aio", "io_uring" or "mmap" for the
+    /// bytes a process moved through that channel on this file over the whole trace (one
+    /// phase per process, file and channel; `fd` is u32::MAX, `io_ns` 0: the time inside
+    /// the channel is not measured; the calls are iocbs, completions or faults/dirtied
+    /// folios; see docs/bpf.md).
+    pub channel: Option<&'static str>,
 }
 
 impl Phase {
@@ -80,7 +88,40 @@ impl Phase {
             lseeks: r.lseeks,
             record_sizes: Hist::from_u32(Scale::Log2, &r.size_hist),
             offsets: Hist::from_u32(Scale::Log2, &r.off_hist),
+            channel: None,
         }
+    }
+
+    /// The phase of what one process moved through one channel on one file (None for an
+    /// unknown channel number).
+    pub fn from_channel(k: &ChanKey, s: &ChanStat) -> Option<Phase> {
+        let channel = chan_name(k.chan)?;
+        let nz = |v: u64| if v == 0 { None } else { Some(v) };
+        Some(Phase {
+            tgid: k.tgid,
+            fd: u32::MAX,
+            dev: DevId::from_kernel(k.dev),
+            inode: k.ino,
+            path: None,
+            closed: true,
+            direct: s.flags & u64::from(PHASE_DIRECT) != 0,
+            block_device: s.flags & u64::from(PHASE_BLKDEV) != 0,
+            open_ns: s.first_ns,
+            first_io_ns: nz(s.first_ns),
+            last_io_ns: nz(s.last_ns),
+            close_ns: nz(s.last_ns),
+            read_bytes: s.rbytes,
+            write_bytes: s.wbytes,
+            read_calls: s.rcalls,
+            write_calls: s.wcalls,
+            io_ns: 0,
+            fsyncs: s.fsyncs,
+            fsync_ns: 0,
+            lseeks: 0,
+            record_sizes: Hist::from_u32(Scale::Log2, &s.size_hist),
+            offsets: Hist::from_u32(Scale::Log2, &[0; crate::raw::L2_BUCKETS]),
+            channel: Some(channel),
+        })
     }
 
     /// "read", "write", "both" or "none".
@@ -132,6 +173,34 @@ mod tests {
         assert!(!p.direct);
         r.flags |= PHASE_DIRECT;
         assert!(Phase::decode(&r).direct);
+    }
+
+    #[test]
+    fn a_channel_record_is_a_closed_phase_tagged_with_its_channel() {
+        let k = ChanKey {
+            tgid: 9,
+            dev: (7 << 20) | 3,
+            ino: 12,
+            chan: crate::raw::CHAN_URING,
+            pad: 0,
+        };
+        let mut s = ChanStat::default();
+        s.rbytes = 32 << 20;
+        s.rcalls = 8192;
+        s.first_ns = 100;
+        s.last_ns = 900;
+        s.flags = u64::from(PHASE_DIRECT);
+        s.size_hist[l2_bucket(4096, 64)] = 8192;
+        let p = Phase::from_channel(&k, &s).expect("a known channel");
+        assert_eq!(p.channel, Some("io_uring"));
+        assert_eq!(p.dev, DevId { major: 7, minor: 3 });
+        assert_eq!((p.open_ns, p.close_ns), (100, Some(900)));
+        assert!(p.closed && p.direct && !p.block_device);
+        assert_eq!((p.read_bytes, p.read_calls, p.io_ns), (32 << 20, 8192, 0));
+        assert_eq!(p.record_sizes.to_dump().buckets, vec![[4096, 8192]]);
+        assert_eq!(p.fd, u32::MAX);
+        let unknown = ChanKey { chan: 9, ..k };
+        assert_eq!(Phase::from_channel(&unknown, &s), None);
     }
 
     #[test]

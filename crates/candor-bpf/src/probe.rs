@@ -201,7 +201,58 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             "leaving a named monitor thread out",
         ),
     ]);
+    // Asynchronous and mapped I/O per file (phases only: `candor run` never loads them).
+    for (category, name, program, purpose) in CHANNEL_PROGRAMS {
+        v.push(btf(category, name, program, false, purpose));
+    }
     v
+}
+
+/// The programs that count I/O moved without read or write calls, per process and file
+/// (Linux AIO's are inside the syscall programs): attached only when the tracer keeps
+/// phases (`TraceOptions::phases`).
+const CHANNEL_PROGRAMS: [(&str, &str, &str, &str); 6] = [
+    (
+        "io_uring",
+        "io_uring_create",
+        "candor_uring_create",
+        "io_uring bytes per file",
+    ),
+    (
+        "io_uring",
+        "io_uring_submit_req",
+        "candor_uring_submit",
+        "io_uring request start times",
+    ),
+    (
+        "io_uring",
+        "io_uring_complete",
+        "candor_uring_complete",
+        "io_uring bytes per file",
+    ),
+    (
+        "filemap",
+        "mm_filemap_map_pages",
+        "candor_map_pages",
+        "mapped reads per file",
+    ),
+    (
+        "filemap",
+        "mm_filemap_fault",
+        "candor_map_fault",
+        "mapped reads per file",
+    ),
+    (
+        "writeback",
+        "writeback_dirty_folio",
+        "candor_map_dirty",
+        "mapped writes per file",
+    ),
+];
+
+/// Whether `program` counts asynchronous or mapped I/O (attached with phases only).
+pub fn is_channel_program(program: &str) -> bool {
+    CHANNEL_PROGRAMS.iter().any(|(_, _, p, _)| *p == program)
 }
 
 /// Parses a tracepoint `format` file into (field name, offset, size).

@@ -263,6 +263,73 @@ impl Default for BlkStat {
     }
 }
 
+/// Channels of `ChanKey::chan`: I/O moved without read or write calls.
+pub const CHAN_AIO: u32 = 1;
+pub const CHAN_URING: u32 = 2;
+pub const CHAN_MMAP: u32 = 3;
+pub const NCHAN: u32 = 4;
+
+/// The channel's name as the audit tags its phases ("aio", "io_uring", "mmap").
+pub fn chan_name(chan: u32) -> Option<&'static str> {
+    match chan {
+        CHAN_AIO => Some("aio"),
+        CHAN_URING => Some("io_uring"),
+        CHAN_MMAP => Some("mmap"),
+        _ => None,
+    }
+}
+
+/// A process's file and the channel its bytes moved through (`chan_files` key).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChanKey {
+    pub tgid: u32,
+    pub dev: u32,
+    pub ino: u64,
+    pub chan: u32,
+    pub pad: u32,
+}
+
+/// What moved through one channel on one file of one process, over the whole trace.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChanStat {
+    pub rbytes: u64,
+    pub wbytes: u64,
+    pub rcalls: u64,
+    pub wcalls: u64,
+    pub fsyncs: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// PHASE_DIRECT and PHASE_BLKDEV, as of any request seen.
+    pub flags: u64,
+    pub size_hist: [u32; L2_BUCKETS],
+}
+
+impl Default for ChanStat {
+    fn default() -> Self {
+        ChanStat {
+            rbytes: 0,
+            wbytes: 0,
+            rcalls: 0,
+            wcalls: 0,
+            fsyncs: 0,
+            first_ns: 0,
+            last_ns: 0,
+            flags: 0,
+            size_hist: [0; L2_BUCKETS],
+        }
+    }
+}
+
+/// A channel's requests that could not be given to a file (`chan_lost`, per CPU).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChanLost {
+    pub calls: u64,
+    pub bytes: u64,
+}
+
 // SAFETY (all impls below): #[repr(C)], Copy, made only of integers and arrays of
 // integers, so every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for SysStat {}
@@ -274,6 +341,9 @@ unsafe impl aya::Pod for FileKey {}
 unsafe impl aya::Pod for FileStat {}
 unsafe impl aya::Pod for BlkKey {}
 unsafe impl aya::Pod for BlkStat {}
+unsafe impl aya::Pod for ChanKey {}
+unsafe impl aya::Pod for ChanStat {}
+unsafe impl aya::Pod for ChanLost {}
 
 fn add_into(a: &mut [u64], b: &[u64]) {
     for (x, y) in a.iter_mut().zip(b) {
@@ -331,6 +401,9 @@ mod tests {
         assert_eq!(std::mem::size_of::<BlkStat>(), 8 * 8 + 64 * 8 * 2 + 256 * 8);
         assert_eq!(std::mem::size_of::<FdKey>(), 8);
         assert_eq!(std::mem::size_of::<SysStart>(), 24);
+        assert_eq!(std::mem::size_of::<ChanKey>(), 24);
+        assert_eq!(std::mem::size_of::<ChanStat>(), 8 * 8 + 64 * 4);
+        assert_eq!(std::mem::size_of::<ChanLost>(), 16);
     }
 
     #[test]
