@@ -210,6 +210,18 @@ pub struct ThreadEntry {
     pub comm: String,
 }
 
+/// A descriptor a process had before the trace began (a redirected stdin, one inherited
+/// from a process not traced): the replay opens it before its measured region.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct Inherited {
+    pub process: u32,
+    pub fd: i32,
+    pub file: u32,
+    /// The O_* flags to open it with.
+    pub flags: u32,
+}
+
 /// What the trace says about itself and the files it names.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(default)]
@@ -236,6 +248,8 @@ pub struct Header {
     pub recorded_figure: Option<serde_json::Value>,
     pub files: Vec<FileEntry>,
     pub threads: Vec<ThreadEntry>,
+    /// Descriptors open before the trace began.
+    pub inherited: Vec<Inherited>,
 }
 
 /// A whole trace: the header and each thread's calls (`calls[i]` is `header.threads[i]`'s).
@@ -271,6 +285,17 @@ impl Trace {
         let ids: HashMap<u32, bool> = self.header.files.iter().map(|f| (f.id, f.dir)).collect();
         if ids.len() != self.header.files.len() {
             return Err("the trace lists one file id twice: it is damaged".into());
+        }
+        if let Some(i) = self
+            .header
+            .inherited
+            .iter()
+            .find(|i| !ids.contains_key(&i.file))
+        {
+            return Err(format!(
+                "an inherited descriptor names file id {}, which the trace's header does not list: the trace is damaged",
+                i.file
+            ));
         }
         for (t, calls) in self.calls.iter().enumerate() {
             for (i, c) in calls.iter().enumerate() {

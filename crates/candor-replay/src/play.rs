@@ -388,9 +388,44 @@ struct Shared<'a> {
     trace: &'a Trace,
 }
 
+/// The descriptors a replay opens before its measured region: those the trace's processes
+/// had before it began.
+#[derive(Default)]
+pub struct Prepared {
+    fds: Fds,
+}
+
+/// Opens the trace's inherited descriptors on the laid-out files.
+pub fn prepare(t: &Trace, dir: BorrowedFd) -> std::io::Result<Prepared> {
+    let p = Prepared::default();
+    for i in &t.header.inherited {
+        let name = name_of(i.file);
+        // SAFETY: dir is a valid descriptor and name NUL-terminated.
+        let fd =
+            unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), open_flags(i.flags), 0o600) };
+        if fd < 0 {
+            let e = last_error();
+            // Release what was opened so far.
+            for (_, (real, _)) in p.fds.map.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+                // SAFETY: each descriptor in the table is held here alone.
+                unsafe { libc::close(real) };
+            }
+            return Err(e);
+        }
+        p.fds.put(i.process, i.fd, fd, Some(i.file));
+    }
+    Ok(p)
+}
+
 /// Replays every thread's calls, all threads released together; `cpus` pins the threads
 /// round-robin.
-pub fn play(t: &Trace, dir: BorrowedFd, timing: Timing, cpus: &[usize]) -> Played {
+pub fn play(
+    t: &Trace,
+    dir: BorrowedFd,
+    timing: Timing,
+    cpus: &[usize],
+    prepared: Prepared,
+) -> Played {
     let t0_ns = t
         .calls
         .iter()
@@ -406,7 +441,7 @@ pub fn play(t: &Trace, dir: BorrowedFd, timing: Timing, cpus: &[usize]) -> Playe
         .collect();
     let shared = Arc::new(Shared {
         dir: dir.as_raw_fd(),
-        fds: Fds::default(),
+        fds: prepared.fds,
         parents,
         timing,
         t0_ns,

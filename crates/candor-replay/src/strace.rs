@@ -4,7 +4,7 @@
 //! (`3</data/x.db>`), which is how a call on a descriptor is tied to a file. Files outside
 //! the traced directories (libraries, /proc, pipes, sockets) are left out and counted.
 
-use crate::format::{Call, FileEntry, Header, Kind, ThreadEntry, Trace};
+use crate::format::{Call, FileEntry, Header, Inherited, Kind, ThreadEntry, Trace};
 use std::collections::{BTreeMap, HashMap};
 
 /// x86_64 open flags the parser reads from their names.
@@ -418,6 +418,9 @@ struct Builder {
     last_t: u64,
     day: u64,
     outside: u64,
+    /// Descriptors opened in the trace, per process.
+    opened: std::collections::HashSet<(u32, i64)>,
+    inherited: Vec<Inherited>,
 }
 
 impl Builder {
@@ -436,7 +439,40 @@ impl Builder {
             last_t: 0,
             day: 0,
             outside: 0,
+            opened: Default::default(),
+            inherited: Vec::new(),
         }
+    }
+
+    /// A call on a descriptor: one no open in the trace made (in this process or a parent)
+    /// was there before the trace began.
+    fn note_fd(&mut self, process: u32, fd: i64, file: u32, path: &str) {
+        let mut p = Some(process);
+        let mut hops = 0;
+        while let Some(pp) = p {
+            if self.opened.contains(&(pp, fd)) {
+                return;
+            }
+            hops += 1;
+            p = if hops < 64 {
+                self.parent.get(&pp).copied()
+            } else {
+                None
+            };
+        }
+        self.opened.insert((process, fd));
+        let dir = self.files.get(path).is_some_and(|f| f.dir);
+        if let Some(s) = self.state(path) {
+            if s.existed.is_none() {
+                s.existed = Some(true);
+            }
+        }
+        self.inherited.push(Inherited {
+            process,
+            fd: fd as i32,
+            file,
+            flags: if dir { O_DIRECTORY } else { O_RDWR },
+        });
     }
 
     fn inside(&self, path: &str) -> bool {
@@ -589,6 +625,7 @@ impl Builder {
                     c.fd = ret as i32;
                     c.result = ret;
                     self.pos.insert((process, ret), (0, flags));
+                    self.opened.insert((process, ret));
                 }
             }
             "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv"
@@ -609,6 +646,7 @@ impl Builder {
                     "preadv" | "preadv2" => Kind::Preadv,
                     _ => Kind::Pwritev,
                 };
+                self.note_fd(process, fd, id, &path);
                 let vector = matches!(
                     kind,
                     Kind::Readv | Kind::Writev | Kind::Preadv | Kind::Pwritev
@@ -679,6 +717,7 @@ impl Builder {
                     self.outside += 1;
                     return;
                 };
+                self.note_fd(process, fd, id, &path);
                 c.fd = fd as i32;
                 c.file = Some(id);
                 c.kind = Some(match name {
@@ -746,6 +785,7 @@ impl Builder {
                     }
                     "close" => {
                         self.pos.remove(&(process, fd));
+                        self.opened.remove(&(process, fd));
                     }
                     _ => {}
                 }
@@ -769,6 +809,7 @@ impl Builder {
                         self.outside += 1;
                         return;
                     };
+                    self.note_fd(process, dirfd, id, &path);
                     c.kind = Some(Kind::Fstat);
                     c.fd = dirfd as i32;
                     c.file = Some(id);
@@ -862,6 +903,7 @@ impl Builder {
                     self.outside += 1;
                     return;
                 };
+                self.note_fd(process, fd, id, &path);
                 c.kind = Some(Kind::Mmap);
                 c.fd = fd as i32;
                 c.file = Some(id);
@@ -925,6 +967,7 @@ impl Builder {
                 notes,
                 files,
                 threads: self.threads,
+                inherited: self.inherited,
                 ..Default::default()
             },
             calls: self.calls,
