@@ -141,6 +141,9 @@ pub fn write(t: &Trace) -> (String, u64) {
     all.sort_by_key(|c| c.start_ns);
     let mut out = String::from("fio version 3 iolog\n");
     let mut left = 0;
+    // fio has files, not descriptors: a file opens at its first descriptor and closes at
+    // its last.
+    let mut open: HashMap<u32, u32> = HashMap::new();
     for f in t.header.files.iter().filter(|f| !f.dir) {
         let _ = writeln!(out, "0 {} add", name(f.id));
     }
@@ -150,11 +153,24 @@ pub fn write(t: &Trace) -> (String, u64) {
             continue;
         };
         let ms = c.start_ns / 1_000_000;
+        let n = open.entry(id).or_default();
         let action = match c.kind() {
             k if k.is_read() => "read",
             k if k.is_write() => "write",
-            Kind::Open if c.result >= 0 => "open",
-            Kind::Close => "close",
+            Kind::Open | Kind::Dup if c.result >= 0 => {
+                *n += 1;
+                if *n > 1 {
+                    continue;
+                }
+                "open"
+            }
+            Kind::Close if c.result >= 0 => {
+                *n = n.saturating_sub(1);
+                if *n > 0 {
+                    continue;
+                }
+                "close"
+            }
             Kind::Fsync => "sync",
             Kind::Fdatasync => "datasync",
             _ => {

@@ -47,10 +47,12 @@ pub enum Kind {
     Stat,
     Fstat,
     Mmap,
+    /// dup, dup2, dup3, fcntl(F_DUPFD): `fd` is the old descriptor, `result` the new.
+    Dup,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 23] = [
+    pub const ALL: [Kind; 24] = [
         Kind::Open,
         Kind::Read,
         Kind::Write,
@@ -74,6 +76,7 @@ impl Kind {
         Kind::Stat,
         Kind::Fstat,
         Kind::Mmap,
+        Kind::Dup,
     ];
 
     pub fn code(self) -> u8 {
@@ -110,6 +113,7 @@ impl Kind {
             Kind::Stat => "stat",
             Kind::Fstat => "fstat",
             Kind::Mmap => "mmap",
+            Kind::Dup => "dup",
         }
     }
 

@@ -386,6 +386,45 @@ struct Shared<'a> {
     go: std::sync::Barrier,
     released: Mutex<Option<Instant>>,
     trace: &'a Trace,
+    /// Per thread: the calls it has made so far, and when each of its calls ended in the
+    /// recording (kept non-decreasing).
+    done: Vec<std::sync::atomic::AtomicUsize>,
+    ends: Vec<Vec<u64>>,
+}
+
+/// How long a call waits for the calls of other threads that ended before it began in the
+/// recording; past it, the call goes ahead (a trace whose clock went backwards).
+const ORDER_WAIT: Duration = Duration::from_secs(5);
+
+impl Shared<'_> {
+    /// Waits until every other thread has made each call that ended, in the recording,
+    /// before this one began: calls ordered in the recording stay ordered; calls that
+    /// overlapped may overlap.
+    fn wait_for_earlier(&self, me: usize, start_ns: u64) {
+        use std::sync::atomic::Ordering;
+        let mut since: Option<Instant> = None;
+        for (j, ends) in self.ends.iter().enumerate() {
+            if j == me {
+                continue;
+            }
+            let need = ends.partition_point(|&e| e < start_ns);
+            let mut spins = 0u32;
+            while self.done[j].load(Ordering::Acquire) < need {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else if spins < 256 {
+                    std::thread::yield_now();
+                } else {
+                    let t = *since.get_or_insert_with(Instant::now);
+                    if t.elapsed() > ORDER_WAIT {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_micros(20));
+                }
+            }
+        }
+    }
 }
 
 /// The descriptors a replay opens before its measured region: those the trace's processes
@@ -448,6 +487,21 @@ pub fn play(
         go: std::sync::Barrier::new(t.calls.len()),
         released: Mutex::new(None),
         trace: t,
+        done: t.calls.iter().map(|_| Default::default()).collect(),
+        ends: t
+            .calls
+            .iter()
+            .map(|calls| {
+                let mut max = 0;
+                calls
+                    .iter()
+                    .map(|c| {
+                        max = (c.start_ns + c.dur_ns).max(max);
+                        max
+                    })
+                    .collect()
+            })
+            .collect(),
     });
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..t.calls.len())
@@ -543,9 +597,11 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
                 std::thread::sleep(at - now);
             }
         }
+        sh.wait_for_earlier(index, c.start_ns);
         let t = Instant::now();
         let r = issue(sh, process, c, &mut buf, &mut out.leftover);
         let ns = t.elapsed().as_nanos() as u64;
+        sh.done[index].store(i + 1, std::sync::atomic::Ordering::Release);
         let k = out.kinds.entry(c.kind()).or_default();
         match r {
             Issued::Done(v) => {
@@ -682,6 +738,22 @@ fn issue(
                     Kind::Preadv => libc::preadv(fd, &iov, 1, c.offset as i64),
                     _ => libc::pwritev(fd, &iov, 1, c.offset as i64),
                 } as i64)
+            }
+            Kind::Dup => {
+                let r = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
+                if r >= 0 {
+                    if c.result >= 0 {
+                        if let Some(old) = sh.fds.put(process, c.result as i32, r, c.file) {
+                            // dup2 over a descriptor closes it silently.
+                            leftover.push(OwnedFd::from_raw_fd(old));
+                        }
+                    } else {
+                        leftover.push(OwnedFd::from_raw_fd(r));
+                    }
+                    c.result
+                } else {
+                    ret(-1)
+                }
             }
             Kind::Fsync => ret(libc::fsync(fd) as i64),
             Kind::Fdatasync => ret(libc::fdatasync(fd) as i64),

@@ -576,6 +576,27 @@ impl Builder {
                 }
                 return;
             }
+            "dup" | "dup2" | "dup3" | "fcntl" => {
+                if name == "fcntl" && !a(1).starts_with("F_DUPFD") {
+                    return;
+                }
+                let (fd, path) = fd_arg(a(0));
+                let Some(path) = path else { return };
+                let Some(id) = self.file(&path) else {
+                    self.outside += 1;
+                    return;
+                };
+                self.note_fd(process, fd, id, &path);
+                c.kind = Some(Kind::Dup);
+                c.fd = fd as i32;
+                c.file = Some(id);
+                if ret >= 0 {
+                    c.result = ret;
+                    self.opened.insert((process, ret));
+                    let p = self.pos.get(&(process, fd)).copied().unwrap_or((0, 0));
+                    self.pos.insert((process, ret), p);
+                }
+            }
             "open" | "openat" | "creat" => {
                 let (dir, pi, fi) = match name {
                     "openat" => (fd_arg(a(0)).1, 1, 2),
