@@ -11,6 +11,7 @@
 pub mod fio;
 pub mod format;
 pub mod play;
+pub mod record;
 pub mod strace;
 
 pub use format::{Call, FileEntry, Header, Kind, ThreadEntry, Trace};

@@ -68,6 +68,32 @@ const SYSTEM: [&str; 13] = [
     "/sbin/", "/snap/", "/boot/",
 ];
 
+/// A path with its `.` and `..` components and repeated slashes resolved as text (a
+/// relative path keeps the `..` it begins with).
+pub fn normalize(path: &str) -> String {
+    let abs = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|l| *l != "..") {
+                    parts.pop();
+                } else if !abs {
+                    parts.push("..");
+                }
+            }
+            _ => parts.push(p),
+        }
+    }
+    let body = parts.join("/");
+    if abs {
+        format!("/{body}")
+    } else {
+        body
+    }
+}
+
 /// What to keep of the log.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -78,17 +104,20 @@ pub struct Options {
     pub keep_paths: bool,
 }
 
-/// One parsed line (or two joined).
-struct Line {
-    tid: u32,
-    time_us: u64,
-    name: String,
-    args: Vec<String>,
+/// One call as strace writes it (or two lines joined), or as the recorder rebuilds it.
+#[derive(Clone, Debug, Default)]
+pub struct Line {
+    pub tid: u32,
+    /// The thread's process, when known (the recorder knows it; strace says it by clone).
+    pub tgid: Option<u32>,
+    pub time_ns: u64,
+    pub name: String,
+    pub args: Vec<String>,
     /// The return value as written, without its annotation.
-    ret: String,
+    pub ret: String,
     /// The `<path>` of a returned descriptor.
-    ret_path: Option<String>,
-    dur_us: u64,
+    pub ret_path: Option<String>,
+    pub dur_ns: u64,
 }
 
 /// Splits `args` at its top-level commas, respecting quotes, brackets and `N<path>`.
@@ -372,12 +401,13 @@ pub fn parse(text: &str, opts: &Options) -> Result<Trace, String> {
         let _ = n;
         b.line(Line {
             tid,
-            time_us: start,
+            tgid: None,
+            time_ns: start * 1000,
             name,
             args,
             ret,
             ret_path,
-            dur_us: dur,
+            dur_ns: dur * 1000,
         });
     }
     if timed == 0 {
@@ -403,7 +433,9 @@ struct FileState {
     size_now: u64,
 }
 
-struct Builder {
+/// Builds a trace from calls in order: files by path, descriptors per process, the
+/// files' sizes at the start as far as the calls show them.
+pub struct Builder {
     opts: Options,
     files: BTreeMap<String, FileState>,
     next_id: u32,
@@ -424,7 +456,7 @@ struct Builder {
 }
 
 impl Builder {
-    fn new(opts: Options) -> Builder {
+    pub fn new(opts: Options) -> Builder {
         Builder {
             opts,
             files: BTreeMap::new(),
@@ -461,7 +493,7 @@ impl Builder {
             };
         }
         self.opened.insert((process, fd));
-        let dir = self.files.get(path).is_some_and(|f| f.dir);
+        let dir = self.files.get(&normalize(path)).is_some_and(|f| f.dir);
         if let Some(s) = self.state(path) {
             if s.existed.is_none() {
                 s.existed = Some(true);
@@ -491,6 +523,8 @@ impl Builder {
     }
 
     fn file(&mut self, path: &str) -> Option<u32> {
+        let normal = normalize(path);
+        let path = normal.as_str();
         if !self.inside(path) {
             return None;
         }
@@ -511,7 +545,7 @@ impl Builder {
     }
 
     fn state(&mut self, path: &str) -> Option<&mut FileState> {
-        self.files.get_mut(path)
+        self.files.get_mut(&normalize(path))
     }
 
     fn thread(&mut self, tid: u32) -> usize {
@@ -519,7 +553,7 @@ impl Builder {
             return i;
         }
         let process = *self.process.entry(tid).or_insert(tid);
-        let parent = self.parent.get(&tid).copied();
+        let parent = self.parent.get(&tid).copied().filter(|p| *p != process);
         self.threads.push(ThreadEntry {
             tid,
             process,
@@ -542,21 +576,24 @@ impl Builder {
         }
     }
 
-    fn line(&mut self, l: Line) {
+    pub fn line(&mut self, l: Line) {
         // -tt times wrap at midnight.
-        let mut t = l.time_us + self.day;
-        if t + 3_600_000_000 < self.last_t {
-            self.day += 86_400_000_000;
-            t += 86_400_000_000;
+        let mut t = l.time_ns + self.day;
+        if t + 3_600_000_000_000 < self.last_t {
+            self.day += 86_400_000_000_000;
+            t += 86_400_000_000_000;
         }
         self.last_t = t;
         let t0 = *self.t0.get_or_insert(t);
         let ret: i64 = l.ret.parse().unwrap_or(0);
+        if let Some(tg) = l.tgid {
+            self.process.insert(l.tid, tg);
+        }
         let process = *self.process.entry(l.tid).or_insert(l.tid);
         let a = |i: usize| l.args.get(i).map(String::as_str).unwrap_or("");
         let mut c = Call {
-            start_ns: (t - t0) * 1000,
-            dur_ns: l.dur_us * 1000,
+            start_ns: t - t0,
+            dur_ns: l.dur_ns,
             result: if ret < 0 { ret } else { 0 },
             fd: -1,
             ..Default::default()
@@ -693,7 +730,11 @@ impl Builder {
                 );
                 let key = (process, fd);
                 let (cur, oflags) = self.pos.get(&key).copied().unwrap_or((0, 0));
-                let st = self.files.get(&path).cloned().unwrap_or_default();
+                let st = self
+                    .files
+                    .get(&normalize(&path))
+                    .cloned()
+                    .unwrap_or_default();
                 let offset = if positional {
                     num(a(3))
                 } else if kind.is_write() && oflags & O_APPEND != 0 {
@@ -950,7 +991,7 @@ impl Builder {
         self.calls[i].push(c);
     }
 
-    fn finish(self) -> Trace {
+    pub fn finish(self) -> Trace {
         let mut files: Vec<FileEntry> = self
             .files
             .values()
