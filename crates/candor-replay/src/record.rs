@@ -148,7 +148,12 @@ impl Converter {
                 if c.nr % 2 == 1 { "preadv" } else { "pwritev" },
                 vec![self.fd(tg, fdn), "[]".into(), num(a[2]), num(a[3])],
             ),
-            3 => ("close", vec![self.fd(tg, fdn)]),
+            // A descriptor no recorded call opened is not looked up when it is closed: by
+            // the time /proc is read its number may name another file.
+            3 => match self.fds.get(&(tg, fdn)) {
+                Some(p) => ("close", vec![format!("{fdn}<{p}>")]),
+                None => return,
+            },
             5 => (
                 "fstat",
                 vec![self.fd(tg, fdn), format!("{{st_size={}}}", c.extra)],
