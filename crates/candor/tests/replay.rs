@@ -557,3 +557,43 @@ fn recorded_sqlite_and_tar_replay_exactly_on_ext4_and_xfs() {
         );
     }
 }
+
+/// A fio iolog whose two writes are 400 ms apart: `--timing original` keeps the gap,
+/// `scale=0.25` a quarter of it, `fast` none.
+#[test]
+fn timing_modes_keep_scale_or_drop_the_recorded_gaps() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let log = d.path().join("two.iolog");
+    std::fs::write(
+        &log,
+        "fio version 3 iolog\n0 /x/f add\n0 /x/f open\n0 /x/f write 0 4096\n400 /x/f write 4096 4096\n400 /x/f close\n",
+    )
+    .expect("write");
+    let seconds = |timing: &str| -> f64 {
+        let o = replay(&[
+            "--from-fio-iolog",
+            log.to_str().unwrap(),
+            "--timing",
+            timing,
+            "--witness",
+            "off",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+            target.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{timing}: {}", text(&o.stderr));
+        let r = &json(&o)["results"][0];
+        assert_eq!(r["extra"]["replay"]["calls"]["pwrite"]["bytes"], 8192);
+        r["reps"][0]["seconds"].as_f64().expect("seconds")
+    };
+    let original = seconds("original");
+    assert!((0.4..1.5).contains(&original), "original: {original}");
+    let quarter = seconds("scale=0.25");
+    assert!((0.1..0.35).contains(&quarter), "scale=0.25: {quarter}");
+    let fast = seconds("fast");
+    assert!(fast < 0.1, "fast: {fast}");
+}
