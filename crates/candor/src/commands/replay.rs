@@ -371,6 +371,21 @@ pub fn run(a: Args) -> CmdResult {
         }
     }
     for r in &doc.results {
+        if let Some(rec) = r.extra.get("replay").and_then(|x| x.get("recorded")) {
+            let secs = rec["seconds"].as_f64().unwrap_or(0.0);
+            let mb = |bps: f64| bps / 1e6;
+            doc.warnings.push(format!(
+                "On {}: the recording made its {} calls in {:.3} s ({:.2} MB/s of reads and writes); the replay {:.3} s ({:.2} MB/s), mean of {} repetitions with --timing {}.",
+                r.target,
+                rec["calls"].as_u64().unwrap_or(0),
+                secs,
+                mb(rec["throughput"].as_f64().unwrap_or(0.0)),
+                r.reps.iter().map(|x| x.seconds).sum::<f64>() / r.reps.len().max(1) as f64,
+                mb(r.throughput.mean),
+                r.reps.len(),
+                a.timing.name()
+            ));
+        }
         if let Some(d) = r.extra.get("replay").and_then(|x| x.get("divergence")) {
             if let Some(s) = d.as_str() {
                 doc.warnings.push(s.to_string());
