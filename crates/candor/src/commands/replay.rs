@@ -739,9 +739,13 @@ pub fn fio_iolog(path: &Path) -> Result<(String, u64), Failure> {
     Ok(candor_replay::fio::write(&t))
 }
 
-/// Whether a file begins as a candor trace does.
+/// Whether a regular file begins as a candor trace does (a pipe is never read here: its
+/// bytes would be gone for the result's reader).
 pub fn is_trace(path: &Path) -> bool {
     use std::io::Read;
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let mut b = [0u8; 8];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut b))
