@@ -1,6 +1,7 @@
 #!/bin/sh
 # The cost of `candor audit --record` on the recorded application's own figure: dbench's
-# throughput and a timed sqlite3 transaction loop, on a loop ext4 made here, each run
+# throughput and a sqlite3 transaction loop's own time (the sum of its statements' run
+# times, `.timer on`), on a loop ext4 made here, each run
 # plain, under `candor audit` and under `candor audit --record`, in rounds that alternate
 # the three, under the machine's timing lock. Prints every figure, then medians and the
 # spread. Root (loop device, eBPF).
@@ -38,15 +39,14 @@ one() {
     d=$work/mnt/d; rm -rf "$d"; mkdir "$d"
     case $1 in
         plain) pre="" ;;
-        audit) pre="$candor audit --quiet --" ;;
-        record) pre="$candor audit --quiet --record $work/t.trace --record-dir $d --" ;;
+        audit) pre="$candor audit --" ;;
+        record) pre="$candor audit --record $work/t.trace --record-dir $d --" ;;
     esac
     db=$($pre dbench -c "$load" -D "$d" -t 4 2 2>/dev/null | sed -n 's/^Throughput \([0-9.]*\) MB\/sec.*/\1/p')
     rm -rf "$d"; mkdir "$d"
-    t0=$(date +%s.%N)
-    $pre sqlite3 "$d/t.db" < "$sql" > /dev/null 2>&1
-    t1=$(date +%s.%N)
-    echo "$db $(echo "$t1 - $t0" | bc)"
+    # sqlite3's own figure: the sum of its statements' "Run Time: real" (.timer on).
+    sq=$( (echo ".timer on"; cat "$sql") | $pre sqlite3 "$d/t.db" 2>/dev/null | awk '/^Run Time: real/ {s += $4} END {printf "%.4f", s}')
+    echo "$db $sq"
 }
 
 # Each run holds the timing lock; the three modes alternate within every round.
