@@ -179,6 +179,8 @@ pub struct Played {
     /// Descriptors the replay still holds (opens the recording saw fail, descriptors its
     /// threads never closed): closed by the caller after the measured region.
     pub leftover: Vec<OwnedFd>,
+    /// The replay was asked to stop before every call was made.
+    pub stopped: bool,
 }
 
 const MAX_KEPT: usize = 20;
@@ -375,6 +377,7 @@ struct ThreadOut {
     start: Instant,
     end: Instant,
     leftover: Vec<OwnedFd>,
+    stopped: bool,
 }
 
 struct Shared<'a> {
@@ -390,6 +393,8 @@ struct Shared<'a> {
     /// recording (kept non-decreasing).
     done: Vec<std::sync::atomic::AtomicUsize>,
     ends: Vec<Vec<u64>>,
+    /// Whether the replay was asked to stop (a signal): every thread stops at its next call.
+    stop: &'a (dyn Fn() -> bool + Sync),
 }
 
 /// How long a call waits for the calls of other threads that ended before it began in the
@@ -410,6 +415,9 @@ impl Shared<'_> {
             let need = ends.partition_point(|&e| e < start_ns);
             let mut spins = 0u32;
             while self.done[j].load(Ordering::Acquire) < need {
+                if (self.stop)() {
+                    return;
+                }
                 spins += 1;
                 if spins < 64 {
                     std::hint::spin_loop();
@@ -464,6 +472,7 @@ pub fn play(
     timing: Timing,
     cpus: &[usize],
     prepared: Prepared,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Played {
     let t0_ns = t
         .calls
@@ -487,6 +496,7 @@ pub fn play(
         go: std::sync::Barrier::new(t.calls.len()),
         released: Mutex::new(None),
         trace: t,
+        stop,
         done: t.calls.iter().map(|_| Default::default()).collect(),
         ends: t
             .calls
@@ -540,6 +550,7 @@ pub fn play(
             }
         }
         p.diverged += o.diverged;
+        p.stopped |= o.stopped;
         for d in o.divergences {
             if p.divergences.len() < MAX_KEPT {
                 p.divergences.push(d);
@@ -579,6 +590,7 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         start: Instant::now(),
         end: Instant::now(),
         leftover: Vec::new(),
+        stopped: false,
     };
     let mut buf = Buffer::new();
     sh.go.wait();
@@ -589,12 +601,19 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         .get_or_insert_with(Instant::now);
     out.start = Instant::now();
     for (i, c) in calls.iter().enumerate() {
+        if (sh.stop)() {
+            out.stopped = true;
+            break;
+        }
         if let Timing::Scaled(x) = sh.timing {
             let at = released
                 + Duration::from_nanos(((c.start_ns.saturating_sub(sh.t0_ns)) as f64 * x) as u64);
-            let now = Instant::now();
-            if at > now {
-                std::thread::sleep(at - now);
+            loop {
+                let now = Instant::now();
+                if at <= now || (sh.stop)() {
+                    break;
+                }
+                std::thread::sleep((at - now).min(Duration::from_millis(50)));
             }
         }
         sh.wait_for_earlier(index, c.start_ns);

@@ -597,3 +597,40 @@ fn timing_modes_keep_scale_or_drop_the_recorded_gaps() {
     let fast = seconds("fast");
     assert!(fast < 0.1, "fast: {fast}");
 }
+
+/// SIGINT in the middle of a replay (a 20 s recorded gap with --timing original) stops it
+/// at once: exit 130, and its run directory is gone.
+#[test]
+fn an_interrupted_replay_leaves_nothing_behind() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let log = d.path().join("slow.iolog");
+    std::fs::write(
+        &log,
+        "fio version 3 iolog\n0 /x/f add\n0 /x/f open\n0 /x/f write 0 4096\n20000 /x/f write 4096 4096\n20000 /x/f close\n",
+    )
+    .expect("write");
+    let t0 = std::time::Instant::now();
+    let mut child = candor()
+        .args(["replay", "--from-fio-iolog"])
+        .arg(&log)
+        .args(["--timing", "original", "--witness", "off", "--quiet"])
+        .arg(&target)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("candor runs");
+    // The run directory appears once the replay has begun.
+    while common::entries(&target).is_empty() {
+        assert!(t0.elapsed().as_secs() < 10, "no run directory");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
+    assert!(common::entries(&target).is_empty(), "left behind");
+}

@@ -186,6 +186,15 @@ fn make_run_dir(t: &Path, id: &str) -> Result<RunDir, Failure> {
     })
 }
 
+/// A repetition cut short by a signal (not kept).
+struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
 /// One target's run directory and witness.
 struct Target {
     path: PathBuf,
@@ -352,6 +361,10 @@ pub fn run(a: Args) -> CmdResult {
             }
             match one_rep(&a, &trace, t, rep, &expected, &cpus, t0) {
                 Ok(r) => t.reps.push(r),
+                Err(e) if e == Interrupted.to_string() => {
+                    stop = signals::stop_requested();
+                    break 'reps;
+                }
                 Err(e) => {
                     failure = Some(e);
                     break 'reps;
@@ -504,7 +517,8 @@ fn one_rep(
     let started_s = t0.elapsed().as_secs_f64();
     let mut watch = t.witness.begin_counting_calls(&files);
     let cpu0 = rusage();
-    let mut played = play::play(trace, dir.as_fd(), a.timing, cpus, prepared);
+    let stop = || signals::stop_requested().is_some();
+    let mut played = play::play(trace, dir.as_fd(), a.timing, cpus, prepared, &stop);
     watch.timed_end();
     let cpu1 = rusage();
     // What the replay still held goes after the measured region.
@@ -535,6 +549,9 @@ fn one_rep(
     };
     let witness = watch.finish(&outcome);
     remove_rep_dir(&path);
+    if played.stopped {
+        return Err(Interrupted.to_string());
+    }
     Ok(Rep {
         played,
         cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
