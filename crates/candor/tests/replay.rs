@@ -612,7 +612,7 @@ fn an_interrupted_replay_leaves_nothing_behind() {
     )
     .expect("write");
     let t0 = std::time::Instant::now();
-    let mut child = candor()
+    let child = candor()
         .args(["replay", "--from-fio-iolog"])
         .arg(&log)
         .args(["--timing", "original", "--witness", "off", "--quiet"])
