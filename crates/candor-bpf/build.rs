@@ -10,12 +10,15 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(candor_bpf_disabled)");
     println!("cargo:rerun-if-changed=bpf/candor.bpf.c");
     println!("cargo:rerun-if-changed=bpf/candor_bpf.h");
+    println!("cargo:rerun-if-changed=bpf/record.bpf.c");
     println!("cargo:rerun-if-env-changed=CANDOR_BPF");
     println!("cargo:rerun-if-env-changed=CLANG");
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let object = out.join("candor.bpf.o");
-    match compile(&object) {
+    // The recorder of `candor audit --record` is an object of its own.
+    match compile(&object).and_then(|()| compile_one("bpf/record.bpf.c", &out.join("record.bpf.o")))
+    {
         Ok(()) => {}
         Err(why) => {
             println!("cargo:warning=candor-bpf: BPF witness disabled: {why}");
@@ -36,12 +39,16 @@ fn compile(object: &PathBuf) -> Result<(), String> {
             "the BPF programs are written for x86_64, not {arch}"
         ));
     }
+    compile_one("bpf/candor.bpf.c", object)
+}
+
+fn compile_one(source: &str, object: &PathBuf) -> Result<(), String> {
     let clang = env::var("CLANG").unwrap_or_else(|_| "clang".into());
     let status = Command::new(&clang)
         .args([
             "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-Wall", "-Werror", "-c",
         ])
-        .arg("bpf/candor.bpf.c")
+        .arg(source)
         .arg("-o")
         .arg(object)
         .status()
@@ -49,9 +56,7 @@ fn compile(object: &PathBuf) -> Result<(), String> {
             format!("clang was not found at build time ({clang}: {e}); install clang and rebuild")
         })?;
     if !status.success() {
-        return Err(format!(
-            "{clang} failed to compile bpf/candor.bpf.c ({status})"
-        ));
+        return Err(format!("{clang} failed to compile {source} ({status})"));
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod model;
 pub mod phase;
 pub mod probe;
 pub mod raw;
+pub mod record;
 pub mod snapshot;
 
 #[cfg_attr(candor_bpf_disabled, path = "disabled.rs")]

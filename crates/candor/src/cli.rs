@@ -28,6 +28,9 @@ pub enum Command {
     Run(Box<commands::run::Args>),
     /// Run another benchmark (iozone, fio, dd...) under the witness and check what it claims.
     Audit(commands::audit::Args),
+    /// Replay a recorded application's file I/O as a witnessed benchmark.
+    #[command(long_about = commands::replay::LONG_ABOUT, after_long_help = commands::replay::EXAMPLES)]
+    Replay(Box<commands::replay::Args>),
     /// Render a saved result as HTML or another format.
     Report(commands::report::Args),
     /// Compare saved results side by side, with statistical significance.

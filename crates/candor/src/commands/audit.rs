@@ -33,6 +33,17 @@ pub struct Args {
     /// them.
     #[arg(long)]
     pub stop_at_exit: bool,
+    /// Also record the command's file I/O, call by call, as a trace for `candor replay`
+    /// (root, eBPF; docs/replay.md).
+    #[arg(long, value_name = "TRACE")]
+    pub record: Option<PathBuf>,
+    /// With --record: a directory whose files the trace keeps (repeatable; default: the
+    /// current directory).
+    #[arg(long, value_name = "DIR", requires = "record")]
+    pub record_dir: Vec<PathBuf>,
+    /// With --record: keep the files' paths in the trace (default: ids only).
+    #[arg(long, requires = "record")]
+    pub keep_paths: bool,
     /// The command to audit, after `--`.
     #[arg(
         required = true,
@@ -76,12 +87,23 @@ pub fn run(args: Args) -> CmdResult {
         stop_at_exit: args.stop_at_exit,
     };
     let started_at = rfc3339_now();
+    let recording = match &args.record {
+        Some(t) => Some(super::replay::record_start(
+            t,
+            &args.record_dir,
+            args.keep_paths,
+        )?),
+        None => None,
+    };
     let audit = candor_audit::audit(&args.command, &opts).map_err(|e| {
         Failure::usage(format!(
             "--witness bpf: {} (use --witness auto to fall back to /proc sampling)",
             e.0
         ))
     })?;
+    if let Some(r) = recording {
+        super::replay::record_finish(r, &args.command)?;
+    }
     // Names and lines from the command (its files, its output) show their control characters
     // escaped, never obeyed by the terminal.
     eprint!(

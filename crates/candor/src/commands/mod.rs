@@ -6,6 +6,7 @@ pub mod compare;
 pub mod doctor;
 pub mod lab;
 pub mod merge;
+pub mod replay;
 pub mod report;
 pub mod run;
 
@@ -16,6 +17,7 @@ pub fn dispatch(command: Command) -> CmdResult {
     match command {
         Command::Run(a) => run::run(*a),
         Command::Audit(a) => audit::run(a),
+        Command::Replay(a) => replay::run(*a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Lab(a) => lab::run(a),

@@ -19,9 +19,9 @@ pub struct Args {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// table, json, csv, markdown, iozone, excel, openmetrics or fio-json (default: table on
-    /// stdout, HTML with -o).
+    /// stdout, HTML with -o); for a trace (`candor audit --record`), fio-iolog.
     #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
-    pub format: Option<Format>,
+    pub format: Option<Asked>,
     /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
     #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = refusing(crate::commands::report::parse_max_input))]
     pub max_input_size: u64,
@@ -32,13 +32,43 @@ pub fn parse_max_input(s: &str) -> Result<u64, String> {
     candor_engine::size::parse_size(s).map_err(|e| format!("--max-input-size: {e}"))
 }
 
-fn parse_format(name: &str) -> Result<Format, String> {
-    Format::parse(name)
-        .ok_or_else(|| format!("unknown format {name:?}: use one of {}", Format::names()))
+/// A result's format, or a trace's.
+#[derive(Clone, Copy, Debug)]
+pub enum Asked {
+    Doc(Format),
+    FioIolog,
+}
+
+fn parse_format(name: &str) -> Result<Asked, String> {
+    if name == "fio-iolog" {
+        return Ok(Asked::FioIolog);
+    }
+    Format::parse(name).map(Asked::Doc).ok_or_else(|| {
+        format!(
+            "unknown format {name:?}: use one of {} (or fio-iolog for a trace)",
+            Format::names()
+        )
+    })
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let format = args.format;
+    let format = match (args.format, super::replay::is_trace(&args.result)) {
+        (Some(Asked::FioIolog), true) => return trace_as_fio(&args),
+        (Some(Asked::FioIolog), false) => {
+            return Err(Failure::usage(format!(
+                "{} is not a trace: --format fio-iolog writes a trace of `candor audit --record` as a fio iolog",
+                args.result.display()
+            )))
+        }
+        (_, true) => {
+            return Err(Failure::usage(format!(
+                "{} is a trace, not a result: replay it with `candor replay {0}`, or write it as a fio iolog with --format fio-iolog",
+                args.result.display()
+            )))
+        }
+        (Some(Asked::Doc(f)), false) => Some(f),
+        (None, false) => None,
+    };
     let doc = candor_model::load_result_within(&args.result, args.max_input_size)
         .map_err(|e| Failure::usage(e.to_string()))?;
     let text = |asked: Format| {
@@ -55,6 +85,19 @@ pub fn run(args: Args) -> CmdResult {
         },
         (Some(path), Some(f)) => write_file(path, &text(f))?,
         (None, f) => to_stdout(&text(f.unwrap_or(Format::Table)))?,
+    }
+    Ok(OK)
+}
+
+/// A trace written out as fio iolog version 3.
+fn trace_as_fio(args: &Args) -> CmdResult {
+    let (text, left) = super::replay::fio_iolog(&args.result)?;
+    if left > 0 {
+        eprintln!("candor: {left} calls have no fio iolog action (stat, rename, ftruncate...) and were left out");
+    }
+    match &args.output {
+        Some(p) => write_file(p, &text)?,
+        None => to_stdout(&text)?,
     }
     Ok(OK)
 }

@@ -1,0 +1,636 @@
+//! `candor replay`: traces read, refused when damaged or newer, replayed with the calls
+//! of each kind the trace holds (checked by the eBPF witness as root on loop ext4 and
+//! xfs), a trace with one call edited caught with the call named, and nothing written
+//! outside the run directory whatever paths the trace names. Without root, eBPF, strace or
+//! sqlite3 the cases that need them are counted skips.
+
+mod common;
+use common::{candor, need_bpf, need_programs, text};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use std::sync::Mutex;
+
+/// The eBPF cases share loop devices and the tracer: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Two threads of one process: a database file read, written and synced, a log appended,
+/// renamed and removed. Paths under /data, which the replay never touches.
+const LOG: &str = r#"100 10:00:00.000000 openat(AT_FDCWD</data>, "db", O_RDWR|O_CREAT, 0644) = 3</data/db> <0.000010>
+100 10:00:00.000100 pread64(3</data/db>, "\0\0"..., 4096, 0) = 4096 <0.000010>
+100 10:00:00.000200 pwrite64(3</data/db>, "\1\1"..., 4096, 8192) = 4096 <0.000010>
+100 10:00:00.000300 fdatasync(3</data/db>) = 0 <0.000500>
+100 10:00:00.000900 clone(child_stack=NULL, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD) = 101 <0.000020>
+101 10:00:00.001000 pread64(3</data/db>, "\0\0"..., 4096, 4096) = 4096 <0.000010>
+101 10:00:00.001100 openat(AT_FDCWD</data>, "log", O_WRONLY|O_CREAT|O_APPEND, 0644) = 4</data/log> <0.000010>
+101 10:00:00.001200 write(4</data/log>, "x"..., 100) = 100 <0.000010>
+101 10:00:00.001300 close(4</data/log>) = 0 <0.000010>
+100 10:00:00.001400 rename("/data/log", "/data/log.1") = 0 <0.000010>
+100 10:00:00.001500 stat("/data/log.1", {st_mode=S_IFREG|0644, st_size=100, ...}) = 0 <0.000010>
+100 10:00:00.001600 unlink("/data/log.1") = 0 <0.000010>
+100 10:00:00.001700 close(3</data/db>) = 0 <0.000010>
+"#;
+
+fn replay(args: &[&str]) -> Output {
+    candor()
+        .arg("replay")
+        .args(args)
+        .arg("--quiet")
+        .output()
+        .expect("candor runs")
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON on stdout ({e}): {}\n{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        )
+    })
+}
+
+/// Saves LOG (or `log`) as a trace in `dir`, replaying it once on `target` as it does.
+fn save_trace(dir: &Path, log: &str, target: &Path) -> std::path::PathBuf {
+    let l = dir.join("app.log");
+    std::fs::write(&l, log).expect("write the log");
+    let t = dir.join("app.trace");
+    let o = replay(&[
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--save-trace",
+        t.to_str().unwrap(),
+        "--witness",
+        "off",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    t
+}
+
+/// The trace reads back as the log's calls (its fio iolog says so line by line), and a
+/// damaged or newer file is refused with exit 2 in one sentence, nothing written.
+#[test]
+fn a_trace_round_trips_and_a_damaged_or_newer_one_is_refused() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let t = save_trace(d.path(), LOG, &target);
+    let o = candor()
+        .args(["report", t.to_str().unwrap(), "--format", "fio-iolog"])
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "fio version 3 iolog\n0 file1 add\n0 file2 add\n0 file3 add\n0 file1 open\n\
+         0 file1 read 0 4096\n0 file1 write 8192 4096\n0 file1 datasync\n\
+         1 file1 read 4096 4096\n1 file2 open\n\
+         1 file2 write 0 100\n1 file2 close\n1 file1 close\n"
+    );
+    assert!(
+        text(&o.stderr).contains("3 calls have no fio iolog action"),
+        "{}",
+        text(&o.stderr)
+    );
+    let bytes = std::fs::read(&t).expect("read the trace");
+    let cases: [(Vec<u8>, &str); 3] = [
+        (
+            {
+                let mut b = bytes.clone();
+                let n = b.len();
+                b[n - 7] ^= 0x40;
+                b
+            },
+            "is damaged (its checksum does not match its contents): record it again",
+        ),
+        (
+            bytes[..bytes.len() - 10].to_vec(),
+            "was cut short or appended to",
+        ),
+        (
+            {
+                let mut b = bytes.clone();
+                b[8] = 9;
+                b
+            },
+            "was written by a newer candor (trace format 9; this candor reads format 1 and older): update candor to replay it",
+        ),
+    ];
+    for (b, says) in cases {
+        let bad = d.path().join("bad.trace");
+        std::fs::write(&bad, &b).expect("write");
+        let o = replay(&[bad.to_str().unwrap(), target.to_str().unwrap()]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(common::entries(&target).is_empty(), "left behind");
+    }
+    let o = candor()
+        .args(["report", t.to_str().unwrap()])
+        .output()
+        .expect("candor runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("is a trace, not a result"));
+}
+
+/// strace of dd copying three 4 KiB blocks is exactly its calls: the opens, the dup2s onto
+/// stdin and stdout, three reads and three writes of 4 KiB at 0, 4096 and 8192, the closes.
+#[test]
+fn an_strace_log_of_a_small_program_is_its_calls() {
+    if !need_programs(&["strace", "dd"]) {
+        return;
+    }
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).expect("mkdir");
+    std::fs::write(data.join("in"), vec![7u8; 12288]).expect("write");
+    let log = d.path().join("dd.log");
+    let st = std::process::Command::new("strace")
+        .args(["-f", "-tt", "-T", "-y", "-o"])
+        .arg(&log)
+        .arg("dd")
+        .arg(format!("if={}", data.join("in").display()))
+        .arg(format!("of={}", data.join("out").display()))
+        .args(["bs=4096", "count=3"])
+        .output()
+        .expect("strace runs");
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    let trace = d.path().join("dd.trace");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let o = replay(&[
+        "--from-strace",
+        log.to_str().unwrap(),
+        "--traced-dir",
+        data.to_str().unwrap(),
+        "--keep-paths",
+        "--save-trace",
+        trace.to_str().unwrap(),
+        "--witness",
+        "off",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let doc = json(&o);
+    let calls = &doc["results"][0]["extra"]["replay"]["calls"];
+    let n = |k: &str| calls[k]["calls"].as_u64().unwrap_or(0);
+    assert_eq!(
+        (n("open"), n("dup"), n("read"), n("write"), n("close")),
+        (2, 2, 3, 3, 4),
+        "{calls}"
+    );
+    assert_eq!(calls["read"]["bytes"], 12288);
+    assert_eq!(calls["write"]["bytes"], 12288);
+    assert_eq!(doc["results"][0]["extra"]["replay"]["diverged_calls"], 0);
+    let o = candor()
+        .args(["report", trace.to_str().unwrap(), "--format", "fio-iolog"])
+        .output()
+        .expect("candor runs");
+    let iolog: Vec<String> = text(&o.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| l.split_once(' ').map_or(l, |x| x.1).to_string())
+        .collect();
+    let (i, out) = (data.join("in"), data.join("out"));
+    let (i, out) = (i.display(), out.display());
+    let want: Vec<String> = [
+        format!("{i} add"),
+        format!("{out} add"),
+        format!("{i} open"),
+        format!("{out} open"),
+        format!("{i} read 0 4096"),
+        format!("{out} write 0 4096"),
+        format!("{i} read 4096 4096"),
+        format!("{out} write 4096 4096"),
+        format!("{i} read 8192 4096"),
+        format!("{out} write 8192 4096"),
+        format!("{i} close"),
+        format!("{out} close"),
+    ]
+    .into();
+    assert_eq!(iolog, want);
+}
+
+/// One call edited (a write the recording saw cut short at 100 bytes) is named by the
+/// replay, and with eBPF the witness's count of write bytes differs: `unverified`.
+#[test]
+fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let edited = LOG.replace(
+        "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 4096",
+        "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 100",
+    );
+    assert_ne!(edited, LOG);
+    let l = d.path().join("edited.log");
+    std::fs::write(&l, &edited).expect("write");
+    let bpf = common::is_root() && candor_testkit::kernel_bpf().is_ok();
+    let o = replay(&[
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--witness",
+        if bpf { "bpf" } else { "procfs" },
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0];
+    assert_eq!(
+        r["extra"]["replay"]["divergence"],
+        format!(
+            "The replay on {} diverged from the trace in 1 calls per repetition: call 3 of thread 1 (pwrite) returned 4096 bytes where the recording's returned 100.",
+            std::fs::canonicalize(&target).unwrap().display()
+        )
+    );
+    if !bpf {
+        candor_testkit::skip("the eBPF half needs root and eBPF");
+        return;
+    }
+    let c = &r["witness"]["syscalls_check"];
+    assert_eq!(c["verdict"], "mismatch", "{c}");
+    assert!(
+        c["sentence"]
+            .as_str()
+            .unwrap_or("")
+            .contains("pwrite64 calls returning 4.0 KiB for the runner's 100 bytes"),
+        "{c}"
+    );
+    assert_eq!(r["witness"]["verdict"], "unverified");
+}
+
+/// A trace naming /etc/passwd, ../ and a device writes nothing outside its run directory:
+/// the files are its ids in the run directory, which is gone at the end.
+#[test]
+fn a_trace_naming_system_files_writes_only_in_the_run_directory() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let passwd = std::fs::metadata("/etc/passwd").expect("stat /etc/passwd");
+    let log = r#"7 10:00:00.000000 openat(AT_FDCWD</>, "/etc/passwd", O_WRONLY|O_TRUNC) = 3</etc/passwd> <0.000010>
+7 10:00:00.000100 write(3</etc/passwd>, "root::0:0"..., 4096) = 4096 <0.000010>
+7 10:00:00.000200 close(3</etc/passwd>) = 0 <0.000010>
+7 10:00:00.000300 openat(AT_FDCWD</>, "../../escaped", O_WRONLY|O_CREAT, 0644) = 3</escaped> <0.000010>
+7 10:00:00.000400 write(3</escaped>, "x"..., 4096) = 4096 <0.000010>
+7 10:00:00.000500 close(3</escaped>) = 0 <0.000010>
+7 10:00:00.000600 openat(AT_FDCWD</>, "/dev/null", O_WRONLY) = 3</dev/null> <0.000010>
+7 10:00:00.000700 write(3</dev/null>, "x"..., 4096) = 4096 <0.000010>
+7 10:00:00.000800 rename("/etc/passwd", "/etc/passwd.old") = 0 <0.000010>
+7 10:00:00.000900 unlink("/dev/null") = 0 <0.000010>
+"#;
+    let l = d.path().join("evil.log");
+    std::fs::write(&l, log).expect("write");
+    let o = replay(&[
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/",
+        "--keep-paths",
+        "--witness",
+        "off",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let calls = &json(&o)["results"][0]["extra"]["replay"]["calls"];
+    // The calls were made, on the run directory's files.
+    assert_eq!(calls["write"]["bytes"], 3 * 4096, "{calls}");
+    assert_eq!(calls["rename"]["calls"], 1);
+    let after = std::fs::metadata("/etc/passwd").expect("stat /etc/passwd");
+    assert_eq!(
+        (after.len(), after.modified().ok()),
+        (passwd.len(), passwd.modified().ok())
+    );
+    assert!(!Path::new("/etc/passwd.old").exists());
+    assert!(Path::new("/dev/null").exists());
+    assert!(!d.path().join("escaped").exists() && !Path::new("/escaped").exists());
+    assert!(common::entries(&target).is_empty(), "left in the target");
+    let mut names: Vec<String> = common::entries(d.path())
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["evil.log", "target"]);
+}
+
+/// A sqlite3 transaction loop, traced with strace on ext4, replayed on a loop ext4 and a
+/// loop xfs: the kernel counts the trace's calls of every kind and their bytes, exactly,
+/// on both; `candor compare` puts the two side by side.
+#[test]
+fn a_sqlite_loop_replays_its_calls_exactly_on_ext4_and_xfs() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["strace", "sqlite3", "mkfs.xfs"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let data = src.path().join("app");
+    std::fs::create_dir(&data).expect("mkdir");
+    let mut sql = String::from("create table t(a, b);\n");
+    for i in 0..20 {
+        sql.push_str(&format!("begin; insert into t values({i}, 'x'); commit;\n"));
+    }
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let log = d.path().join("sqlite.log");
+    let mut child = std::process::Command::new("strace")
+        .args(["-f", "-tt", "-T", "-y", "-o"])
+        .arg(&log)
+        .arg("sqlite3")
+        .arg(data.join("t.db"))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace runs");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(sql.as_bytes())
+        .expect("feed sqlite3");
+    assert!(child.wait().expect("wait").success());
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let Some(xfs) = common::scratch("xfs", 320 << 20) else {
+        return;
+    };
+    let trace = d.path().join("sqlite.trace");
+    let mut results = Vec::new();
+    for (i, fs) in [&ext4, &xfs].iter().enumerate() {
+        let out = d.path().join(format!("r{i}.json"));
+        let mut args = vec![
+            "--from-strace",
+            log.to_str().unwrap(),
+            "--traced-dir",
+            data.to_str().unwrap(),
+            "--witness",
+            "bpf",
+            "--repeat",
+            "3",
+            "-o",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+            fs.path().to_str().unwrap(),
+        ];
+        if i == 0 {
+            args.extend(["--save-trace", trace.to_str().unwrap()]);
+        }
+        let o = replay(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = json(&o)["results"][0].clone();
+        let c = &r["witness"]["syscalls_check"];
+        assert_eq!(c["verdict"], "match", "{}: {c}", fs.path().display());
+        for kind in ["pwrite64", "fdatasync", "openat", "close", "unlink"] {
+            let k = &c["kinds"][kind];
+            assert!(k["expected"].as_u64().unwrap_or(0) > 0, "{kind}: {c}");
+            assert_eq!(k["expected"], k["counted"], "{kind}: {c}");
+        }
+        assert_eq!(r["extra"]["replay"]["diverged_calls"], 0);
+        assert!(common::entries(fs.path()).iter().all(|p| !p
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(".candor-")));
+        results.push(out);
+    }
+    let o = candor()
+        .arg("compare")
+        .args(&results)
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(t.contains("replay"), "{t}");
+    // The trace saved on the way replays as well, on the same filesystem.
+    let o = replay(&[
+        trace.to_str().unwrap(),
+        "--witness",
+        "bpf",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        ext4.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        json(&o)["results"][0]["witness"]["syscalls_check"]["verdict"],
+        "match"
+    );
+}
+
+/// `candor audit --record` of `cmd` (files under `dir` kept) into `trace`.
+fn record(trace: &Path, dir: &Path, cmd: &[&str], stdin: Option<&Path>) {
+    let mut c = candor();
+    c.args(["audit", "--quiet", "--record"])
+        .arg(trace)
+        .arg("--record-dir")
+        .arg(dir)
+        .arg("--")
+        .args(cmd);
+    if let Some(s) = stdin {
+        c.stdin(std::fs::File::open(s).expect("open stdin"));
+    }
+    let o = c.output().expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("candor: recorded "), "{err}");
+    assert!(!err.contains("lost"), "{err}");
+}
+
+/// Replays `trace` once on `fs` with the eBPF witness: every kind the trace holds is
+/// counted by the kernel exactly, and no call diverged.
+fn replays_exactly(trace: &Path, fs: &Path, kinds: &[&str]) -> Value {
+    let o = replay(&[
+        trace.to_str().unwrap(),
+        "--witness",
+        "bpf",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        fs.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o)["results"][0].clone();
+    let c = &r["witness"]["syscalls_check"];
+    assert_eq!(c["verdict"], "match", "{}: {c}", fs.display());
+    for kind in kinds {
+        let k = &c["kinds"][kind];
+        assert!(k["expected"].as_u64().unwrap_or(0) > 0, "{kind}: {c}");
+        assert_eq!(k["expected"], k["counted"], "{kind}: {c}");
+    }
+    assert_eq!(r["extra"]["replay"]["diverged_calls"], 0, "{r}");
+    assert_eq!(r["extra"]["replay"]["recorded"]["complete"], true);
+    r
+}
+
+/// A sqlite3 transaction loop and a tar of a small tree, recorded in the kernel, replay
+/// with the same calls of every kind on a loop ext4 and a loop xfs.
+#[test]
+fn recorded_sqlite_and_tar_replay_exactly_on_ext4_and_xfs() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["sqlite3", "tar", "mkfs.xfs"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let sql = d.path().join("loop.sql");
+    let mut s = String::from("create table t(a, b);\n");
+    for i in 0..20 {
+        s.push_str(&format!("begin; insert into t values({i}, 'x'); commit;\n"));
+    }
+    std::fs::write(&sql, s).expect("write");
+    let db = src.path().join("t.db");
+    let sqlite_trace = d.path().join("sqlite.trace");
+    record(
+        &sqlite_trace,
+        src.path(),
+        &["sqlite3", db.to_str().unwrap()],
+        Some(&sql),
+    );
+    let tree = src.path().join("tree");
+    for i in 0..10 {
+        let sub = tree.join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        std::fs::write(sub.join(format!("f{i}")), vec![b'a'; 1000 * (i + 1)]).expect("write");
+    }
+    let tar_trace = d.path().join("tar.trace");
+    let archive = src.path().join("tree.tar");
+    record(
+        &tar_trace,
+        src.path(),
+        &[
+            "tar",
+            "-cf",
+            archive.to_str().unwrap(),
+            "-C",
+            src.path().to_str().unwrap(),
+            "tree",
+        ],
+        None,
+    );
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let Some(xfs) = common::scratch("xfs", 320 << 20) else {
+        return;
+    };
+    for fs in [&ext4, &xfs] {
+        replays_exactly(
+            &sqlite_trace,
+            fs.path(),
+            &["pwrite64", "fdatasync", "openat", "close", "unlink"],
+        );
+        let r = replays_exactly(&tar_trace, fs.path(), &["read", "write", "openat", "close"]);
+        // tar read the tree's 55,000 bytes and wrote its archive.
+        let calls = &r["extra"]["replay"]["calls"];
+        assert_eq!(calls["read"]["bytes"], 55_000, "{calls}");
+        assert!(
+            calls["write"]["bytes"].as_u64().unwrap_or(0) >= 55_000,
+            "{calls}"
+        );
+    }
+}
+
+/// A fio iolog whose two writes are 400 ms apart: `--timing original` keeps the gap,
+/// `scale=0.25` a quarter of it, `fast` none.
+#[test]
+fn timing_modes_keep_scale_or_drop_the_recorded_gaps() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let log = d.path().join("two.iolog");
+    std::fs::write(
+        &log,
+        "fio version 3 iolog\n0 /x/f add\n0 /x/f open\n0 /x/f write 0 4096\n400 /x/f write 4096 4096\n400 /x/f close\n",
+    )
+    .expect("write");
+    let seconds = |timing: &str| -> f64 {
+        let o = replay(&[
+            "--from-fio-iolog",
+            log.to_str().unwrap(),
+            "--timing",
+            timing,
+            "--witness",
+            "off",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+            target.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{timing}: {}", text(&o.stderr));
+        let r = &json(&o)["results"][0];
+        assert_eq!(r["extra"]["replay"]["calls"]["pwrite"]["bytes"], 8192);
+        r["reps"][0]["seconds"].as_f64().expect("seconds")
+    };
+    let original = seconds("original");
+    assert!((0.4..1.5).contains(&original), "original: {original}");
+    let quarter = seconds("scale=0.25");
+    assert!((0.1..0.35).contains(&quarter), "scale=0.25: {quarter}");
+    let fast = seconds("fast");
+    assert!(fast < 0.1, "fast: {fast}");
+}
+
+/// SIGINT in the middle of a replay (a 20 s recorded gap with --timing original) stops it
+/// at once: exit 130, and its run directory is gone.
+#[test]
+fn an_interrupted_replay_leaves_nothing_behind() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let log = d.path().join("slow.iolog");
+    std::fs::write(
+        &log,
+        "fio version 3 iolog\n0 /x/f add\n0 /x/f open\n0 /x/f write 0 4096\n20000 /x/f write 4096 4096\n20000 /x/f close\n",
+    )
+    .expect("write");
+    let t0 = std::time::Instant::now();
+    let child = candor()
+        .args(["replay", "--from-fio-iolog"])
+        .arg(&log)
+        .args(["--timing", "original", "--witness", "off", "--quiet"])
+        .arg(&target)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("candor runs");
+    // The run directory appears once the replay has begun.
+    while common::entries(&target).is_empty() {
+        assert!(t0.elapsed().as_secs() < 10, "no run directory");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
+    assert!(common::entries(&target).is_empty(), "left behind");
+}
