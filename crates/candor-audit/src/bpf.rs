@@ -150,16 +150,8 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         Some(x) => format!("{}/{}", cwd.trim_end_matches('/'), x),
         None => format!("<inode {} on {}:{}>", p.inode, p.dev.major, p.dev.minor),
     };
-    let io_s = p.io_ns as f64 / 1e9;
-    let total = (p.read_bytes + p.write_bytes).max(1) as f64;
-    let (rt, wt) = match (p.read_bytes > 0, p.write_bytes > 0) {
-        (true, false) => (Some(io_s), Some(0.0)),
-        (false, true) => (Some(0.0), Some(io_s)),
-        _ => (
-            Some(io_s * p.read_bytes as f64 / total),
-            Some(io_s * p.write_bytes as f64 / total),
-        ),
-    };
+    // The time inside the read calls and inside the write calls, each measured.
+    let (rt, wt) = (Some(p.read_ns as f64 / 1e9), Some(p.write_ns as f64 / 1e9));
     Phase {
         pid: p.tgid,
         fd: p.fd as i32,
@@ -234,6 +226,17 @@ impl PhaseSource for BpfSource {
             Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
             Err(e) => self.notes.push(e.to_string()),
         }
+        match self.tracer.lost_phases() {
+            Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
+            Err(e) => self.notes.push(e.to_string()),
+        }
+        let completeness = match self.tracer.tree_io() {
+            Ok(t) => Some(completeness(&self.raw, &t, self.me)),
+            Err(e) => {
+                self.notes.push(e.to_string());
+                None
+            }
+        };
         let mut phases: Vec<Phase> = self
             .raw
             .iter()
@@ -347,8 +350,46 @@ impl PhaseSource for BpfSource {
             channel_calls,
             still_running: Vec::new(),
             device_traffic,
+            completeness,
         }
     }
+}
+
+/// The file records of the processes that exited, against those processes' own counters
+/// (the kernel's task->ioac at each thread's exit), with what no record holds by cause.
+pub fn completeness(
+    raw: &[candor_bpf::Phase],
+    tree: &[(u32, candor_bpf::raw::TreeIo)],
+    me: u32,
+) -> crate::phase::Completeness {
+    let mut c = crate::phase::Completeness::default();
+    let exited: std::collections::BTreeSet<u32> = tree
+        .iter()
+        .filter(|(pid, t)| *pid != me && t.threads_exited > 0)
+        .map(|(pid, _)| *pid)
+        .collect();
+    for (pid, t) in tree {
+        if !exited.contains(pid) {
+            continue;
+        }
+        c.processes += 1;
+        c.process_read_bytes += t.rchar;
+        c.process_write_bytes += t.wchar;
+        c.process_read_calls += t.syscr;
+        c.process_write_calls += t.syscw;
+        c.other_bytes += t.other_rbytes + t.other_wbytes;
+        c.other_calls += t.other_rcalls + t.other_wcalls;
+        c.unattributed_bytes += t.full_rbytes + t.full_wbytes;
+        c.unattributed_calls += t.full_rcalls + t.full_wcalls;
+    }
+    for p in raw.iter().filter(|p| exited.contains(&p.tgid)) {
+        c.file_read_bytes += p.read_bytes;
+        c.file_write_bytes += p.write_bytes;
+        c.file_read_calls += p.read_calls;
+        c.file_write_calls += p.write_calls;
+        c.merged_phases += p.merged;
+    }
+    c
 }
 
 #[cfg(test)]
