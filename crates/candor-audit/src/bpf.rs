@@ -58,28 +58,83 @@ impl BpfSource {
         }
     }
 
-    /// Bytes the tree itself moved on the phase's device during the phase (submitted by
-    /// its processes, or written back for inodes it dirtied), per direction.
-    fn storage(&self, p: &candor_bpf::Phase) -> Option<(u64, u64, u64)> {
-        let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
-        let (before, after) = window(&self.snapshots, p.open_ns, end)?;
-        let d = after.delta(before);
+    /// Bytes the tree itself moved on `dev` between two readings (submitted by its
+    /// processes, or written back for inodes it dirtied), per direction, and the other
+    /// processes' bytes.
+    fn storage_between(&self, dev: candor_bpf::DevId, a: usize, b: usize) -> (u64, u64, u64) {
+        let (before, after) = (&self.snapshots[a].block, &self.snapshots[b].block);
         let (mut r, mut w, mut foreign) = (0, 0, 0);
-        for (k, c) in &d.block {
-            if k.dev != p.dev {
+        for (k, c) in after {
+            if k.dev != dev {
                 continue;
             }
-            if k.owner == candor_bpf::snapshot::Owner::Foreign {
-                foreign += c.bytes;
-                continue;
+            let bytes = c.bytes.saturating_sub(before.get(k).map_or(0, |x| x.bytes));
+            match k.owner {
+                candor_bpf::snapshot::Owner::Foreign => {
+                    foreign += bytes;
+                    continue;
+                }
+                // The journal's and the kernel's housekeeping: the device's, not a file's.
+                candor_bpf::snapshot::Owner::Kernel => continue,
+                _ => {}
             }
             match k.dir {
-                candor_bpf::Direction::Read => r += c.bytes,
-                candor_bpf::Direction::Write => w += c.bytes,
+                candor_bpf::Direction::Read => r += bytes,
+                candor_bpf::Direction::Write => w += bytes,
                 _ => {}
             }
         }
-        Some((r, w, foreign))
+        (r, w, foreign)
+    }
+
+    /// Each phase's device bytes, every request counted once: the phases of a device whose
+    /// windows (between the readings that bracket them) overlap form one group, the
+    /// tree's traffic over the group's window is shared among its phases in proportion to
+    /// the bytes each moved in that direction, and groups never overlap. So the sums over
+    /// phases never exceed the tree's own traffic on the device; traffic in a direction no
+    /// phase of its group moved (a file's writeback after the group ended, the program's
+    /// own loading) stays in the device's totals only.
+    fn storage(&self, phases: &[candor_bpf::Phase]) -> Vec<Option<(u64, u64, u64)>> {
+        let mut out = vec![None; phases.len()];
+        let mut spans: Vec<(candor_bpf::DevId, usize, usize, usize)> = Vec::new();
+        for (i, p) in phases.iter().enumerate() {
+            let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
+            let Some((a, b)) = window_index(&self.snapshots, p.open_ns, end) else {
+                continue;
+            };
+            spans.push((p.dev, a, b, i));
+        }
+        spans.sort();
+        let mut k = 0;
+        while k < spans.len() {
+            let (dev, start, mut end, _) = spans[k];
+            let mut j = k + 1;
+            while j < spans.len() && spans[j].0 == dev && spans[j].1 < end {
+                end = end.max(spans[j].2);
+                j += 1;
+            }
+            let group = &spans[k..j];
+            let (r, w, foreign) = self.storage_between(dev, start, end);
+            let rsum: u64 = group.iter().map(|g| phases[g.3].read_bytes).sum();
+            let wsum: u64 = group.iter().map(|g| phases[g.3].write_bytes).sum();
+            let share = |total: u64, mine: u64, all: u64| {
+                if all == 0 {
+                    0
+                } else {
+                    (total as u128 * mine as u128 / all as u128) as u64
+                }
+            };
+            for g in group {
+                let p = &phases[g.3];
+                out[g.3] = Some((
+                    share(r, p.read_bytes, rsum),
+                    share(w, p.write_bytes, wsum),
+                    foreign,
+                ));
+            }
+            k = j;
+        }
+        out
     }
 
     fn drain(&mut self) {
@@ -90,9 +145,24 @@ impl BpfSource {
     }
 }
 
+/// The indexes of the two snapshots `window` picks.
+fn window_index(
+    snapshots: &[candor_bpf::Snapshot],
+    open_ns: u64,
+    end_ns: u64,
+) -> Option<(usize, usize)> {
+    let before = snapshots.iter().rposition(|s| s.done_ns <= open_ns)?;
+    let after = snapshots
+        .iter()
+        .position(|s| s.taken_ns >= end_ns)
+        .unwrap_or(snapshots.len() - 1);
+    Some((before, after.max(before)))
+}
+
 /// The two snapshots that bracket `open_ns..=end_ns`: the last one read wholly before the
 /// start (a reading takes time, and a counter read after the start would already hold
 /// some of the phase's bytes) and the first one begun after the end (or the last one).
+#[cfg(test)]
 fn window(
     snapshots: &[candor_bpf::Snapshot],
     open_ns: u64,
@@ -237,16 +307,17 @@ impl PhaseSource for BpfSource {
                 None
             }
         };
+        let storage = self.storage(&self.raw);
         let mut phases: Vec<Phase> = self
             .raw
             .iter()
-            .map(|p| {
+            .zip(storage)
+            .map(|(p, st)| {
                 let mut q = convert(p, self.t0_ns, &self.cwd, now);
-                if let Some((r, w, foreign)) = self.storage(p) {
+                if let Some((r, w, foreign)) = st {
                     q.foreign_device_bytes = Some(foreign);
-                    // A window's block traffic only speaks for the direction the file moved.
-                    q.storage_read_bytes = Some(if q.read_bytes > 0 { r } else { 0 });
-                    q.storage_write_bytes = Some(if q.write_bytes > 0 { w } else { 0 });
+                    q.storage_read_bytes = Some(r);
+                    q.storage_write_bytes = Some(w);
                 }
                 q
             })
