@@ -416,9 +416,19 @@ pub fn render(a: &Account) -> String {
             );
         }
         l += &format!(
-            "; other processes (foreign) {}\n",
+            "; other processes (foreign) {}",
             b(t.foreign_read_bytes + t.foreign_write_bytes)
         );
+        if t.zeroed_bytes > 0 {
+            l += &format!(
+                "; zeroed without data (write-zeroes, such as ext4 initialising its inode tables) {}",
+                b(t.zeroed_bytes)
+            );
+        }
+        if t.discarded_bytes > 0 {
+            l += &format!("; discarded {}", b(t.discarded_bytes));
+        }
+        l.push('\n');
         s.push_str(&l);
     }
     if let Some(w) = a.write_amplification {

@@ -115,22 +115,23 @@ impl BpfSource {
             }
             let group = &spans[k..j];
             let (r, w, foreign) = self.storage_between(dev, start, end);
-            let rsum: u64 = group.iter().map(|g| phases[g.3].read_bytes).sum();
-            let wsum: u64 = group.iter().map(|g| phases[g.3].write_bytes).sum();
-            let share = |total: u64, mine: u64, all: u64| {
-                if all == 0 {
-                    0
-                } else {
-                    (total as u128 * mine as u128 / all as u128) as u64
-                }
-            };
-            for g in group {
-                let p = &phases[g.3];
-                out[g.3] = Some((
-                    share(r, p.read_bytes, rsum),
-                    share(w, p.write_bytes, wsum),
-                    foreign,
-                ));
+            let members: Vec<&candor_bpf::Phase> = group.iter().map(|g| &phases[g.3]).collect();
+            let reads = share_out(
+                r,
+                &members
+                    .iter()
+                    .map(|p| (p.read_bytes, p.direct))
+                    .collect::<Vec<_>>(),
+            );
+            let writes = share_out(
+                w,
+                &members
+                    .iter()
+                    .map(|p| (p.write_bytes, p.direct || p.fsyncs > 0))
+                    .collect::<Vec<_>>(),
+            );
+            for (n, g) in group.iter().enumerate() {
+                out[g.3] = Some((reads[n], writes[n], foreign));
             }
             k = j;
         }
@@ -143,6 +144,44 @@ impl BpfSource {
             Err(e) => self.notes.push(e.to_string()),
         }
     }
+}
+
+/// Shares `total` device bytes among the phases of a group, given each one's bytes in that
+/// direction and whether they had to reach the device inside the window (O_DIRECT, or
+/// fsync'd writes): those get their bytes first (shared by bytes when the device moved
+/// less), and the rest is shared by the bytes the others moved (or, when none did, by
+/// every phase's bytes: the filesystem's extra writes for the ones flushed). The shares
+/// add up to at most `total`.
+fn share_out(total: u64, phases: &[(u64, bool)]) -> Vec<u64> {
+    let part = |x: u64, of: u64, all: u64| {
+        if all == 0 {
+            0
+        } else {
+            (x as u128 * of as u128 / all as u128) as u64
+        }
+    };
+    let needs: Vec<u64> = phases
+        .iter()
+        .map(|&(b, must)| if must { b } else { 0 })
+        .collect();
+    let need: u64 = needs.iter().sum();
+    if total <= need {
+        return needs.iter().map(|&n| part(total, n, need)).collect();
+    }
+    let rest = total - need;
+    let others: u64 = phases.iter().zip(&needs).map(|(p, n)| p.0 - n).sum();
+    let all: u64 = phases.iter().map(|p| p.0).sum();
+    phases
+        .iter()
+        .zip(&needs)
+        .map(|(p, &n)| {
+            n + if others > 0 {
+                part(rest, p.0 - n, others)
+            } else {
+                part(rest, p.0, all)
+            }
+        })
+        .collect()
 }
 
 /// The indexes of the two snapshots `window` picks.
@@ -377,7 +416,14 @@ impl PhaseSource for BpfSource {
                 let read = match k.dir {
                     candor_bpf::Direction::Read => true,
                     candor_bpf::Direction::Write => false,
-                    _ => continue,
+                    candor_bpf::Direction::Discard => {
+                        t.discarded_bytes += c.bytes;
+                        continue;
+                    }
+                    candor_bpf::Direction::Other => {
+                        t.zeroed_bytes += c.bytes;
+                        continue;
+                    }
                 };
                 let slot = match (k.owner, read) {
                     (o, true) if o.is_own() => &mut t.own_read_bytes,
@@ -465,6 +511,8 @@ pub fn completeness(
 
 #[cfg(test)]
 mod tests {
+    #[allow(unused_imports)]
+    use super::share_out as _;
     use super::window;
     use candor_bpf::Snapshot;
 
@@ -474,6 +522,31 @@ mod tests {
             done_ns,
             ..Default::default()
         })
+    }
+
+    #[test]
+    fn device_bytes_go_first_to_the_phases_that_had_to_reach_the_device() {
+        use super::share_out;
+        // A 1000-byte fsync'd file and a 500-byte buffered one; the device wrote 1100.
+        assert_eq!(
+            share_out(1100, &[(1000, true), (500, false)]),
+            vec![1000, 100]
+        );
+        // Less than the flushed file's bytes: all of it to that file.
+        assert_eq!(share_out(800, &[(1000, true), (500, false)]), vec![800, 0]);
+        // Only flushed files: the extra by bytes.
+        assert_eq!(
+            share_out(3000, &[(1000, true), (500, true)]),
+            vec![2000, 1000]
+        );
+        // Nothing had to reach the device: by bytes; no bytes at all: nothing given.
+        assert_eq!(
+            share_out(300, &[(100, false), (200, false)]),
+            vec![100, 200]
+        );
+        assert_eq!(share_out(300, &[(0, false), (0, false)]), vec![0, 0]);
+        let s = share_out(12345, &[(7, true), (11, false), (13, true)]);
+        assert!(s.iter().sum::<u64>() <= 12345);
     }
 
     #[test]

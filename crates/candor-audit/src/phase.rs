@@ -296,6 +296,10 @@ pub struct DeviceTraffic {
     /// Submitted by processes outside the tree.
     pub foreign_read_bytes: u64,
     pub foreign_write_bytes: u64,
+    /// Requests that carry no data, whoever sent them: write-zeroes (ext4 zeroing its inode
+    /// tables after mkfs; the device's own counters count them as writes) and discards.
+    pub zeroed_bytes: u64,
+    pub discarded_bytes: u64,
 }
 
 /// A process of the tree moved I/O through a channel the audit does not count per file.

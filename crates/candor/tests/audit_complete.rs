@@ -47,7 +47,7 @@ fn python() -> String {
     common::text(&out.stdout).trim().to_string()
 }
 
-/// Creates, writes (1000 bytes), fsyncs every 100th, reads back and deletes N files.
+/// Creates, writes (1000 bytes), fsyncs every 1000th, reads back and deletes N files.
 const SMALL_FILES: &str = r#"
 import os, sys
 d = sys.argv[1]; n = int(sys.argv[2])
@@ -56,7 +56,7 @@ for i in range(n):
     p = d + "/f" + str(i)
     fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     os.write(fd, buf)
-    if i % 100 == 0:
+    if i % 1000 == 0:
         os.fsync(fd)
     os.close(fd)
     fd = os.open(p, os.O_RDONLY)
@@ -83,10 +83,12 @@ fn under(v: &Value, dir: &Path) -> (u64, u64, u64, u64, u64, u64) {
     t
 }
 
-/// 5000 files created, written, read and deleted as fast as python can: every write and
-/// read of them is in the file records (exact figures from the program), the records hold
-/// at least 99% of what the kernel's own counters say the processes read and wrote, and
-/// under strace the write and read calls are strace's counts.
+/// 20000 files created, written, read and deleted as fast as python can (40000 open..close
+/// records in a second or two: the ring buffer used to overflow and lose a few percent of
+/// them, 40% at worst, with no note): every write and read of them is in the file records
+/// (exact figures from the program), the records hold at least 99% of what the kernel's own
+/// counters say the processes read and wrote, and under strace (500 files) the write and
+/// read calls are strace's counts.
 #[test]
 fn thousands_of_small_files_are_all_in_the_file_records() {
     if !ready() {
@@ -108,7 +110,7 @@ fn thousands_of_small_files_are_all_in_the_file_records() {
             "-S",
             script.to_str().unwrap(),
             d.to_str().unwrap(),
-            "5000",
+            "20000",
         ],
     );
     let stderr = common::text(&out.stderr);
@@ -116,7 +118,7 @@ fn thousands_of_small_files_are_all_in_the_file_records() {
     let (r, w, rc, wc, fs, _) = under(&v, &d);
     assert_eq!(
         (r, w, rc, wc, fs),
-        (5_000_000, 5_000_000, 5000, 5000, 50),
+        (20_000_000, 20_000_000, 20000, 20000, 20),
         "{stderr}"
     );
     // The kernel's own counters of the processes (task->ioac at exit).
@@ -153,7 +155,7 @@ fn thousands_of_small_files_are_all_in_the_file_records() {
         "file records read {pr} wrote {pw}; /proc/{pid}/io rchar {rchar} wchar {wchar}"
     );
 
-    // Under strace (slower: 1000 files), the calls are strace's.
+    // Under strace (slower: 500 files), the calls are strace's.
     if !common::need_programs(&["strace"]) {
         return;
     }
@@ -172,7 +174,7 @@ fn thousands_of_small_files_are_all_in_the_file_records() {
             "-S",
             script.to_str().unwrap(),
             d.to_str().unwrap(),
-            "1000",
+            "500",
         ],
     );
     assert!(out.status.success(), "{}", common::text(&out.stderr));
@@ -188,9 +190,10 @@ fn thousands_of_small_files_are_all_in_the_file_records() {
     }
     // Every read and write call python made (strace's whole count, its start-up reads of
     // modules included) is in python's file records.
-    let py_pid = arr(&v["audit"]["processes"])
+    let dir_s = d.display().to_string();
+    let py_pid = arr(&v["audit"]["phases"])
         .iter()
-        .find(|p| p["comm"].as_str().is_some_and(|c| c.starts_with("python")))
+        .find(|p| p["path"].as_str().is_some_and(|x| x.starts_with(&dir_s)))
         .map(|p| u(&p["pid"]))
         .expect("python's process");
     let c = &v["audit"]["account"]["completeness"];
@@ -367,8 +370,8 @@ fn disk_bytes(dev: &str) -> (u64, u64) {
 
 /// fs_mark on ext4 on a loop device of its own: every block request has one owner, so the
 /// device bytes of its 500 files' phases sum to no more than the tree's own writes, and
-/// the tree's, the journal's and the others' writes add up to the device's own count
-/// (/sys/block/loopN/stat) within 1%.
+/// the tree's, the journal's and the others' writes with the zeroing named apart add up
+/// to the device's own count (/sys/block/loopN/stat) within 1%.
 #[test]
 fn device_bytes_are_attributed_once() {
     if !ready() || !common::need_programs(&["fs_mark"]) {
@@ -399,7 +402,10 @@ fn device_bytes_are_attributed_once() {
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let t = &v["audit"]["account"]["device_traffic"][&name];
     let own = u(&t["own_write_bytes"]);
-    let all = own + u(&t["kernel_write_bytes"]) + u(&t["foreign_write_bytes"]);
+    // The device's write count holds write-zeroes too (ext4 zeroing its inode tables on
+    // a fresh filesystem), which the account names apart.
+    let all =
+        own + u(&t["kernel_write_bytes"]) + u(&t["foreign_write_bytes"]) + u(&t["zeroed_bytes"]);
     let device = after.1 - before.1;
     assert!(
         (all as f64 - device as f64).abs() <= 0.01 * device as f64,
