@@ -56,6 +56,8 @@ pub struct Account {
     pub sentence: String,
     /// Files, most bytes first.
     pub files: Vec<FileLine>,
+    /// eBPF: the file records against the processes' own counters.
+    pub completeness: Option<crate::phase::Completeness>,
 }
 
 /// How many files the text lists before summing the rest.
@@ -117,6 +119,7 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
             })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
+        completeness: o.completeness.clone(),
         ..Default::default()
     };
     a.read_from_holes_bytes = phases
@@ -413,15 +416,28 @@ pub fn render(a: &Account) -> String {
             );
         }
         l += &format!(
-            "; other processes (foreign) {}\n",
+            "; other processes (foreign) {}",
             b(t.foreign_read_bytes + t.foreign_write_bytes)
         );
+        if t.zeroed_bytes > 0 {
+            l += &format!(
+                "; zeroed without data (write-zeroes, such as ext4 initialising its inode tables) {}",
+                b(t.zeroed_bytes)
+            );
+        }
+        if t.discarded_bytes > 0 {
+            l += &format!("; discarded {}", b(t.discarded_bytes));
+        }
+        l.push('\n');
         s.push_str(&l);
     }
     if let Some(w) = a.write_amplification {
         s.push_str(&format!(
             "  write amplification {w:.2} (the device's writes for the tree, with its share of the journal, over the bytes written)\n"
         ));
+    }
+    if let Some(c) = &a.completeness {
+        s.push_str(&format!("  complete {}\n", c.sentence()));
     }
     s.push_str(&format!("  verdict  {}\n", a.sentence));
     if !a.files.is_empty() {

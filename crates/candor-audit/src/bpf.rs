@@ -64,28 +64,84 @@ impl BpfSource {
         }
     }
 
-    /// Bytes the tree itself moved on the phase's device during the phase (submitted by
-    /// its processes, or written back for inodes it dirtied), per direction.
-    fn storage(&self, p: &candor_bpf::Phase) -> Option<(u64, u64, u64)> {
-        let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
-        let (before, after) = window(&self.snapshots, p.open_ns, end)?;
-        let d = after.delta(before);
+    /// Bytes the tree itself moved on `dev` between two readings (submitted by its
+    /// processes, or written back for inodes it dirtied), per direction, and the other
+    /// processes' bytes.
+    fn storage_between(&self, dev: candor_bpf::DevId, a: usize, b: usize) -> (u64, u64, u64) {
+        let (before, after) = (&self.snapshots[a].block, &self.snapshots[b].block);
         let (mut r, mut w, mut foreign) = (0, 0, 0);
-        for (k, c) in &d.block {
-            if k.dev != p.dev {
+        for (k, c) in after {
+            if k.dev != dev {
                 continue;
             }
-            if k.owner == candor_bpf::snapshot::Owner::Foreign {
-                foreign += c.bytes;
-                continue;
+            let bytes = c.bytes.saturating_sub(before.get(k).map_or(0, |x| x.bytes));
+            match k.owner {
+                candor_bpf::snapshot::Owner::Foreign => {
+                    foreign += bytes;
+                    continue;
+                }
+                // The journal's and the kernel's housekeeping: the device's, not a file's.
+                candor_bpf::snapshot::Owner::Kernel => continue,
+                _ => {}
             }
             match k.dir {
-                candor_bpf::Direction::Read => r += c.bytes,
-                candor_bpf::Direction::Write => w += c.bytes,
+                candor_bpf::Direction::Read => r += bytes,
+                candor_bpf::Direction::Write => w += bytes,
                 _ => {}
             }
         }
-        Some((r, w, foreign))
+        (r, w, foreign)
+    }
+
+    /// Each phase's device bytes, every request counted once: the phases of a device whose
+    /// windows (between the readings that bracket them) overlap form one group, the
+    /// tree's traffic over the group's window is shared among its phases in proportion to
+    /// the bytes each moved in that direction, and groups never overlap. So the sums over
+    /// phases never exceed the tree's own traffic on the device; traffic in a direction no
+    /// phase of its group moved (a file's writeback after the group ended, the program's
+    /// own loading) stays in the device's totals only.
+    fn storage(&self, phases: &[candor_bpf::Phase]) -> Vec<Option<(u64, u64, u64)>> {
+        let mut out = vec![None; phases.len()];
+        let mut spans: Vec<(candor_bpf::DevId, usize, usize, usize)> = Vec::new();
+        for (i, p) in phases.iter().enumerate() {
+            let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
+            let Some((a, b)) = window_index(&self.snapshots, p.open_ns, end) else {
+                continue;
+            };
+            spans.push((p.dev, a, b, i));
+        }
+        spans.sort();
+        let mut k = 0;
+        while k < spans.len() {
+            let (dev, start, mut end, _) = spans[k];
+            let mut j = k + 1;
+            while j < spans.len() && spans[j].0 == dev && spans[j].1 < end {
+                end = end.max(spans[j].2);
+                j += 1;
+            }
+            let group = &spans[k..j];
+            let (r, w, foreign) = self.storage_between(dev, start, end);
+            let members: Vec<&candor_bpf::Phase> = group.iter().map(|g| &phases[g.3]).collect();
+            let reads = share_out(
+                r,
+                &members
+                    .iter()
+                    .map(|p| (p.read_bytes, p.direct))
+                    .collect::<Vec<_>>(),
+            );
+            let writes = share_out(
+                w,
+                &members
+                    .iter()
+                    .map(|p| (p.write_bytes, p.direct || p.fsyncs > 0))
+                    .collect::<Vec<_>>(),
+            );
+            for (n, g) in group.iter().enumerate() {
+                out[g.3] = Some((reads[n], writes[n], foreign));
+            }
+            k = j;
+        }
+        out
     }
 
     /// Adds the phases of what the tree moved through Linux AIO, io_uring and mappings
@@ -154,9 +210,62 @@ impl BpfSource {
     }
 }
 
+/// Shares `total` device bytes among the phases of a group, given each one's bytes in that
+/// direction and whether they had to reach the device inside the window (O_DIRECT, or
+/// fsync'd writes): those get their bytes first (shared by bytes when the device moved
+/// less), and the rest is shared by the bytes the others moved (or, when none did, by
+/// every phase's bytes: the filesystem's extra writes for the ones flushed). The shares
+/// add up to at most `total`.
+fn share_out(total: u64, phases: &[(u64, bool)]) -> Vec<u64> {
+    let part = |x: u64, of: u64, all: u64| {
+        if all == 0 {
+            0
+        } else {
+            (x as u128 * of as u128 / all as u128) as u64
+        }
+    };
+    let needs: Vec<u64> = phases
+        .iter()
+        .map(|&(b, must)| if must { b } else { 0 })
+        .collect();
+    let need: u64 = needs.iter().sum();
+    if total <= need {
+        return needs.iter().map(|&n| part(total, n, need)).collect();
+    }
+    let rest = total - need;
+    let others: u64 = phases.iter().zip(&needs).map(|(p, n)| p.0 - n).sum();
+    let all: u64 = phases.iter().map(|p| p.0).sum();
+    phases
+        .iter()
+        .zip(&needs)
+        .map(|(p, &n)| {
+            n + if others > 0 {
+                part(rest, p.0 - n, others)
+            } else {
+                part(rest, p.0, all)
+            }
+        })
+        .collect()
+}
+
+/// The indexes of the two snapshots `window` picks.
+fn window_index(
+    snapshots: &[candor_bpf::Snapshot],
+    open_ns: u64,
+    end_ns: u64,
+) -> Option<(usize, usize)> {
+    let before = snapshots.iter().rposition(|s| s.done_ns <= open_ns)?;
+    let after = snapshots
+        .iter()
+        .position(|s| s.taken_ns >= end_ns)
+        .unwrap_or(snapshots.len() - 1);
+    Some((before, after.max(before)))
+}
+
 /// The two snapshots that bracket `open_ns..=end_ns`: the last one read wholly before the
 /// start (a reading takes time, and a counter read after the start would already hold
 /// some of the phase's bytes) and the first one begun after the end (or the last one).
+#[cfg(test)]
 fn window(
     snapshots: &[candor_bpf::Snapshot],
     open_ns: u64,
@@ -214,21 +323,16 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         Some(x) => format!("{}/{}", cwd.trim_end_matches('/'), x),
         None => format!("<inode {} on {}:{}>", p.inode, p.dev.major, p.dev.minor),
     };
-    let io_s = p.io_ns as f64 / 1e9;
-    let total = (p.read_bytes + p.write_bytes).max(1) as f64;
-    let (rt, wt) = match (p.read_bytes > 0, p.write_bytes > 0) {
-        // The time inside a channel (AIO, io_uring, a mapping) is not measured (none
-        // spent in a direction that moved nothing).
-        _ if p.channel.is_some() => (
+    // The time inside the read calls and inside the write calls, each measured; the time
+    // inside a channel (AIO, io_uring, a mapping) is not (none spent in a direction that
+    // moved nothing).
+    let (rt, wt) = if p.channel.is_some() {
+        (
             (p.read_bytes == 0).then_some(0.0),
             (p.write_bytes == 0).then_some(0.0),
-        ),
-        (true, false) => (Some(io_s), Some(0.0)),
-        (false, true) => (Some(0.0), Some(io_s)),
-        _ => (
-            Some(io_s * p.read_bytes as f64 / total),
-            Some(io_s * p.write_bytes as f64 / total),
-        ),
+        )
+    } else {
+        (Some(p.read_ns as f64 / 1e9), Some(p.write_ns as f64 / 1e9))
     };
     Phase {
         pid: p.tgid,
@@ -305,17 +409,29 @@ impl PhaseSource for BpfSource {
             Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
             Err(e) => self.notes.push(e.to_string()),
         }
+        match self.tracer.lost_phases() {
+            Ok(p) => self.raw.extend(p.into_iter().filter(|p| p.tgid != self.me)),
+            Err(e) => self.notes.push(e.to_string()),
+        }
+        let completeness = match self.tracer.tree_io() {
+            Ok(t) => Some(completeness(&self.raw, &t, self.me)),
+            Err(e) => {
+                self.notes.push(e.to_string());
+                None
+            }
+        };
         let lost = self.channel_phases();
+        let storage = self.storage(&self.raw);
         let mut phases: Vec<Phase> = self
             .raw
             .iter()
-            .map(|p| {
+            .zip(storage)
+            .map(|(p, st)| {
                 let mut q = convert(p, self.t0_ns, &self.cwd, now);
-                if let Some((r, w, foreign)) = self.storage(p) {
+                if let Some((r, w, foreign)) = st {
                     q.foreign_device_bytes = Some(foreign);
-                    // A window's block traffic only speaks for the direction the file moved.
-                    q.storage_read_bytes = Some(if q.read_bytes > 0 { r } else { 0 });
-                    q.storage_write_bytes = Some(if q.write_bytes > 0 { w } else { 0 });
+                    q.storage_read_bytes = Some(r);
+                    q.storage_write_bytes = Some(w);
                 }
                 q
             })
@@ -376,7 +492,14 @@ impl PhaseSource for BpfSource {
                 let read = match k.dir {
                     candor_bpf::Direction::Read => true,
                     candor_bpf::Direction::Write => false,
-                    _ => continue,
+                    candor_bpf::Direction::Discard => {
+                        t.discarded_bytes += c.bytes;
+                        continue;
+                    }
+                    candor_bpf::Direction::Other => {
+                        t.zeroed_bytes += c.bytes;
+                        continue;
+                    }
                 };
                 let slot = match (k.owner, read) {
                     (o, true) if o.is_own() => &mut t.own_read_bytes,
@@ -422,12 +545,57 @@ impl PhaseSource for BpfSource {
             device_traffic,
             channels_counted: self.counted.clone(),
             channels_unattributed: self.unattributed.clone(),
+            completeness,
         }
     }
 }
 
+/// The file records of the processes that exited, against those processes' own counters
+/// (the kernel's task->ioac at each thread's exit), with what no record holds by cause.
+pub fn completeness(
+    raw: &[candor_bpf::Phase],
+    tree: &[(u32, candor_bpf::raw::TreeIo)],
+    me: u32,
+) -> crate::phase::Completeness {
+    let mut c = crate::phase::Completeness::default();
+    let exited: std::collections::BTreeSet<u32> = tree
+        .iter()
+        .filter(|(pid, t)| *pid != me && t.threads_exited > 0)
+        .map(|(pid, _)| *pid)
+        .collect();
+    for (pid, t) in tree {
+        if !exited.contains(pid) {
+            continue;
+        }
+        c.processes += 1;
+        c.process_read_bytes += t.rchar;
+        c.process_write_bytes += t.wchar;
+        c.process_read_calls += t.syscr;
+        c.process_write_calls += t.syscw;
+        c.other_bytes += t.other_rbytes + t.other_wbytes;
+        c.other_calls += t.other_rcalls + t.other_wcalls;
+        c.unattributed_bytes += t.full_rbytes + t.full_wbytes;
+        c.unattributed_calls += t.full_rcalls + t.full_wcalls;
+    }
+    // Read and write calls only: what moved through AIO, io_uring or a mapping is in no
+    // process's read and write counters.
+    for p in raw
+        .iter()
+        .filter(|p| p.channel.is_none() && exited.contains(&p.tgid))
+    {
+        c.file_read_bytes += p.read_bytes;
+        c.file_write_bytes += p.write_bytes;
+        c.file_read_calls += p.read_calls;
+        c.file_write_calls += p.write_calls;
+        c.merged_phases += p.merged;
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
+    #[allow(unused_imports)]
+    use super::share_out as _;
     use super::window;
     use candor_bpf::Snapshot;
 
@@ -437,6 +605,31 @@ mod tests {
             done_ns,
             ..Default::default()
         })
+    }
+
+    #[test]
+    fn device_bytes_go_first_to_the_phases_that_had_to_reach_the_device() {
+        use super::share_out;
+        // A 1000-byte fsync'd file and a 500-byte buffered one; the device wrote 1100.
+        assert_eq!(
+            share_out(1100, &[(1000, true), (500, false)]),
+            vec![1000, 100]
+        );
+        // Less than the flushed file's bytes: all of it to that file.
+        assert_eq!(share_out(800, &[(1000, true), (500, false)]), vec![800, 0]);
+        // Only flushed files: the extra by bytes.
+        assert_eq!(
+            share_out(3000, &[(1000, true), (500, true)]),
+            vec![2000, 1000]
+        );
+        // Nothing had to reach the device: by bytes; no bytes at all: nothing given.
+        assert_eq!(
+            share_out(300, &[(100, false), (200, false)]),
+            vec![100, 200]
+        );
+        assert_eq!(share_out(300, &[(0, false), (0, false)]), vec![0, 0]);
+        let s = share_out(12345, &[(7, true), (11, false), (13, true)]);
+        assert!(s.iter().sum::<u64>() <= 12345);
     }
 
     #[test]

@@ -206,6 +206,99 @@ pub struct Observed {
     /// on a file it could not resolve. Their bytes are in no phase.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub channels_unattributed: std::collections::BTreeMap<String, [u64; 2]>,
+    /// eBPF only: the file records' totals against the processes' own counters.
+    pub completeness: Option<Completeness>,
+}
+
+/// What the file records hold of what the tree's processes read and wrote, by the kernel's
+/// own counters of each process (task->ioac summed as its threads exited: what
+/// /proc/PID/io showed, without reaped children), and the rest by cause.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Completeness {
+    /// Processes whose counters are in the figures (every one that exited).
+    pub processes: usize,
+    /// Their counters: bytes (rchar, wchar) and calls (syscr, syscw).
+    pub process_read_bytes: u64,
+    pub process_write_bytes: u64,
+    pub process_read_calls: u64,
+    pub process_write_calls: u64,
+    /// Their file records (every phase, /proc and start-up reads included).
+    pub file_read_bytes: u64,
+    pub file_write_bytes: u64,
+    pub file_read_calls: u64,
+    pub file_write_calls: u64,
+    /// Read and write calls on descriptors that are not files (pipes, sockets, terminals,
+    /// /dev/null): bytes and calls.
+    pub other_bytes: u64,
+    pub other_calls: u64,
+    /// Calls on files that no record holds because a table of the tracer was full.
+    pub unattributed_bytes: u64,
+    pub unattributed_calls: u64,
+    /// Phases that ended while the ring buffer was full, kept merged per process and file.
+    pub merged_phases: u64,
+}
+
+impl Completeness {
+    /// The sentence: "the file records hold X of the Y bytes ...".
+    pub fn sentence(&self) -> String {
+        use candor_model::units::{format_bytes, ByteStyle};
+        let b = |x: u64| format_bytes(x, ByteStyle::TENTHS);
+        let proc_bytes = self.process_read_bytes + self.process_write_bytes;
+        let file_bytes = self.file_read_bytes + self.file_write_bytes;
+        let proc_calls = self.process_read_calls + self.process_write_calls;
+        let file_calls = self.file_read_calls + self.file_write_calls;
+        let pct = |x: u64, of: u64| {
+            if of == 0 {
+                100.0
+            } else {
+                x as f64 * 100.0 / of as f64
+            }
+        };
+        let mut s = format!(
+            "the file records hold {} of the {} the {} process{} read and wrote ({:.1}%), in {} of their {} read and write calls",
+            b(file_bytes),
+            b(proc_bytes),
+            self.processes,
+            if self.processes == 1 { "" } else { "es" },
+            pct(file_bytes, proc_bytes),
+            file_calls,
+            proc_calls
+        );
+        let mut rest = Vec::new();
+        if self.other_calls > 0 {
+            rest.push(format!(
+                "{} in {} calls on pipes, sockets and terminals, not files",
+                b(self.other_bytes),
+                self.other_calls
+            ));
+        }
+        if self.unattributed_calls > 0 {
+            rest.push(format!(
+                "{} in {} calls not attributed to a file: the tracer's table of files was full",
+                b(self.unattributed_bytes),
+                self.unattributed_calls
+            ));
+        }
+        let left =
+            proc_bytes.saturating_sub(file_bytes + self.other_bytes + self.unattributed_bytes);
+        if left > 0 {
+            rest.push(format!(
+                "{} not attributed to a file: read by the kernel for the processes (execve loading programs and scripts) or moved by calls not followed per file (sendfile, splice, copy_file_range)",
+                b(left)
+            ));
+        }
+        if !rest.is_empty() {
+            s += &format!("; the rest: {}", rest.join("; "));
+        }
+        if self.merged_phases > 0 {
+            s += &format!(
+                "; {} open..close records arrived while the tracer's buffer was full and are kept merged per process and file",
+                self.merged_phases
+            );
+        }
+        s
+    }
 }
 
 /// A device's block traffic over the run by owner (eBPF knows each request's submitter).
@@ -221,6 +314,10 @@ pub struct DeviceTraffic {
     /// Submitted by processes outside the tree.
     pub foreign_read_bytes: u64,
     pub foreign_write_bytes: u64,
+    /// Requests that carry no data, whoever sent them: write-zeroes (ext4 zeroing its inode
+    /// tables after mkfs; the device's own counters count them as writes) and discards.
+    pub zeroed_bytes: u64,
+    pub discarded_bytes: u64,
 }
 
 /// A process of the tree moved I/O through a channel the audit does not count per file.

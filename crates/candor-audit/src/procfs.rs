@@ -86,6 +86,10 @@ struct Reading {
     /// Descriptors closed while the counters were read: they take this tick's bytes,
     /// then close.
     closing: Vec<i32>,
+    /// The process had ended (a zombie) when it was read: its counters may have been
+    /// read a moment before its end, so a later reading can still bring bytes its files
+    /// moved before they closed.
+    ended: bool,
 }
 
 pub struct ProcfsSource {
@@ -277,6 +281,7 @@ impl ProcfsSource {
             threads,
             fds,
             closing,
+            ended: zombie,
         }
     }
 
@@ -465,7 +470,48 @@ impl ProcfsSource {
                 replaced.push(old);
             }
         }
-        let rest = Self::attribute(p, own);
+        let mut rest = Self::attribute(p, own);
+        if r.ended && p.files.is_empty() && !p.last_files.is_empty() {
+            // An ended process with no file open: what its final counters hold beyond the
+            // last reading was moved before its files closed (the reading that saw them
+            // close was taken a moment before its last calls: dd's last record, read
+            // between its counters and the check that found it ended).
+            let (w, r) = (rest.wchar > 0, rest.rchar > 0);
+            if w || r {
+                // The files that closed last (at the same tick).
+                let latest = p
+                    .last_files
+                    .iter()
+                    .filter_map(|&i| self.phases.get(i).map(|ph| ph.close_s))
+                    .fold(f64::MIN, f64::max);
+                let last: Vec<usize> = p
+                    .last_files
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.phases.get(i).is_some_and(|ph| ph.close_s == latest))
+                    .collect();
+                let wrote = last
+                    .iter()
+                    .any(|&i| self.phases.get(i).is_some_and(|ph| ph.write_bytes > 0));
+                let read = last
+                    .iter()
+                    .any(|&i| self.phases.get(i).is_some_and(|ph| ph.read_bytes > 0));
+                let mut late = Io::default();
+                if wrote {
+                    late.wchar = rest.wchar;
+                    late.write_bytes = rest.write_bytes;
+                    rest.wchar = 0;
+                    rest.write_bytes = 0;
+                }
+                if read {
+                    late.rchar = rest.rchar;
+                    late.read_bytes = rest.read_bytes;
+                    rest.rchar = 0;
+                    rest.read_bytes = 0;
+                }
+                Self::attribute_closed(&mut self.phases, &last, late);
+            }
+        }
         self.unattributed = self.unattributed.plus(rest);
         for old in replaced {
             let mut ph = old.phase;
@@ -518,12 +564,34 @@ impl ProcfsSource {
     /// of its bytes.
     fn attribute(p: &mut Proc, d: Io) -> Io {
         let takes = |f: &OpenFile| !f.inherited || f.moved > 0;
-        let readers: Vec<i32> = p
+        let mut readers: Vec<i32> = p
             .files
             .iter()
             .filter(|(_, f)| f.info.reads() && takes(f))
             .map(|(fd, _)| *fd)
             .collect();
+        // When no reader's position moved, the reads were positional (pread) or went to
+        // something that is not a file (/dev/zero, a pipe). A file read through to its end
+        // whose position sits there cannot be told apart from the second, so it takes
+        // nothing: the bytes stay "not attributed to a file" rather than be guessed (a
+        // 76-byte configuration file held open was credited with 14.6 MiB of reads from
+        // /dev/zero).
+        if !readers.is_empty() && readers.iter().all(|fd| p.files[fd].moved == 0) {
+            readers.retain(|fd| {
+                let f = &p.files[fd];
+                let size = std::fs::metadata(&f.phase.path)
+                    .ok()
+                    .filter(|md| Some(md.ino()) == f.phase.inode)
+                    .map(|md| {
+                        if md.file_type().is_block_device() {
+                            u64::MAX
+                        } else {
+                            md.len()
+                        }
+                    });
+                size.is_none_or(|size| f.info.pos < size)
+            });
+        }
         let writers: Vec<i32> = p
             .files
             .iter()
@@ -940,7 +1008,7 @@ impl PhaseSource for ProcfsSource {
         )];
         if self.unattributed.rchar + self.unattributed.wchar > 0 {
             notes.push(format!(
-                "{} bytes read and {} bytes written by the tree went to no regular file (devices such as /dev/zero, pipes, sockets)",
+                "{} bytes read and {} bytes written by the tree were not attributed to a file: they went to devices such as /dev/zero, pipes or sockets, or to files whose positions do not show which",
                 self.unattributed.rchar, self.unattributed.wchar
             ));
         }
@@ -1072,6 +1140,74 @@ mod tests {
         let mut two = vec![phase("/a", 1, 0), phase("/b", 1, 0)];
         ProcfsSource::attribute_closed(&mut two, &[0, 1], late);
         assert_eq!(two[0].write_bytes + two[1].write_bytes, 2 + 4001);
+    }
+
+    /// The reading that finds a process ended was taken a moment before its last write:
+    /// its counters (read first) miss the last record, the ended check (read after) closes
+    /// its file. The next reading's final counters bring that record, with no file open:
+    /// it goes to the file that closed, not to "no regular file" (dd's 64 MiB once came
+    /// out one 1 MiB record short).
+    #[test]
+    fn an_ended_process_s_last_record_goes_to_the_file_it_closed() {
+        let dir = tempfile_dir("last-record");
+        let path = dir.join("out");
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(64 << 20).unwrap();
+        let path = path.display().to_string();
+        let mib = 1u64 << 20;
+        let info = |pos: u64| FdInfo::parse(&format!("pos:\t{pos}\nflags:\t0140001\nmnt_id:\t1\n"));
+        let io = |w: u64| Io {
+            wchar: w,
+            syscw: w / mib,
+            write_bytes: w,
+            ..Default::default()
+        };
+        let pid = 4_000_000;
+        let mut src = ProcfsSource::new(0.005);
+        src.add_proc(pid, 1, "dd".into(), 0.0);
+        // Alive: 63 records written.
+        let alive = Reading {
+            total: Some(io(63 * mib)),
+            threads: Some([(pid, io(63 * mib))].into_iter().collect()),
+            fds: vec![(1, path.clone(), info(63 * mib))],
+            closing: Vec::new(),
+            ended: false,
+        };
+        src.apply(pid, alive, io(63 * mib), 0.01);
+        // The racy reading: counters before the 64th record, ended by the time it checks.
+        let racy = Reading {
+            total: Some(io(63 * mib)),
+            threads: None,
+            fds: vec![(1, path.clone(), info(63 * mib))],
+            closing: vec![1],
+            ended: true,
+        };
+        src.apply(pid, racy, io(63 * mib), 0.02);
+        // The final counters, read when the runner saw it end.
+        let last = Reading {
+            total: Some(io(64 * mib)),
+            threads: None,
+            fds: Vec::new(),
+            closing: Vec::new(),
+            ended: true,
+        };
+        src.apply(pid, last, io(64 * mib), 0.03);
+        let obs = src.finish();
+        let _ = std::fs::remove_dir_all(&dir);
+        let written: u64 = obs
+            .phases
+            .iter()
+            .filter(|p| p.path == path)
+            .map(|p| p.write_bytes)
+            .sum();
+        assert_eq!(written, 64 * mib, "{obs:#?}");
+        assert!(
+            !obs.notes
+                .iter()
+                .any(|n| n.contains("not attributed to a file")),
+            "{:?}",
+            obs.notes
+        );
     }
 
     /// Waits until `pid` (a child) has ended, without reaping it, as the audit's runner

@@ -87,7 +87,10 @@ volatile const char candor_quiet_comm[16] = {};
 /* Not a loss: completions the kernel did not hand to the completion program, found when
  * the request was used again and counted then (see req_recover). */
 #define DIAG_COMPLETIONS_RECOVERED 4
-#define NDIAG 5
+/* Phases the ring buffer had no room for that were merged into `lost_phases` (not lost:
+ * user space reads them from there at the end). */
+#define DIAG_PHASES_MERGED 5
+#define NDIAG 6
 
 struct sys_stat {
 	__u64 count;
@@ -121,6 +124,14 @@ struct fd_key {
 #define X86_O_DIRECT 040000
 /* The descriptor is a block device (its dev is the device itself, i_rdev). */
 #define PHASE_BLKDEV 8
+/* Several phases of one process on one file, merged in `lost_phases` because the ring
+ * buffer was full when they ended: `merged` says how many. */
+#define PHASE_MERGED 16
+
+/* fcntl(fd, F_SETFL, flags): not a slot of its own (nothing is counted for it), only
+ * followed so that a phase's O_DIRECT mode is the file's. */
+#define SLOT_SETFL 250
+#define F_SETFL 4
 
 struct phase {
 	__u32 tgid;
@@ -144,6 +155,42 @@ struct phase {
 	__u32 size_hist[L2_BUCKETS];
 	__u32 off_hist[L2_BUCKETS];
 	char path[PATH_MAX_BYTES];
+	/* Nanoseconds inside the read calls and inside the write calls (io_ns is their sum). */
+	__u64 rio_ns;
+	__u64 wio_ns;
+	/* Phases this record stands for (0 or 1: one; more: PHASE_MERGED). */
+	__u64 merged;
+};
+
+struct lost_key {
+	__u32 tgid;
+	__u32 dev;
+	__u64 ino;
+};
+
+/* Per process: read and write calls the tree made that no phase holds, by cause, and the
+ * kernel's own I/O counters of its threads (task->ioac, what /proc/PID/io shows), summed
+ * as each thread exits. */
+struct tree_io {
+	/* On a descriptor that is not a regular file or a block device (a pipe, a socket, a
+	 * terminal, /dev/null...). */
+	__u64 other_rbytes;
+	__u64 other_wbytes;
+	__u64 other_rcalls;
+	__u64 other_wcalls;
+	/* On a file whose phase could not be kept (the `fds` table or `lost_phases` full). */
+	__u64 full_rbytes;
+	__u64 full_wbytes;
+	__u64 full_rcalls;
+	__u64 full_wcalls;
+	/* task->ioac at exit, summed over the process's threads. */
+	__u64 rchar;
+	__u64 wchar;
+	__u64 syscr;
+	__u64 syscw;
+	__u64 read_bytes;
+	__u64 write_bytes;
+	__u64 threads_exited;
 };
 
 struct file_key {
@@ -270,8 +317,24 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1 << 22);
 } phases SEC(".maps");
+
+/* Phases that found the ring buffer full, merged per process and file; user space reads
+ * them at the end (entries are never removed, so a reading never races with a merge). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct lost_key);
+	__type(value, struct phase);
+} lost_phases SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct tree_io);
+} tree_io SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -513,11 +576,39 @@ static __always_inline struct file_stat *file_stat_of(__u32 dev, __u64 ino)
 	return bpf_map_lookup_elem(&files, &k);
 }
 
+static __always_inline struct tree_io *tree_io_of(__u32 tgid)
+{
+	struct tree_io *t = bpf_map_lookup_elem(&tree_io, &tgid);
+	if (t)
+		return t;
+	struct tree_io z = {};
+	bpf_map_update_elem(&tree_io, &tgid, &z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&tree_io, &tgid);
+}
+
+/* A read or write of `bytes` that no phase holds: `full` when a table was full, else the
+ * descriptor was not a file. */
+static __always_inline void unattributed(__u32 tgid, int rd, __u64 bytes, int full)
+{
+	struct tree_io *t = tree_io_of(tgid);
+	if (!t)
+		return;
+	if (full) {
+		__sync_fetch_and_add(rd ? &t->full_rcalls : &t->full_wcalls, 1);
+		__sync_fetch_and_add(rd ? &t->full_rbytes : &t->full_wbytes, bytes);
+	} else {
+		__sync_fetch_and_add(rd ? &t->other_rcalls : &t->other_wcalls, 1);
+		__sync_fetch_and_add(rd ? &t->other_rbytes : &t->other_wbytes, bytes);
+	}
+}
+
+/* *full is set when the descriptor is a file but the `fds` table had no room for it. */
 static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
-					       const char *user_path)
+					       const char *user_path, int *full)
 {
 	__u32 dev = 0, zero = 0, fflags = 0, blk = 0;
 	__u64 ino = 0;
+	*full = 0;
 	if (fd_inode(fd, &dev, &ino, &fflags, &blk))
 		return 0;
 	struct phase *p = bpf_map_lookup_elem(&phase_scratch, &zero);
@@ -541,6 +632,7 @@ static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 	struct fd_key k = { .tgid = tgid, .fd = fd };
 	if (bpf_map_update_elem(&fds, &k, p, BPF_ANY)) {
 		diag_inc(DIAG_FDS_FULL);
+		*full = 1;
 		return 0;
 	}
 	return bpf_map_lookup_elem(&fds, &k);
@@ -574,6 +666,23 @@ int candor_exit(void *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	__u8 group_dead = 0;
 	bpf_probe_read_kernel(&group_dead, sizeof(group_dead), (char *)ctx + 32);
+	if (candor_phases && is_tracked_tgid(tgid)) {
+		/* The thread's own I/O counters, final now: summed per process, they are what
+		 * /proc/PID/io showed for it (without its reaped children's). */
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		struct task_io_accounting io = {};
+		bpf_probe_read_kernel(&io, sizeof(io), &task->ioac);
+		struct tree_io *t = tree_io_of(tgid);
+		if (t) {
+			__sync_fetch_and_add(&t->rchar, io.rchar);
+			__sync_fetch_and_add(&t->wchar, io.wchar);
+			__sync_fetch_and_add(&t->syscr, io.syscr);
+			__sync_fetch_and_add(&t->syscw, io.syscw);
+			__sync_fetch_and_add(&t->read_bytes, io.read_bytes);
+			__sync_fetch_and_add(&t->write_bytes, io.write_bytes);
+			__sync_fetch_and_add(&t->threads_exited, 1);
+		}
+	}
 	/* A thread's own id was added at clone; drop it so a later process reusing it is not
 	 * tracked. The process itself leaves the set when its whole group is dead. */
 	if (tid != tgid)
@@ -644,8 +753,19 @@ int candor_sys_enter(__u64 *ctx)
 	if (!sp)
 		return 0;
 	int slot = slot_of((__s32)ctx[1]);
-	if (slot < 0)
+	if (slot < 0) {
+		/* fcntl(fd, F_SETFL, flags): followed for O_DIRECT, not counted. */
+		if ((__s32)ctx[1] != 72 || !candor_phases)
+			return 0;
+		const void *regs = (const void *)ctx[0];
+		if (reg(regs, PT_REGS_SI) != F_SETFL)
+			return 0;
+		sp->slot = SLOT_SETFL;
+		sp->fd = (__u32)reg(regs, PT_REGS_DI);
+		sp->arg = reg(regs, PT_REGS_DX);
+		sp->ts = bpf_ktime_get_ns();
 		return 0;
+	}
 	if (slot == SLOT_UNLINK && (__s32)ctx[1] == 263) {
 		/* unlinkat(dirfd, path, AT_REMOVEDIR) removes a directory: an rmdir. */
 		if (reg((const void *)ctx[0], PT_REGS_DX) & AT_REMOVEDIR)
@@ -733,10 +853,67 @@ int candor_sys_count(__u64 *ctx)
 	return 0;
 }
 
-static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 now)
+/* A phase the ring buffer had no room for, merged into `lost_phases` (one record per
+ * process and file until user space takes it). Its bytes are counted as unattributed
+ * only when that table is full too. */
+static __always_inline void merge_lost(struct phase *p)
 {
-	/* The per-file totals take a phase's counters when it ends; user space adds the
-	 * phases still open (see Snapshot::decode). */
+	struct lost_key lk = { .tgid = p->tgid, .dev = p->dev, .ino = p->ino };
+	struct phase *m = bpf_map_lookup_elem(&lost_phases, &lk);
+	if (!m) {
+		p->merged = 1;
+		if (!bpf_map_update_elem(&lost_phases, &lk, p, BPF_NOEXIST)) {
+			diag_inc(DIAG_PHASES_MERGED);
+			return;
+		}
+		m = bpf_map_lookup_elem(&lost_phases, &lk);
+		if (!m) {
+			diag_inc(DIAG_PHASES_LOST);
+			struct tree_io *t = tree_io_of(p->tgid);
+			if (t) {
+				__sync_fetch_and_add(&t->full_rcalls, p->rcalls);
+				__sync_fetch_and_add(&t->full_wcalls, p->wcalls);
+				__sync_fetch_and_add(&t->full_rbytes, p->rbytes);
+				__sync_fetch_and_add(&t->full_wbytes, p->wbytes);
+			}
+			return;
+		}
+	}
+	diag_inc(DIAG_PHASES_MERGED);
+	m->flags |= PHASE_MERGED | (p->flags & (PHASE_DIRECT | PHASE_BLKDEV | PHASE_OPENED));
+	if (p->open_ns < m->open_ns)
+		m->open_ns = p->open_ns;
+	if (p->first_ns && (!m->first_ns || p->first_ns < m->first_ns))
+		m->first_ns = p->first_ns;
+	if (p->last_ns > m->last_ns)
+		m->last_ns = p->last_ns;
+	if (p->close_ns > m->close_ns)
+		m->close_ns = p->close_ns;
+	if (!m->path[0])
+		__builtin_memcpy(m->path, p->path, sizeof(m->path));
+	__sync_fetch_and_add(&m->rbytes, p->rbytes);
+	__sync_fetch_and_add(&m->wbytes, p->wbytes);
+	__sync_fetch_and_add(&m->rcalls, p->rcalls);
+	__sync_fetch_and_add(&m->wcalls, p->wcalls);
+	__sync_fetch_and_add(&m->io_ns, p->io_ns);
+	__sync_fetch_and_add(&m->rio_ns, p->rio_ns);
+	__sync_fetch_and_add(&m->wio_ns, p->wio_ns);
+	__sync_fetch_and_add(&m->fsyncs, p->fsyncs);
+	__sync_fetch_and_add(&m->fsync_ns, p->fsync_ns);
+	__sync_fetch_and_add(&m->lseeks, p->lseeks);
+	__sync_fetch_and_add(&m->merged, 1);
+	for (int i = 0; i < L2_BUCKETS; i++) {
+		if (p->size_hist[i])
+			__sync_fetch_and_add(&m->size_hist[i], p->size_hist[i]);
+		if (p->off_hist[i])
+			__sync_fetch_and_add(&m->off_hist[i], p->off_hist[i]);
+	}
+}
+
+/* The per-file totals take a phase's counters when it ends; user space adds the phases
+ * still open (see Snapshot::decode). */
+static __always_inline void fold_into_file(struct phase *p)
+{
 	struct file_stat *fs = file_stat_of(p->dev, p->ino);
 	if (fs) {
 		__sync_fetch_and_add(&fs->rcalls, p->rcalls);
@@ -748,16 +925,60 @@ static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 
 		__sync_fetch_and_add(&fs->fsync_ns, p->fsync_ns);
 		__sync_fetch_and_add(&fs->closes, 1);
 	}
+}
+
+static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 now)
+{
+	fold_into_file(p);
 	p->close_ns = now;
 	p->flags |= PHASE_CLOSED;
 	if (bpf_ringbuf_output(&phases, p, sizeof(*p), 0))
-		diag_inc(DIAG_PHASES_LOST);
+		merge_lost(p);
 	bpf_map_delete_elem(&fds, k);
 }
 
 /* Linux AIO's iocbs, at io_submit's exit (in the asynchronous I/O section below). */
 static __always_inline void aio_submitted(const void *regs, __u64 accepted, __u32 tgid,
 					  __u64 from, __u64 now);
+/* fcntl(F_SETFL) changed O_DIRECT on a descriptor: a phase is in one mode, so the phase
+ * so far ends here (as if closed) and the descriptor goes on in a new one from now. A
+ * phase with no I/O yet only takes the new mode. */
+static __always_inline void set_direct(struct phase *p, int direct, __u64 now)
+{
+	int was = (p->flags & PHASE_DIRECT) != 0;
+	if (was == direct)
+		return;
+	if (p->rcalls || p->wcalls || p->fsyncs) {
+		fold_into_file(p);
+		__u32 flags = p->flags;
+		p->close_ns = now;
+		p->flags |= PHASE_CLOSED;
+		if (bpf_ringbuf_output(&phases, p, sizeof(*p), 0))
+			merge_lost(p);
+		p->flags = flags;
+		p->close_ns = 0;
+		p->open_ns = now;
+		p->first_ns = 0;
+		p->last_ns = 0;
+		p->rbytes = 0;
+		p->wbytes = 0;
+		p->rcalls = 0;
+		p->wcalls = 0;
+		p->io_ns = 0;
+		p->rio_ns = 0;
+		p->wio_ns = 0;
+		p->fsyncs = 0;
+		p->fsync_ns = 0;
+		p->lseeks = 0;
+		p->merged = 0;
+		__builtin_memset(p->size_hist, 0, sizeof(p->size_hist));
+		__builtin_memset(p->off_hist, 0, sizeof(p->off_hist));
+	}
+	if (direct)
+		p->flags |= PHASE_DIRECT;
+	else
+		p->flags &= ~PHASE_DIRECT;
+}
 
 SEC("raw_tp/sys_exit")
 int candor_sys_exit(__u64 *ctx)
@@ -774,6 +995,18 @@ int candor_sys_exit(__u64 *ctx)
 	__u64 lat = now - s.ts;
 	__s64 ret = (__s64)ctx[1];
 	__u32 slot = s.slot;
+	if (slot == SLOT_SETFL) {
+		if (ret < 0)
+			return 0;
+		struct fd_key k = { .tgid = tgid, .fd = s.fd };
+		struct phase *p = bpf_map_lookup_elem(&fds, &k);
+		int full = 0;
+		if (p)
+			set_direct(p, (s.arg & X86_O_DIRECT) != 0, now);
+		else
+			new_phase(tgid, s.fd, now, 0, &full);
+		return 0;
+	}
 	if (slot >= NSLOTS)
 		return 0;
 	int rd = is_read_slot(slot), wr = is_write_slot(slot);
@@ -800,8 +1033,9 @@ int candor_sys_exit(__u64 *ctx)
 	}
 	if (slot == SLOT_IO_URING_ENTER || !candor_phases)
 		return 0;
+	int full = 0;
 	if (slot == SLOT_OPENAT) {
-		new_phase(tgid, (__u32)ret, now, (const char *)s.arg);
+		new_phase(tgid, (__u32)ret, now, (const char *)s.arg, &full);
 		return 0;
 	}
 	struct fd_key k = { .tgid = tgid, .fd = s.fd };
@@ -812,9 +1046,12 @@ int candor_sys_exit(__u64 *ctx)
 		return 0;
 	}
 	if (!p)
-		p = new_phase(tgid, s.fd, s.ts, 0);
-	if (!p)
+		p = new_phase(tgid, s.fd, s.ts, 0, &full);
+	if (!p) {
+		if (rd || wr)
+			unattributed(tgid, rd, ret, full);
 		return 0;
+	}
 
 	if (!p->first_ns)
 		p->first_ns = s.ts;
@@ -831,9 +1068,11 @@ int candor_sys_exit(__u64 *ctx)
 		if (rd) {
 			__sync_fetch_and_add(&p->rcalls, 1);
 			__sync_fetch_and_add(&p->rbytes, ret);
+			__sync_fetch_and_add(&p->rio_ns, lat);
 		} else {
 			__sync_fetch_and_add(&p->wcalls, 1);
 			__sync_fetch_and_add(&p->wbytes, ret);
+			__sync_fetch_and_add(&p->wio_ns, lat);
 		}
 	} else if (slot == SLOT_LSEEK) {
 		__sync_fetch_and_add(&p->lseeks, 1);

@@ -65,9 +65,19 @@ struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));
 
+struct task_io_accounting {
+	__u64 rchar;
+	__u64 wchar;
+	__u64 syscr;
+	__u64 syscw;
+	__u64 read_bytes;
+	__u64 write_bytes;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 	struct files_struct *files;
+	struct task_io_accounting ioac;
 } __attribute__((preserve_access_index));
 
 #define PF_KTHREAD 0x00200000

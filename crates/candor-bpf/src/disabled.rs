@@ -68,6 +68,14 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn lost(&self) -> Result<Vec<RawPhase>, TraceError> {
+        match *self {}
+    }
+
+    pub fn tree_io(&self) -> Result<Vec<(u32, crate::raw::TreeIo)>, TraceError> {
+        match *self {}
+    }
+
     pub fn traces_syscalls(&self) -> bool {
         match *self {}
     }

@@ -4,8 +4,8 @@
 
 use crate::probe::{self, Attach, TracepointState};
 use crate::raw::{
-    BlkKey, BlkStat, ChanKey, ChanLost, ChanStat, FdKey, FileKey, FileStat, L2Hist, RawPhase,
-    RawSnapshot, SysStart, SysStat, NCHAN, NDIAG, SLOT_NAMES,
+    BlkKey, BlkStat, ChanKey, ChanLost, ChanStat, FdKey, FileKey, FileStat, L2Hist, LostKey,
+    RawPhase, RawSnapshot, SysStart, SysStat, TreeIo, NCHAN, NDIAG, SLOT_NAMES,
 };
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
@@ -470,6 +470,21 @@ impl Loaded {
             lost.push(l);
         }
         Ok((v, lost))
+    }
+
+    /// Phases that found the ring buffer full, merged per process and file (copies: they
+    /// stay in the table, which only grows, so a merge never races with a reading).
+    pub fn lost(&self) -> Result<Vec<RawPhase>, TraceError> {
+        let m: HashMap<_, LostKey, RawPhase> =
+            HashMap::try_from(self.map("lost_phases")?).map_err(|e| err("lost_phases", e))?;
+        Ok(m.iter().filter_map(Result::ok).map(|(_, v)| v).collect())
+    }
+
+    /// Per process: calls no phase holds, and the kernel's I/O counters at thread exit.
+    pub fn tree_io(&self) -> Result<Vec<(u32, TreeIo)>, TraceError> {
+        let m: HashMap<_, u32, TreeIo> =
+            HashMap::try_from(self.map("tree_io")?).map_err(|e| err("tree_io", e))?;
+        Ok(m.iter().filter_map(Result::ok).collect())
     }
 
     /// Files the tracked set has open now (copies; they stay in the kernel's table).

@@ -294,6 +294,22 @@ impl Tracer {
         out
     }
 
+    /// Phases that ended while the ring buffer was full, merged per process and file (one
+    /// phase each, `merged` saying how many it stands for). Read them once, at the end:
+    /// the table keeps them, so two readings hold the same phases.
+    pub fn lost_phases(&mut self) -> Result<Vec<Phase>, TraceError> {
+        let mut phases: Vec<Phase> = self.inner.lost()?.iter().map(Phase::decode).collect();
+        name_phases(&mut self.paths, &mut phases);
+        Ok(phases)
+    }
+
+    /// Per process of the tracked set (by id): read and write calls that no phase holds
+    /// (on pipes, sockets and other descriptors that are not files, or lost to a full
+    /// table), and the kernel's own I/O counters of the threads that have exited.
+    pub fn tree_io(&self) -> Result<Vec<(u32, raw::TreeIo)>, TraceError> {
+        self.inner.tree_io()
+    }
+
     /// Files the tracked set has open right now, as phases so far (not removed).
     pub fn open_phases(&mut self) -> Result<Vec<Phase>, TraceError> {
         let mut phases: Vec<Phase> = self.inner.open()?.iter().map(Phase::decode).collect();

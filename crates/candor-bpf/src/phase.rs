@@ -4,7 +4,8 @@
 
 use crate::hist::{Hist, Scale};
 use crate::raw::{
-    chan_name, ChanKey, ChanStat, RawPhase, PHASE_BLKDEV, PHASE_CLOSED, PHASE_DIRECT, PHASE_OPENED,
+    chan_name, ChanKey, ChanStat, RawPhase, PHASE_BLKDEV, PHASE_CLOSED, PHASE_DIRECT, PHASE_MERGED,
+    PHASE_OPENED,
 };
 use crate::snapshot::DevId;
 use serde::Serialize;
@@ -21,9 +22,10 @@ pub struct Phase {
     pub path: Option<String>,
     /// False when the process ended (or tracing stopped) with the file still open.
     pub closed: bool,
-    /// The file was in O_DIRECT mode when the phase began (at its openat, or at the first
+    /// The file was in O_DIRECT mode during the phase (from its openat, or from the first
     /// call the tracer saw on a descriptor it did not see opened, such as dd's dup2'd
-    /// output); a later fcntl(F_SETFL) is not followed.
+    /// output). An fcntl(F_SETFL) that turns O_DIRECT on or off ends the phase there and
+    /// starts another in the new mode.
     pub direct: bool,
     /// The descriptor is a block device: `dev` is the device itself and `inode` its node
     /// in /dev.
@@ -37,8 +39,14 @@ pub struct Phase {
     pub write_bytes: u64,
     pub read_calls: u64,
     pub write_calls: u64,
-    /// Nanoseconds inside read and write calls.
+    /// Nanoseconds inside read and write calls, and each measured apart.
     pub io_ns: u64,
+    pub read_ns: u64,
+    pub write_ns: u64,
+    /// 0 for a record of one phase; otherwise the record holds this many phases that
+    /// ended while the ring buffer was full, merged per process and file (their times then
+    /// span the first open to the last close).
+    pub merged: u64,
     pub fsyncs: u64,
     pub fsync_ns: u64,
     pub lseeks: u64,
@@ -83,6 +91,13 @@ impl Phase {
             read_calls: r.rcalls,
             write_calls: r.wcalls,
             io_ns: r.io_ns,
+            read_ns: r.rio_ns,
+            write_ns: r.wio_ns,
+            merged: if r.flags & PHASE_MERGED != 0 {
+                r.merged.max(1)
+            } else {
+                0
+            },
             fsyncs: r.fsyncs,
             fsync_ns: r.fsync_ns,
             lseeks: r.lseeks,
@@ -115,12 +130,15 @@ impl Phase {
             read_calls: s.rcalls,
             write_calls: s.wcalls,
             io_ns: 0,
+            read_ns: 0,
+            write_ns: 0,
             fsyncs: s.fsyncs,
             fsync_ns: 0,
             lseeks: 0,
             record_sizes: Hist::from_u32(Scale::Log2, &s.size_hist),
             offsets: Hist::from_u32(Scale::Log2, &[0; crate::raw::L2_BUCKETS]),
             channel: Some(channel),
+            merged: 0,
         })
     }
 

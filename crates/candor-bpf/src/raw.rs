@@ -58,7 +58,10 @@ pub const DIAG_REQS_FULL: u32 = 2;
 pub const DIAG_FDS_FULL: u32 = 3;
 /// Not a loss: completions recovered when their request was used again.
 pub const DIAG_COMPLETIONS_RECOVERED: u32 = 4;
-pub const NDIAG: u32 = 5;
+/// Not a loss: phases that found the ring buffer full and were merged per process and
+/// file in the `lost_phases` table, which user space drains with the ring buffer.
+pub const DIAG_PHASES_MERGED: u32 = 5;
+pub const NDIAG: u32 = 6;
 
 /// Phase flags.
 pub const PHASE_OPENED: u32 = 1;
@@ -67,6 +70,8 @@ pub const PHASE_CLOSED: u32 = 2;
 pub const PHASE_DIRECT: u32 = 4;
 /// The descriptor is a block device (the phase's dev is the device itself).
 pub const PHASE_BLKDEV: u32 = 8;
+/// Several phases of one process on one file merged into one record (`merged` of them).
+pub const PHASE_MERGED: u32 = 16;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +159,46 @@ pub struct RawPhase {
     pub size_hist: [u32; L2_BUCKETS],
     pub off_hist: [u32; L2_BUCKETS],
     pub path: [u8; PATH_MAX_BYTES],
+    /// Nanoseconds inside the read calls and inside the write calls (`io_ns` is their sum).
+    pub rio_ns: u64,
+    pub wio_ns: u64,
+    /// Phases this record stands for (0 or 1: one).
+    pub merged: u64,
+}
+
+/// Key of the `lost_phases` table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LostKey {
+    pub tgid: u32,
+    pub dev: u32,
+    pub ino: u64,
+}
+
+/// Per process (`tree_io` table): the read and write calls no phase holds, by cause, and
+/// the kernel's own I/O counters of its threads (task->ioac), summed as each exited.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TreeIo {
+    /// On descriptors that are not regular files or block devices (pipes, sockets,
+    /// terminals, /dev/null).
+    pub other_rbytes: u64,
+    pub other_wbytes: u64,
+    pub other_rcalls: u64,
+    pub other_wcalls: u64,
+    /// On files whose phase could not be kept (a table full).
+    pub full_rbytes: u64,
+    pub full_wbytes: u64,
+    pub full_rcalls: u64,
+    pub full_wcalls: u64,
+    /// task->ioac at each thread's exit, summed: /proc/PID/io without reaped children.
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub threads_exited: u64,
 }
 
 impl Default for RawPhase {
@@ -180,6 +225,9 @@ impl Default for RawPhase {
             size_hist: [0; L2_BUCKETS],
             off_hist: [0; L2_BUCKETS],
             path: [0; PATH_MAX_BYTES],
+            rio_ns: 0,
+            wio_ns: 0,
+            merged: 0,
         }
     }
 }
@@ -344,6 +392,8 @@ unsafe impl aya::Pod for BlkStat {}
 unsafe impl aya::Pod for ChanKey {}
 unsafe impl aya::Pod for ChanStat {}
 unsafe impl aya::Pod for ChanLost {}
+unsafe impl aya::Pod for LostKey {}
+unsafe impl aya::Pod for TreeIo {}
 
 fn add_into(a: &mut [u64], b: &[u64]) {
     for (x, y) in a.iter_mut().zip(b) {
@@ -393,8 +443,10 @@ mod tests {
         assert_eq!(std::mem::size_of::<SysStat>(), 4 * 8 + 256 * 8);
         assert_eq!(
             std::mem::size_of::<RawPhase>(),
-            16 + 8 + 13 * 8 + 64 * 4 * 2 + 256
+            16 + 8 + 13 * 8 + 64 * 4 * 2 + 256 + 3 * 8
         );
+        assert_eq!(std::mem::size_of::<LostKey>(), 16);
+        assert_eq!(std::mem::size_of::<TreeIo>(), 15 * 8);
         assert_eq!(std::mem::size_of::<FileKey>(), 16);
         assert_eq!(std::mem::size_of::<FileStat>(), 72);
         assert_eq!(std::mem::size_of::<BlkKey>(), 8);
