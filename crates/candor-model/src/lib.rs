@@ -13,6 +13,7 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+pub mod refusal;
 mod steady;
 mod time;
 pub mod units;
