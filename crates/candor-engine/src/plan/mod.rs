@@ -194,7 +194,7 @@ impl Plan {
             .filter(|&f| f > 0)
             .min()
             .unwrap_or(0);
-        let (points, repeat_default) = match &preset.shape {
+        let (mut points, repeat_default) = match &preset.shape {
             Shape::Fixed(f) => {
                 let size = f.file_size(free);
                 let refused: Vec<String> = dirs
@@ -327,6 +327,9 @@ impl Plan {
                 },
             },
         };
+        for p in &mut points {
+            p.settle(&settings);
+        }
         if o.verify {
             check_verifiable(&points)?;
         }
@@ -650,7 +653,7 @@ fn check_direct(points: &[Point], infos: &[TargetInfo], dirs: &[RunDir]) -> Resu
             .unwrap_or(512);
         if let Some(p) = points
             .iter()
-            .find(|p| p.direct(true) && p.record_size % lbs != 0)
+            .find(|p| p.can_direct() && p.record_size % lbs != 0)
         {
             return Err(PlanError::usage(format!(
                 "with --direct, the record size must be a multiple of the device's logical block size ({lbs} bytes on {}), and {} is not: choose e.g. --record-size 4k",
