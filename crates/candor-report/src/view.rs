@@ -32,19 +32,10 @@ pub fn warnings(doc: &RunDoc) -> Vec<String> {
 }
 
 /// Which way a test moves data (for choosing the device counter that matches it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Read,
-    Write,
-    Both,
-}
+pub use candor_model::Direction;
 
 pub fn direction(r: &TestResult) -> Direction {
-    match r.test.as_str() {
-        "randmix" | "copy" => Direction::Both,
-        _ if r.is_write() => Direction::Write,
-        _ => Direction::Read,
-    }
+    r.direction()
 }
 
 /// Throughput as the device saw it, scaled to the headline: headline x device bytes / app
@@ -57,7 +48,7 @@ pub fn device_bps(r: &TestResult) -> Option<f64> {
         // Writes count only what reached the device inside the timed region: the rest came
         // with the flush after it, and the figure did not wait for it.
         Direction::Write => (d.write_bytes_in_window, w.app.write_bytes),
-        Direction::Both => (
+        Direction::Mixed | Direction::Unknown => (
             d.read_bytes + d.write_bytes_in_window,
             w.app.read_bytes + w.app.write_bytes,
         ),
@@ -86,7 +77,7 @@ pub fn disk_under_bps(r: &TestResult) -> Option<(String, f64)> {
             b.write_bytes.min(d.write_bytes_in_window),
             w.app.write_bytes,
         ),
-        Direction::Both => (
+        Direction::Mixed | Direction::Unknown => (
             b.read_bytes.min(d.read_bytes) + b.write_bytes.min(d.write_bytes_in_window),
             w.app.read_bytes + w.app.write_bytes,
         ),

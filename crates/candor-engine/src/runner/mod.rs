@@ -271,6 +271,8 @@ fn base_result(target: &Target, point: &Point, s: &RunSettings) -> TestResult {
         intent: point.intent,
         status: Status::Ok,
         fadvise: point.fadvise,
+        direction: point.spec.data_direction(),
+        access: point.spec.access(),
         ..Default::default()
     }
 }
@@ -490,7 +492,7 @@ pub fn run_coordinated(
             r.steady_state = steady.map(|x| x.conclude());
             if s.verify.is_some() && point.spec.is_records() {
                 let tally = targets[ti].take_verify();
-                r.verify = Some(tally.to_json(point.record_size));
+                r.verify = Some(tally.outcome(point.record_size));
                 if tally.bad > 0 {
                     // What is on disk is not what candor wrote: rewrite before the next test.
                     if let Some(f) = targets[ti].files.as_mut() {

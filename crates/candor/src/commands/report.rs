@@ -20,7 +20,7 @@ pub struct Args {
     pub output: Option<PathBuf>,
     /// table, json, csv, markdown, iozone, excel, openmetrics or fio-json (default: table on
     /// stdout, HTML with -o).
-    #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
+    #[arg(long, value_name = "FORMAT", value_parser = refusing(Format::from_arg))]
     pub format: Option<Format>,
     /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
     #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = refusing(crate::commands::report::parse_max_input))]
@@ -30,11 +30,6 @@ pub struct Args {
 /// `--max-input-size`: a size as the size options take it (`256m`, `1g`).
 pub fn parse_max_input(s: &str) -> Result<u64, String> {
     candor_engine::size::parse_size(s).map_err(|e| format!("--max-input-size: {e}"))
-}
-
-fn parse_format(name: &str) -> Result<Format, String> {
-    Format::parse(name)
-        .ok_or_else(|| format!("unknown format {name:?}: use one of {}", Format::names()))
 }
 
 pub fn run(args: Args) -> CmdResult {
