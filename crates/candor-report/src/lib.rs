@@ -19,6 +19,7 @@ mod iozone;
 mod json;
 mod markdown;
 mod openmetrics;
+mod ranks;
 pub mod steady;
 pub mod study;
 pub mod svg;
