@@ -175,22 +175,33 @@ pub fn failed(r: &TestResult) -> bool {
 
 /// "write 64m/1m", plus threads and depth when they are not 1: "randread 1g/4k x4 qd32".
 pub fn label(r: &TestResult) -> String {
-    let mut s = if r.file_size == 0 && r.record_size == 0 {
+    if r.file_size == 0 && r.record_size == 0 {
         // Metadata tests have no file or record size.
-        r.test.clone()
+        format!("{}{}", r.test, counts(r.threads, r.iodepth))
     } else {
         format!(
-            "{} {}/{}",
+            "{} {}{}",
             r.test,
-            units::size(r.file_size),
-            units::size(r.record_size)
+            sizes(r.file_size, r.record_size),
+            counts(r.threads, r.iodepth)
         )
-    };
-    if r.threads > 1 {
-        s.push_str(&format!(" x{}", r.threads));
     }
-    if r.iodepth > 1 {
-        s.push_str(&format!(" qd{}", r.iodepth));
+}
+
+/// "1g/4k": a point's file and record size, as every label writes them.
+pub fn sizes(file_size: u64, record_size: u64) -> String {
+    format!("{}/{}", units::size(file_size), units::size(record_size))
+}
+
+/// " x4 qd32": a point's threads and depth, as every label writes them, each only when it
+/// is above 1.
+pub fn counts(threads: u32, iodepth: u32) -> String {
+    let mut s = String::new();
+    if threads > 1 {
+        s.push_str(&format!(" x{threads}"));
+    }
+    if iodepth > 1 {
+        s.push_str(&format!(" qd{iodepth}"));
     }
     s
 }
@@ -658,20 +669,15 @@ pub fn series<'a>(results: &[&'a TestResult], axis: Axis) -> Vec<Series<'a>> {
                 return None;
             }
             let r = v[0];
-            let mut title = format!(
-                "{} {}/{}",
-                r.test,
-                units::size(r.file_size),
-                units::size(r.record_size)
-            );
+            let mut title = format!("{} {}", r.test, sizes(r.file_size, r.record_size));
             if !r.engine.is_empty() {
                 title.push_str(&format!(" {}", r.engine));
             }
-            match axis {
-                Axis::Threads if r.iodepth > 1 => title.push_str(&format!(" qd{}", r.iodepth)),
-                Axis::Depth if r.threads > 1 => title.push_str(&format!(" x{}", r.threads)),
-                _ => {}
-            }
+            // The axis's own figure is left out: it varies along the series.
+            title.push_str(&match axis {
+                Axis::Threads => counts(1, r.iodepth),
+                Axis::Depth => counts(r.threads, 1),
+            });
             if r.direct {
                 title.push_str(" direct");
             }
