@@ -33,7 +33,7 @@ pub fn measure(
             "internal: the ceiling preset is not fixed points",
         ));
     };
-    let points = fixed.points(fixed.file_size(free))?;
+    let mut points = fixed.points(fixed.file_size(free))?;
     let settings = RunSettings {
         direct: true,
         repeat: fixed.repeat,
@@ -45,6 +45,9 @@ pub fn measure(
         precondition: None,
         ..plan.settings.clone()
     };
+    for p in &mut points {
+        p.settle(&settings);
+    }
     say(&format!(
         "measuring the device's ceiling on {} (about 15 s)",
         first_path.display()

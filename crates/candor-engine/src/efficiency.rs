@@ -101,7 +101,7 @@ pub fn parse_spec(text: &str) -> Result<DeviceSpec, String> {
 
 /// Random tests with small records are judged in IOPS; everything else in bytes/s.
 fn uses_iops(r: &TestResult) -> bool {
-    matches!(r.test.as_str(), "randread" | "randwrite" | "randmix") && r.record_size <= 64 << 10
+    r.access == Some(candor_model::Access::Random) && r.record_size <= 64 << 10
 }
 
 /// The efficiency of one result, when the spec has the ceiling it needs.
@@ -173,6 +173,8 @@ mod tests {
         assert!((e.share - 0.8).abs() < 1e-12);
         let mut q = TestResult {
             test: "randread".into(),
+            direction: Some(candor_model::Direction::Read),
+            access: Some(candor_model::Access::Random),
             record_size: 4096,
             status: candor_model::Status::Ok,
             ..Default::default()
@@ -186,6 +188,7 @@ mod tests {
         let only_seq = parse_spec("seq-read=1GB/s").unwrap();
         let w = TestResult {
             test: "write".into(),
+            direction: Some(candor_model::Direction::Write),
             record_size: 1 << 20,
             status: candor_model::Status::Ok,
             ..Default::default()

@@ -31,6 +31,7 @@
 //! runner does that with `--verify`).
 
 pub use crate::buffer::BufferPattern;
+use candor_model::{BadKinds, VerifyOutcome};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -83,28 +84,12 @@ fn put(b: &mut [u8], at: usize, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-/// The kinds of bad record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BadKind {
-    Corruption,
-    Misdirected,
-    Stale,
-    Torn,
-}
+/// The kinds of bad record (the result's words).
+pub use candor_model::BadKind;
 
-impl BadKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BadKind::Corruption => "corruption",
-            BadKind::Misdirected => "misdirected",
-            BadKind::Stale => "stale",
-            BadKind::Torn => "torn",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
+/// A kind's place in `Tally::kinds`.
+fn index(k: BadKind) -> usize {
+    k as usize
 }
 
 /// What verification found, summed over files and repetitions.
@@ -133,24 +118,24 @@ impl Tally {
     }
 
     /// The result's `verify` block.
-    pub fn to_json(&self, record_size: u64) -> serde_json::Value {
-        let kind = |k: BadKind| self.kinds[k.index()];
-        serde_json::json!({
-            "record_size": record_size,
-            "header_bytes": HEADER,
-            "records_written": self.written,
-            "records_checked": self.checked,
-            "bad_records": self.bad,
-            "first_bad_offset": self.first_bad.map(|f| f.1),
-            "first_bad_file": self.first_bad.map(|f| f.0),
-            "first_bad_kind": self.first_bad.map(|f| f.2.name()),
-            "kinds": {
-                "corruption": kind(BadKind::Corruption),
-                "misdirected": kind(BadKind::Misdirected),
-                "stale": kind(BadKind::Stale),
-                "torn": kind(BadKind::Torn),
+    pub fn outcome(&self, record_size: u64) -> VerifyOutcome {
+        let kind = |k: BadKind| self.kinds[index(k)];
+        VerifyOutcome {
+            bad_records: self.bad,
+            first_bad_file: self.first_bad.map(|f| f.0),
+            first_bad_kind: self.first_bad.map(|f| f.2),
+            first_bad_offset: self.first_bad.map(|f| f.1),
+            header_bytes: HEADER as u64,
+            kinds: BadKinds {
+                corruption: kind(BadKind::Corruption),
+                misdirected: kind(BadKind::Misdirected),
+                stale: kind(BadKind::Stale),
+                torn: kind(BadKind::Torn),
             },
-        })
+            record_size,
+            records_checked: self.checked,
+            records_written: self.written,
+        }
     }
 
     /// One sentence for a test that read bad records.
@@ -163,8 +148,8 @@ impl Tally {
             BadKind::Torn,
         ]
         .iter()
-        .filter(|k| self.kinds[k.index()] > 0)
-        .map(|k| format!("{} {}", self.kinds[k.index()], k.name()))
+        .filter(|k| self.kinds[index(**k)] > 0)
+        .map(|k| format!("{} {}", self.kinds[index(*k)], k.name()))
         .collect();
         Some(format!(
             "data verification failed: {} of {} records read back wrong ({}); the first at offset {} of {} ({})",
@@ -368,7 +353,7 @@ impl FileVerify {
         let verdict = self.classify(buf, off, expected);
         if let Some(kind) = verdict {
             self.bad.fetch_add(1, Ordering::Relaxed);
-            self.kinds[kind.index()].fetch_add(1, Ordering::Relaxed);
+            self.kinds[index(kind)].fetch_add(1, Ordering::Relaxed);
             if let Ok(mut f) = self.first_bad.lock() {
                 if f.is_none() {
                     *f = Some((self.file, off, kind));

@@ -165,7 +165,7 @@ pub const TESTS: &[TestSpec] = &[
     spec!("frewrite", 6, Write, Sequential, Stdio, Existing, false),
     spec!("fread", 7, Read, Sequential, Stdio, Existing, false),
     spec!("freread", 7, Read, Sequential, Stdio, Existing, true),
-    spec!("randmix", 8, Mix, Random, Any, Existing, false),
+    spec!("randmix", 8, Mixed, Random, Any, Existing, false),
     spec!("pwrite", 9, Write, Sequential, Psync, Fresh, false),
     spec!("repwrite", 9, Write, Sequential, Psync, Existing, false),
     spec!("pread", 10, Read, Sequential, Psync, Existing, false),
@@ -200,6 +200,23 @@ impl TestSpec {
 
     pub fn is_meta(&self) -> bool {
         self.special.is_some_and(|s| !s.is_copy())
+    }
+
+    /// Which way its headline figure's data goes, as results store it: a record test's
+    /// direction, both ways for copy, none for the metadata tests (they move no data).
+    pub fn data_direction(&self) -> Option<Direction> {
+        if self.is_records() {
+            Some(self.direction)
+        } else if self.is_copy() {
+            Some(Direction::Mixed)
+        } else {
+            None
+        }
+    }
+
+    /// How it walks its file, as results store it (record tests only).
+    pub fn access(&self) -> Option<candor_model::Access> {
+        self.is_records().then(|| self.pattern.access())
     }
 }
 

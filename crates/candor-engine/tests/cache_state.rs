@@ -143,13 +143,10 @@ fn run_probed_with(
     let mut targets = vec![Target::new(tmp.path().to_path_buf(), dir, witness)];
     let points: Vec<Point> = tests
         .iter()
-        .map(|t| Point {
-            spec: find(t).unwrap(),
-            file_size: FILE,
-            record_size,
-            threads: 1,
-            iodepth: 1,
-            engine: EngineKind::Psync,
+        .map(|t| {
+            let mut p = Point::new(find(t).unwrap(), FILE, record_size, 1, 1, EngineKind::Psync);
+            p.settle(&s);
+            p
         })
         .collect();
     let mut probe = Probe {

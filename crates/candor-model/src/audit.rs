@@ -3,28 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which way the data went in a claimed figure.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Read,
-    Write,
-    /// Both in one figure (a mixed workload).
-    Mixed,
-    #[default]
-    Unknown,
-}
-
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Read => "read",
-            Direction::Write => "write",
-            Direction::Mixed => "mixed",
-            Direction::Unknown => "unknown",
-        }
-    }
-}
+/// Which way the data went in a claimed figure: the one direction type (`vocab.rs`).
+pub use crate::vocab::Direction;
 
 /// One line of the audit's reconciliation table (`audit.reconciliation` in a saved audit):
 /// a figure the audited program claimed against what the kernel saw.

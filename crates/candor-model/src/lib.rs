@@ -13,10 +13,12 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+pub mod refusal;
 mod source;
 mod steady;
 mod time;
 pub mod units;
+mod verify;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{
@@ -30,10 +32,11 @@ pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
 pub use source::{Chosen, WitnessSource};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
-pub use vocab::{Access, Fadvise, Intent, Status, Verdict};
+pub use verify::{BadKind, BadKinds, VerifyOutcome};
+pub use vocab::{Access, Direction, Fadvise, Intent, Status, Verdict};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The value of `tool` in every file candor writes.
 pub const TOOL: &str = "candor";
@@ -326,6 +329,13 @@ pub struct TestResult {
     /// The access hint the test's files were opened with (absent: none).
     #[serde(skip_serializing_if = "is_no_hint")]
     pub fadvise: Fadvise,
+    /// Which way the test's data goes (absent for metadata tests, and in files saved
+    /// before it was stored: [`TestResult::direction`] then tells it from the test's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// How the test walks its file (record tests only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
     pub error: Option<String>,
     pub repetitions: u32,
     /// Headline throughput, bytes per second.
@@ -346,8 +356,7 @@ pub struct TestResult {
     /// Share of a device's ceiling reached (studies).
     pub efficiency: Option<Efficiency>,
     /// Data verification outcome (--verify).
-    #[serde(deserialize_with = "crate::bounded::opt_value")]
-    pub verify: Option<serde_json::Value>,
+    pub verify: Option<VerifyOutcome>,
     /// Per-rank figures of an MPI run.
     #[serde(deserialize_with = "crate::bounded::opt_value")]
     pub ranks: Option<serde_json::Value>,
@@ -370,8 +379,20 @@ fn is_no_hint(f: &Fadvise) -> bool {
 }
 
 impl TestResult {
+    /// Which way the headline figure's data goes: as stored, or for a file saved before
+    /// it was (and a metadata test) from the test's name.
+    pub fn direction(&self) -> Direction {
+        match self.direction {
+            Some(d) => d,
+            None if matches!(self.test.as_str(), "randmix" | "copy") => Direction::Mixed,
+            None if is_write_test(&self.test) => Direction::Write,
+            None => Direction::Read,
+        }
+    }
+
+    /// Whether the headline figure includes writing.
     pub fn is_write(&self) -> bool {
-        is_write_test(&self.test)
+        self.direction().writes()
     }
 }
 

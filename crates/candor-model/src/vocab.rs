@@ -48,6 +48,42 @@ pub enum Verdict {
     Unverified,
 }
 
+/// Which way a test's or a figure's data goes: the one read/write direction every crate
+/// uses (the engine's tests, the results, the witness's operations, the audit's claims,
+/// the reports).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Read,
+    Write,
+    /// Both in one figure (a mixed workload, a copy).
+    Mixed,
+    /// Not known (an audited program's figure that does not say).
+    #[default]
+    Unknown,
+}
+
+impl Direction {
+    /// Whether the data goes this way at all (`Mixed` goes both ways).
+    pub fn reads(self) -> bool {
+        matches!(self, Direction::Read | Direction::Mixed)
+    }
+
+    /// Whether the data goes this way at all (`Mixed` goes both ways).
+    pub fn writes(self) -> bool {
+        matches!(self, Direction::Write | Direction::Mixed)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+            Direction::Mixed => "mixed",
+            Direction::Unknown => "unknown",
+        }
+    }
+}
+
 /// How a test walks its file (the order of its records).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]

@@ -141,17 +141,11 @@ impl Key {
     /// "randread 64m/4k x1 qd32 psync direct".
     pub fn label(&self) -> String {
         let mut s = format!(
-            "{} {}/{}",
+            "{} {}{}",
             self.test,
-            units::size(self.file_size),
-            units::size(self.record_size)
+            view::sizes(self.file_size, self.record_size),
+            view::counts(self.threads, self.iodepth)
         );
-        if self.threads > 1 {
-            s.push_str(&format!(" x{}", self.threads));
-        }
-        if self.iodepth > 1 {
-            s.push_str(&format!(" qd{}", self.iodepth));
-        }
         if !self.engine.is_empty() {
             s.push_str(&format!(" {}", self.engine));
         }

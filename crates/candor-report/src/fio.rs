@@ -275,14 +275,15 @@ fn direction(r: &TestResult, share: f64, timed: bool) -> J {
     ])
 }
 
-/// fio's `rw` for a candor test.
-fn rw(test: &str) -> &'static str {
-    match test {
-        "randread" => "randread",
-        "randwrite" => "randwrite",
-        "randmix" => "randrw",
-        "bkwdread" | "strideread" => "read",
-        t if candor_model::is_write_test(t) => "write",
+/// fio's `rw` for a candor test: its direction and access.
+fn rw(r: &TestResult) -> &'static str {
+    let random = r.access == Some(candor_model::Access::Random)
+        || (r.access.is_none() && r.test.starts_with("rand"));
+    match (random, r.direction()) {
+        (true, Direction::Read) => "randread",
+        (true, Direction::Write) => "randwrite",
+        (true, _) => "randrw",
+        (false, d) if d.writes() => "write",
         _ => "read",
     }
 }
@@ -301,7 +302,7 @@ fn read_share(doc: &RunDoc, r: &TestResult) -> f64 {
     match view::direction(r) {
         Direction::Read => 1.0,
         Direction::Write => 0.0,
-        Direction::Both => {
+        Direction::Mixed | Direction::Unknown => {
             if let Some(w) = &r.witness {
                 let (rd, wr) = (w.app.read_bytes, w.app.write_bytes);
                 if rd + wr > 0 {
@@ -319,10 +320,10 @@ fn read_share(doc: &RunDoc, r: &TestResult) -> f64 {
 
 fn job(doc: &RunDoc, r: &TestResult, groupid: usize) -> J {
     let reads = read_share(doc, r);
-    let mixed = view::direction(r) == Direction::Both;
+    let mixed = view::direction(r) == Direction::Mixed;
     let mut options = vec![
         ("name", v(view::label(r))),
-        ("rw", v(rw(&r.test))),
+        ("rw", v(rw(r))),
         ("bs", v(r.record_size.to_string())),
         ("size", v(r.file_size.to_string())),
         ("ioengine", v(ioengine(&r.engine))),

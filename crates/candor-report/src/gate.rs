@@ -30,18 +30,19 @@ impl Gate {
     }
 }
 
-/// Which way a side moved.
+/// Which way a side's speed moved (not a read/write direction: that is
+/// `candor_model::Direction`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
+pub enum Drift {
     Slower,
     Faster,
 }
 
-impl Direction {
+impl Drift {
     fn word(self) -> &'static str {
         match self {
-            Direction::Slower => "slower",
-            Direction::Faster => "faster",
+            Drift::Slower => "slower",
+            Drift::Faster => "faster",
         }
     }
 }
@@ -56,7 +57,7 @@ pub struct Finding {
     /// "A (base.json)".
     pub baseline: String,
     pub ratio: f64,
-    pub direction: Direction,
+    pub direction: Drift,
     /// The threshold it crossed, in percent.
     pub pct: f64,
     /// The significance cell as the table shows it ("yes (p<0.001)").
@@ -101,7 +102,7 @@ pub struct Extreme {
 
 impl Extreme {
     /// "read 64m/4k psync on B (new.json), 5.0% slower (significant: no (p=0.412))".
-    fn phrase(&self, direction: Direction) -> String {
+    fn phrase(&self, direction: Drift) -> String {
         format!(
             "{} on {}, {:.1}% {} (significant: {})",
             self.test,
@@ -212,20 +213,10 @@ impl Outcome {
             None => format!("; no row is {none}"),
         };
         if gate.slower_pct.is_some() {
-            l.push_str(&extreme(
-                &self.slowest,
-                Direction::Slower,
-                "slowdown",
-                "slower",
-            ));
+            l.push_str(&extreme(&self.slowest, Drift::Slower, "slowdown", "slower"));
         }
         if gate.faster_pct.is_some() {
-            l.push_str(&extreme(
-                &self.fastest,
-                Direction::Faster,
-                "speed-up",
-                "faster",
-            ));
+            l.push_str(&extreme(&self.fastest, Drift::Faster, "speed-up", "faster"));
         }
         l.push_str(&self.left_out_clause());
         Some(l)
@@ -242,7 +233,7 @@ fn fmt_pct(p: f64) -> String {
 
 /// Reads a threshold: "10", "10%" or "2.5"; above 0, and below 100 for a slowdown (a
 /// throughput cannot fall by 100% or more).
-pub fn parse_pct(s: &str, direction: Direction) -> Result<f64, String> {
+pub fn parse_pct(s: &str, direction: Drift) -> Result<f64, String> {
     let t = s.trim().trim_end_matches('%');
     let v: f64 = t.parse().map_err(|_| {
         format!(
@@ -250,12 +241,12 @@ pub fn parse_pct(s: &str, direction: Direction) -> Result<f64, String> {
             direction.word()
         )
     })?;
-    let max_ok = direction == Direction::Faster || v < 100.0;
+    let max_ok = direction == Drift::Faster || v < 100.0;
     if !v.is_finite() || v <= 0.0 || !max_ok {
         return Err(format!(
             "--fail-if-{} takes a percentage above 0{}, not {s:?}",
             direction.word(),
-            if direction == Direction::Slower {
+            if direction == Drift::Slower {
                 " and below 100"
             } else {
                 ""
@@ -339,8 +330,8 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
                 out.fastest = Some(extreme());
             }
             let crossed = match (gate.slower_pct, gate.faster_pct) {
-                (Some(p), _) if ratio < 1.0 - p / 100.0 => Some((Direction::Slower, p)),
-                (_, Some(p)) if ratio > 1.0 + p / 100.0 => Some((Direction::Faster, p)),
+                (Some(p), _) if ratio < 1.0 - p / 100.0 => Some((Drift::Slower, p)),
+                (_, Some(p)) if ratio > 1.0 + p / 100.0 => Some((Drift::Faster, p)),
                 _ => None,
             };
             let Some((direction, pct)) = crossed else {
@@ -478,7 +469,7 @@ fn findings_grid(fs: &[Finding]) -> Grid {
             units::ratio(f.ratio),
             format!(
                 "{}{:.1}%",
-                if f.direction == Direction::Slower {
+                if f.direction == Drift::Slower {
                     "-"
                 } else {
                     "+"
@@ -551,7 +542,7 @@ mod tests {
         };
         let o = judge(&c, &faster);
         assert_eq!(o.failures.len(), 1);
-        assert_eq!(o.failures[0].direction, Direction::Faster);
+        assert_eq!(o.failures[0].direction, Drift::Faster);
     }
 
     #[test]
@@ -642,17 +633,17 @@ mod tests {
 
     #[test]
     fn thresholds_are_read_and_refused_in_one_sentence() {
-        assert_eq!(parse_pct("10", Direction::Slower), Ok(10.0));
-        assert_eq!(parse_pct("2.5%", Direction::Slower), Ok(2.5));
-        assert_eq!(parse_pct("150", Direction::Faster), Ok(150.0));
+        assert_eq!(parse_pct("10", Drift::Slower), Ok(10.0));
+        assert_eq!(parse_pct("2.5%", Drift::Slower), Ok(2.5));
+        assert_eq!(parse_pct("150", Drift::Faster), Ok(150.0));
         assert_eq!(
-            parse_pct("100", Direction::Slower),
+            parse_pct("100", Drift::Slower),
             Err("--fail-if-slower takes a percentage above 0 and below 100, not \"100\"".into())
         );
-        assert!(parse_pct("ten", Direction::Faster)
+        assert!(parse_pct("ten", Drift::Faster)
             .unwrap_err()
             .starts_with("--fail-if-faster takes a percentage such as 10"));
-        assert!(parse_pct("-3", Direction::Faster).is_err());
+        assert!(parse_pct("-3", Drift::Faster).is_err());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod iozone;
 mod json;
 mod markdown;
 mod openmetrics;
+mod ranks;
 pub mod steady;
 pub mod study;
 pub mod svg;
@@ -102,6 +103,13 @@ impl Format {
 
     pub fn parse(s: &str) -> Option<Format> {
         FORMATS.iter().find(|e| e.name == s).map(|e| e.format)
+    }
+
+    /// `--format NAME` as every command takes it: the format, or the sentence that says
+    /// which names there are.
+    pub fn from_arg(name: &str) -> Result<Format, String> {
+        Format::parse(name)
+            .ok_or_else(|| format!("'{name}' is not a format: choose from {}", Format::names()))
     }
 
     pub fn name(self) -> &'static str {

@@ -230,12 +230,7 @@ pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
                     > 1
                 {
                     op.push_str(&format!(" {}", units::size(r.record_size)));
-                    if r.threads > 1 {
-                        op.push_str(&format!(" x{}", r.threads));
-                    }
-                    if r.iodepth > 1 {
-                        op.push_str(&format!(" qd{}", r.iodepth));
-                    }
+                    op.push_str(&view::counts(r.threads, r.iodepth));
                 }
                 let key = [device.clone(), s.filesystem.clone(), units::size_long(size)];
                 let mut lead = key.clone();

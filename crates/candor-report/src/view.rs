@@ -31,20 +31,13 @@ pub fn warnings(doc: &RunDoc) -> Vec<String> {
     out
 }
 
+/// The figures of an MPI result's ranks (`ranks.rs`).
+pub use crate::ranks::{rank_rates, rank_spread, RankRate};
 /// Which way a test moves data (for choosing the device counter that matches it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Read,
-    Write,
-    Both,
-}
+pub use candor_model::Direction;
 
 pub fn direction(r: &TestResult) -> Direction {
-    match r.test.as_str() {
-        "randmix" | "copy" => Direction::Both,
-        _ if r.is_write() => Direction::Write,
-        _ => Direction::Read,
-    }
+    r.direction()
 }
 
 /// Throughput as the device saw it, scaled to the headline: headline x device bytes / app
@@ -57,7 +50,7 @@ pub fn device_bps(r: &TestResult) -> Option<f64> {
         // Writes count only what reached the device inside the timed region: the rest came
         // with the flush after it, and the figure did not wait for it.
         Direction::Write => (d.write_bytes_in_window, w.app.write_bytes),
-        Direction::Both => (
+        Direction::Mixed | Direction::Unknown => (
             d.read_bytes + d.write_bytes_in_window,
             w.app.read_bytes + w.app.write_bytes,
         ),
@@ -86,7 +79,7 @@ pub fn disk_under_bps(r: &TestResult) -> Option<(String, f64)> {
             b.write_bytes.min(d.write_bytes_in_window),
             w.app.write_bytes,
         ),
-        Direction::Both => (
+        Direction::Mixed | Direction::Unknown => (
             b.read_bytes.min(d.read_bytes) + b.write_bytes.min(d.write_bytes_in_window),
             w.app.read_bytes + w.app.write_bytes,
         ),
@@ -182,22 +175,33 @@ pub fn failed(r: &TestResult) -> bool {
 
 /// "write 64m/1m", plus threads and depth when they are not 1: "randread 1g/4k x4 qd32".
 pub fn label(r: &TestResult) -> String {
-    let mut s = if r.file_size == 0 && r.record_size == 0 {
+    if r.file_size == 0 && r.record_size == 0 {
         // Metadata tests have no file or record size.
-        r.test.clone()
+        format!("{}{}", r.test, counts(r.threads, r.iodepth))
     } else {
         format!(
-            "{} {}/{}",
+            "{} {}{}",
             r.test,
-            units::size(r.file_size),
-            units::size(r.record_size)
+            sizes(r.file_size, r.record_size),
+            counts(r.threads, r.iodepth)
         )
-    };
-    if r.threads > 1 {
-        s.push_str(&format!(" x{}", r.threads));
     }
-    if r.iodepth > 1 {
-        s.push_str(&format!(" qd{}", r.iodepth));
+}
+
+/// "1g/4k": a point's file and record size, as every label writes them.
+pub fn sizes(file_size: u64, record_size: u64) -> String {
+    format!("{}/{}", units::size(file_size), units::size(record_size))
+}
+
+/// " x4 qd32": a point's threads and depth, as every label writes them, each only when it
+/// is above 1.
+pub fn counts(threads: u32, iodepth: u32) -> String {
+    let mut s = String::new();
+    if threads > 1 {
+        s.push_str(&format!(" x{threads}"));
+    }
+    if iodepth > 1 {
+        s.push_str(&format!(" qd{iodepth}"));
     }
     s
 }
@@ -417,124 +421,6 @@ pub fn number_notes(results: &[&TestResult], first: usize) -> (Vec<Note>, Vec<St
         });
     }
     (notes, refs)
-}
-
-/// One rank's figures, as reports show them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RankRate {
-    pub rank: u64,
-    pub node: String,
-    /// Mean throughput over the repetitions, bytes/s.
-    pub mean: f64,
-    pub ci95: [f64; 2],
-    pub samples: Vec<f64>,
-}
-
-/// The per-rank entries of `TestResult::ranks`: the `per_rank` list of an MPI result (or a
-/// bare list), each with "rank", "node" and "throughput" (a summary or a number), or "bytes"
-/// and "seconds".
-pub fn rank_rates(r: &TestResult) -> Option<Vec<RankRate>> {
-    let v = r.ranks.as_ref()?;
-    let arr = v
-        .get("per_rank")
-        .and_then(|p| p.as_array())
-        .or_else(|| v.as_array())?;
-    let mut out = Vec::new();
-    for (i, e) in arr.iter().enumerate() {
-        let rank = e.get("rank").and_then(|x| x.as_u64()).unwrap_or(i as u64);
-        let node = e
-            .get("node")
-            .and_then(|x| x.as_str())
-            .unwrap_or_default()
-            .to_string();
-        let t = e.get("throughput");
-        let mean = t
-            .and_then(|t| {
-                t.as_f64()
-                    .or_else(|| t.get("mean").and_then(|m| m.as_f64()))
-            })
-            .or_else(|| {
-                let b = e.get("bytes")?.as_f64()?;
-                let s = e.get("seconds")?.as_f64()?;
-                (s > 0.0).then(|| b / s)
-            })?;
-        let ci = t
-            .and_then(|t| t.get("ci95"))
-            .and_then(|c| Some([c.get(0)?.as_f64()?, c.get(1)?.as_f64()?]))
-            .unwrap_or([mean, mean]);
-        let samples = t
-            .and_then(|t| t.get("samples"))
-            .and_then(|s| s.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default();
-        out.push(RankRate {
-            rank,
-            node,
-            mean,
-            ci95: ci,
-            samples,
-        });
-    }
-    Some(out)
-}
-
-/// The per-rank spread of an MPI result in one sentence, with the ranks that lagged and the
-/// notes the run recorded.
-pub fn rank_spread(r: &TestResult) -> Option<String> {
-    let ranks = rank_rates(r)?;
-    if ranks.len() < 2 {
-        return None;
-    }
-    let slow = ranks.iter().min_by(|a, b| a.mean.total_cmp(&b.mean))?;
-    let fast = ranks.iter().max_by(|a, b| a.mean.total_cmp(&b.mean))?;
-    let at = |x: &RankRate| {
-        if x.node.is_empty() {
-            format!("rank {}", x.rank)
-        } else {
-            format!("rank {} ({})", x.rank, x.node)
-        }
-    };
-    let mut s = format!(
-        "{} ranks: slowest {} at {} MB/s, fastest {} at {} MB/s",
-        ranks.len(),
-        at(slow),
-        units::mb_s(slow.mean),
-        at(fast),
-        units::mb_s(fast.mean)
-    );
-    let v = r.ranks.as_ref();
-    let lagging: Vec<String> = v
-        .and_then(|v| v.get("lagging_ranks"))
-        .and_then(|l| l.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_u64())
-                .map(|x| x.to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    if !lagging.is_empty() {
-        s.push_str(&format!(
-            "; lagging (below 90% of the median rank): {}",
-            lagging.join(", ")
-        ));
-    }
-    s.push('.');
-    if let Some(notes) = v.and_then(|v| v.get("notes")).and_then(|n| n.as_array()) {
-        for n in notes.iter().filter_map(|n| n.as_str()) {
-            s.push_str(&format!(" {}.", sentence_case(n)));
-        }
-    }
-    Some(s)
-}
-
-/// The text with its first letter in upper case (notes are saved as clauses).
-fn sentence_case(t: &str) -> String {
-    let mut c = t.chars();
-    match c.next() {
-        Some(first) => first.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
 }
 
 /// Results of one target, with what the run recorded about it.
@@ -783,20 +669,15 @@ pub fn series<'a>(results: &[&'a TestResult], axis: Axis) -> Vec<Series<'a>> {
                 return None;
             }
             let r = v[0];
-            let mut title = format!(
-                "{} {}/{}",
-                r.test,
-                units::size(r.file_size),
-                units::size(r.record_size)
-            );
+            let mut title = format!("{} {}", r.test, sizes(r.file_size, r.record_size));
             if !r.engine.is_empty() {
                 title.push_str(&format!(" {}", r.engine));
             }
-            match axis {
-                Axis::Threads if r.iodepth > 1 => title.push_str(&format!(" qd{}", r.iodepth)),
-                Axis::Depth if r.threads > 1 => title.push_str(&format!(" x{}", r.threads)),
-                _ => {}
-            }
+            // The axis's own figure is left out: it varies along the series.
+            title.push_str(&match axis {
+                Axis::Threads => counts(1, r.iodepth),
+                Axis::Depth => counts(r.threads, 1),
+            });
             if r.direct {
                 title.push_str(" direct");
             }

@@ -3,6 +3,7 @@
 //! counts and averages), how many of the test's operations waited on the device and how
 //! many were served from memory. Pure; docs/witness.md, "Operations", gives the reasons.
 
+use candor_model::Direction;
 use candor_model::{Facts, HistogramDump, OpFacts, Operations, Placement};
 
 /// An operation waited on the device when it took at least this share of the time the
@@ -82,30 +83,21 @@ pub const THROTTLED_MIN_NS: f64 = 1_000_000.0;
 /// The copying allowed for: a slow memory copy of 1 byte per nanosecond (1 GB/s).
 pub const SLOW_COPY_NS_PER_BYTE: f64 = 1.0;
 
-/// Which way operations go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dir {
-    Read,
-    Write,
-    Both,
-}
-
-impl Dir {
-    fn name(self) -> &'static str {
-        match self {
-            Dir::Read => "read",
-            Dir::Write => "write",
-            Dir::Both => "both",
-        }
+/// The word the saved operations use for a direction ("both" for reads and writes).
+fn word(d: Direction) -> &'static str {
+    match d {
+        Direction::Read => "read",
+        Direction::Write => "write",
+        Direction::Mixed | Direction::Unknown => "both",
     }
 }
 
 /// Which way the figure goes: reads, writes or both.
-fn direction(f: &Facts) -> Dir {
+fn direction(f: &Facts) -> Direction {
     match (f.app_read > 0, f.app_write > 0) {
-        (true, false) => Dir::Read,
-        (false, true) => Dir::Write,
-        _ => Dir::Both,
+        (true, false) => Direction::Read,
+        (false, true) => Direction::Write,
+        _ => Direction::Mixed,
     }
 }
 
@@ -131,22 +123,22 @@ pub fn reconcile(f: &Facts) -> Option<Operations> {
     }
     let dir = direction(f);
     let mut o = one(f, dir, ops, f.app_read + f.app_write);
-    if dir == Dir::Both {
+    if dir == Direction::Mixed {
         let r = f.read_ops.as_ref().filter(|o| o.count > 0);
         let w = f.write_ops.as_ref().filter(|o| o.count > 0);
         if let (Some(r), Some(w)) = (r, w) {
-            o.reads = Some(Box::new(one(f, Dir::Read, r, f.app_read)));
-            o.writes = Some(Box::new(one(f, Dir::Write, w, f.app_write)));
+            o.reads = Some(Box::new(one(f, Direction::Read, r, f.app_read)));
+            o.writes = Some(Box::new(one(f, Direction::Write, w, f.app_write)));
         }
     }
     Some(o)
 }
 
 /// The operations `ops` of one direction (or both), which moved `bytes`.
-fn one(f: &Facts, dir: Dir, ops: &OpFacts, bytes: u64) -> Operations {
-    let (reads, writes) = (dir != Dir::Write, dir != Dir::Read);
+fn one(f: &Facts, dir: Direction, ops: &OpFacts, bytes: u64) -> Operations {
+    let (reads, writes) = (dir != Direction::Write, dir != Direction::Read);
     let mut o = Operations {
-        direction: dir.name().to_string(),
+        direction: word(dir).to_string(),
         ops: ops.count,
         op_bytes: bytes as f64 / ops.count as f64,
         op_p50_us: quantile_ns(&ops.latency, 0.5).unwrap_or(0.0) / 1000.0,
@@ -182,9 +174,9 @@ fn one(f: &Facts, dir: Dir, ops: &OpFacts, bytes: u64) -> Operations {
         // operation that waited needed at least one request, so requests / operations
         // bounds the share from above.
         let (n, bytes, ms) = match dir {
-            Dir::Read => (d.read_ios, d.read_bytes, d.read_ms),
-            Dir::Write => (d.write_ios, d.write_bytes, d.write_ms),
-            Dir::Both => (
+            Direction::Read => (d.read_ios, d.read_bytes, d.read_ms),
+            Direction::Write => (d.write_ios, d.write_bytes, d.write_ms),
+            Direction::Mixed | Direction::Unknown => (
                 d.read_ios + d.write_ios,
                 d.read_bytes + d.write_bytes,
                 d.read_ms + d.write_ms,
@@ -198,7 +190,7 @@ fn one(f: &Facts, dir: Dir, ops: &OpFacts, bytes: u64) -> Operations {
         o.waited_share = Some((n as f64 / ops.count as f64).min(1.0));
     }
     o.requests_per_op = o.requests as f64 / ops.count as f64;
-    if dir == Dir::Write {
+    if dir == Direction::Write {
         let mode = write_mode(f);
         o.write_mode = Some(mode.to_string());
         if mode == "buffered" {

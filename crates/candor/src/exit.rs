@@ -32,22 +32,6 @@ impl Failure {
 
 pub type CmdResult = Result<i32, Failure>;
 
-/// An option's value candor refused while the command line was parsed (`value_parser`),
-/// worded as every refusal: `main` prints it as one sentence and exits with `USAGE`.
-#[derive(Debug)]
-pub struct Refusal(pub String);
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refusal {}
-
-/// Wraps one of candor's parsers for clap: its error becomes a `Refusal`.
-pub fn refusing<T>(
-    parse: impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static,
-) -> impl Fn(&str) -> Result<T, Refusal> + Clone + Send + Sync + 'static {
-    move |s| parse(s).map_err(Refusal)
-}
+/// An option's value candor refused while the command line was parsed (`value_parser`):
+/// `main` prints it as one sentence and exits with `USAGE`.
+pub use candor_model::refusal::{refusing, Refusal};

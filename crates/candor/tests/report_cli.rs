@@ -165,7 +165,7 @@ fn bad_inputs_get_one_sentence_and_exit_code_2() {
         (vec![os("report"), missing.as_os_str()], "cannot read"),
         (
             vec![os("report"), sample.as_os_str(), os("--format"), os("pdf")],
-            "unknown format",
+            "'pdf' is not a format: choose from table, json,",
         ),
         (
             vec![os("compare"), sample.as_os_str()],

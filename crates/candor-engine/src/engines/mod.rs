@@ -273,7 +273,7 @@ mod tests {
         let job = Job {
             pattern: Pattern::sequential(10_000),
             record_size: 4096,
-            direction: Direction::Mix,
+            direction: Direction::Mixed,
             read_pct: 70,
             seed: 3,
             stop: &stop,

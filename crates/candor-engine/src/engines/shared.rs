@@ -97,21 +97,16 @@ impl OpenSpec {
     }
 }
 
-/// What a test does with its records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Read,
-    Write,
-    /// Random reads and writes mixed by `--mix-read-pct`.
-    Mix,
-}
+/// What a test does with its records (`Mixed`: random reads and writes mixed by
+/// `--mix-read-pct`).
+pub use candor_model::Direction;
 
 /// One pass of a test on one thread's file.
 pub struct Job<'a> {
     pub pattern: Pattern,
     pub record_size: usize,
     pub direction: Direction,
-    /// For `Direction::Mix`: percentage of reads.
+    /// For `Direction::Mixed`: percentage of reads.
     pub read_pct: u32,
     pub seed: u64,
     /// Set by the first thread to finish (stonewalling) or by a signal.
@@ -155,9 +150,9 @@ impl Job<'_> {
     #[inline(always)]
     pub fn is_write(&self, i: u64) -> bool {
         match self.direction {
-            Direction::Read => false,
+            Direction::Read | Direction::Unknown => false,
             Direction::Write => true,
-            Direction::Mix => mix_hash(self.seed ^ i) % 100 >= self.read_pct as u64,
+            Direction::Mixed => mix_hash(self.seed ^ i) % 100 >= self.read_pct as u64,
         }
     }
 

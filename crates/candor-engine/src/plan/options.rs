@@ -4,124 +4,377 @@
 //! The small parsers here are pure, with their tests beside them.
 
 use super::PlanError;
-use crate::engines::EngineKind;
+use crate::engines::{parse_engine, EngineKind};
 use crate::size::parse_size;
 use crate::verify::BufferPattern;
+use crate::workload::Hint;
+use candor_model::refusal::refusing;
+use candor_report::Format;
+use candor_witness::Mode;
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// The defaults of the options that have one (the command line shows them in its help).
-pub const STRIDE: u64 = 17;
-pub const MIX_READ_PCT: u32 = 50;
-pub const SEED: u64 = 0x0c4a_d0c4;
-pub const META_FILES: u64 = 1000;
-pub const WITNESS_INTERVAL: &str = "100ms";
-
-/// `candor run`'s options, before they are checked against each other and the targets.
-#[derive(Clone, Debug)]
+/// `candor run`'s options, each defined once, here: its flag, help (the doc comment),
+/// heading, default and value check are clap's attributes, its saved name is given in
+/// `record` (`plan/mod.rs`), and the plan checks it against the others and the targets.
+/// Vocabularies (engine, witness source, format, buffer pattern, hint) are typed by value
+/// parsers that refuse in one sentence; lists, sizes and durations are kept as written so
+/// that the plan can say which one is wrong and how. The command line flattens this type
+/// after its targets; `--help` shows the fields in this order under these headings.
+#[derive(clap::Args, Clone, Debug)]
 pub struct RunOptions {
+    /// Tests to run, comma separated names or iozone's numbers 0-12.
+    ///
+    /// The names: write, rewrite, read, reread, randread, randwrite, bkwdread, recrewrite,
+    /// strideread, fwrite, frewrite, fread, freread, randmix, pwrite, repwrite, pread,
+    /// repread, pwritev, repwritev, preadv, repreadv, mmapwrite, mmapread, copy, create,
+    /// stat, open, readdir, unlink, mkdir, rmdir; iozone's numbers 0-12 each mean their
+    /// group. [default: write,read,randread,randwrite in the default run; 0,1,2 otherwise]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub tests: Option<String>,
+
+    /// File size(s) per thread, e.g. 64m or 4k,64k,1m (binary units).
+    ///
+    /// [default: 1g, halved until 8 files per thread fit in the free space, 16m at least;
+    /// with --auto the sweep's]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub file_size: Option<String>,
+
+    /// Record size(s): the size of each I/O, e.g. 4k,64k,1m.
+    ///
+    /// Without it each test gets its kind's record, at most the smallest file; with --auto
+    /// the sweep's. [default: 1m for sequential tests, 4k for random ones]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub record_size: Option<String>,
-    /// iozone -a's sweep.
+
+    /// iozone -a: sweep file sizes 64K..512M and record sizes 4K..16M by powers of two.
+    ///
+    /// Each point runs once unless --repeat says otherwise; records under 64 KiB are
+    /// skipped for files over 32 MiB, as iozone does.
+    #[arg(long, help_heading = PLAN)]
     pub auto: bool,
+
+    /// With --auto: the smallest file size of the sweep.
+    ///
+    /// [default: 64k]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub min_file_size: Option<String>,
+
+    /// With --auto: the largest file size of the sweep.
+    ///
+    /// [default: 512m]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub max_file_size: Option<String>,
+
+    /// With --auto: the smallest record size of the sweep.
+    ///
+    /// [default: 4k]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub min_record_size: Option<String>,
+
+    /// With --auto: the largest record size of the sweep (at most the file).
+    ///
+    /// [default: 16m]
+    #[arg(long, value_name = "SIZE", help_heading = PLAN)]
     pub max_record_size: Option<String>,
-    /// `--preset NAME` (see `presets::PRESETS`).
+
+    /// A ready-made plan: iozone or unixbench-copy.
+    ///
+    /// "iozone" is iozone -a's sweep of all its tests (several minutes), printed in
+    /// iozone's layout; "unixbench-copy" is UnixBench's three File Copy tests as its fstime
+    /// runs them (256/1024/4096-byte buffers on 500/2000/8000 KiB files, 30 s each, no
+    /// flush). [default: none: the default run, or the plan the options make]
+    #[arg(long, value_name = "NAME", help_heading = PLAN)]
     pub preset: Option<String>,
+
+    /// Thread count(s): one file per thread, all released together, e.g. 1,2,4,8.
+    ///
+    /// [default: 1]
+    #[arg(long, value_name = "LIST", help_heading = PLAN)]
     pub threads: Option<String>,
+
+    /// I/Os in flight per thread (io_uring), e.g. 1 or 1,4,16,32.
+    ///
+    /// A depth above 1 chooses io_uring when --engine is not given. [default: 1 and 8
+    /// (sequential) or 32 (random) in the default run; 1 otherwise]
+    #[arg(long, value_name = "LIST", help_heading = ENGINE)]
     pub iodepth: Option<String>,
+
+    /// I/O engine: sync, psync, vector, stdio, mmap, io_uring, null.
+    ///
+    /// Tests named after an interface (fwrite, pread, mmapread...) use theirs whatever
+    /// this says. [default: io_uring in the default run; psync otherwise, io_uring when
+    /// --iodepth is above 1]
+    #[arg(long, value_name = "NAME", value_parser = refusing(parse_engine), help_heading = ENGINE)]
     pub engine: Option<EngineKind>,
+
+    /// Open files with O_DIRECT (bypass the page cache).
+    ///
+    /// The default run uses O_DIRECT where the filesystem takes it; a plan of options runs
+    /// buffered without this.
+    #[arg(long, help_heading = ENGINE)]
     pub direct: bool,
+
+    /// Open files with O_SYNC.
+    ///
+    /// Every write then waits for the device.
+    #[arg(long, help_heading = ENGINE)]
     pub osync: bool,
+
+    /// Leave the final fsync out of write tests' headline figure (iozone's default).
+    ///
+    /// Both figures are reported either way.
+    #[arg(long, help_heading = TIMING)]
     pub no_fsync_in_timing: bool,
+
+    /// Include close() in the timed region (iozone -c).
+    ///
+    /// Off by default: close() is outside the timing.
+    #[arg(long, help_heading = TIMING)]
     pub close_in_timing: bool,
+
+    /// Do not drop the files' cached pages before read tests.
+    ///
+    /// All reads then mean to hit the cache.
+    #[arg(long, help_heading = TIMING)]
     pub keep_cache: bool,
+
+    /// Also write /proc/sys/vm/drop_caches before read tests meant for the device (root).
+    ///
+    /// Every clean page on the machine is dropped, not only the test's files' (root only;
+    /// refused otherwise).
+    #[arg(long, help_heading = TIMING)]
     pub drop_caches: bool,
+
+    /// Repetitions of each test (mean, standard deviation, 95% confidence interval).
+    ///
+    /// Below the repetitions a meaningful interval needs, the tables show min-max instead.
+    /// [default: 3; 1 with --auto, --preset iozone or --steady-state]
+    #[arg(long, value_name = "N", help_heading = PLAN)]
     pub repeat: Option<u32>,
+
+    /// Stride read: records skipped between reads.
+    #[arg(long, value_name = "N", default_value_t = 17, help_heading = PLAN)]
     pub stride: u64,
+
+    /// randmix: percentage of reads.
+    #[arg(long, value_name = "PCT", default_value_t = 50, help_heading = PLAN)]
     pub mix_read_pct: u32,
+
+    /// Stop all threads of a test when the first one finishes (iozone's stonewalling).
+    ///
+    /// Each thread's bytes are reported; off by default (every thread does its whole file).
+    #[arg(long, help_heading = ENGINE)]
     pub stonewall: bool,
+
+    /// Cap each repetition's I/O time, e.g. 5s or 500ms.
+    ///
+    /// A capped repetition covers only part of the file and says so. [default: 2s in the
+    /// default run and whenever --file-size is not given (the files are then the default
+    /// run's); none otherwise]
+    #[arg(long, value_name = "DURATION", help_heading = TIMING)]
     pub runtime: Option<String>,
+
+    /// With --runtime: keep going over the file until the runtime ends (fio's time_based).
+    ///
+    /// Pass after pass, instead of stopping after one pass.
+    #[arg(long, help_heading = TIMING)]
     pub time_based: bool,
+
+    /// Pin the I/O threads to these CPUs, e.g. 0,1 or 0-3.
+    ///
+    /// Thread i runs on the i-th CPU of the list (wrapping around). [default: not pinned]
+    #[arg(long, value_name = "LIST", help_heading = ENGINE)]
     pub cpus: Option<String>,
-    pub seed: u64,
-    /// Entries per thread for the metadata tests.
-    pub files: u64,
-    pub verify: bool,
-    pub buffer_pattern: BufferPattern,
-    /// `--fadvise`: the access hint the tests' files get.
-    pub fadvise: crate::workload::Hint,
-    pub witness: candor_witness::Mode,
+
+    /// Witness source: auto, procfs, bpf or off.
+    ///
+    /// auto uses eBPF where it loads (root), else /proc.
+    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = refusing(Mode::parse), help_heading = WITNESS)]
+    pub witness: Mode,
+
+    /// With the eBPF witness, also trace every system call.
+    ///
+    /// Per-call counts, bytes, time and latency in `witness.syscalls`. Off by default:
+    /// enabling the kernel's syscall tracepoints costs every system call about 0.2 µs (a
+    /// fifth of a cached 4 KiB read); io_uring and device-bound tests barely notice.
+    #[arg(long, help_heading = WITNESS)]
     pub trace_syscalls: bool,
+
+    /// Witness timeline sampling period, e.g. 100ms.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = WITNESS)]
     pub witness_interval: String,
-    /// `--duration`: repeat the plan until this much time has passed.
-    pub duration: Option<String>,
-    /// `--device-spec`: the ceilings, or `auto` to measure them first.
-    pub device_spec: Option<String>,
-    /// `--ramp`: an unmeasured warm-up of each test before its repetitions.
-    pub ramp: Option<String>,
-    /// `--steady-state[=PARAMS]`: rounds until steady ("" for the defaults).
-    pub steady_state: Option<String>,
-    /// `--precondition[=PASSES]`: sequential passes over each test's files, then random
-    /// overwrites, before the test.
-    pub precondition: Option<u32>,
-    /// Run as one rank of an MPI job, and how the ranks share files.
-    pub mpi: bool,
-    pub reorder: bool,
-    pub shared_file: bool,
-    /// `--buffered`: a block device target through the page cache (its default is O_DIRECT).
+
+    /// Save the result as JSON (rewritten atomically after every test).
+    ///
+    /// [default: not saved]
+    #[arg(short, long, value_name = "FILE", help_heading = OUTPUT)]
+    pub output: Option<PathBuf>,
+
+    /// What to print on stdout: table, json, csv, markdown, iozone, excel, openmetrics,
+    /// fio-json.
+    ///
+    /// [default: table; iozone with --preset iozone]
+    #[arg(long, value_name = "FORMAT", value_parser = refusing(Format::from_arg), help_heading = OUTPUT)]
+    pub format: Option<Format>,
+
+    /// Also write the HTML report.
+    ///
+    /// [default: none]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub html: Option<PathBuf>,
+
+    /// Allow a block device as a target, overwriting candor's region of it.
+    ///
+    /// candor benchmarks the device itself, O_DIRECT by default, on `threads x
+    /// --file-size` bytes from --offset, overwriting them. Refused when the device is in
+    /// use (mounted, a mounted partition, swap, held by device-mapper or md, the backing of
+    /// a loop device) or holds any signature libblkid knows: a filesystem, partition table,
+    /// RAID or swap area (see --destroy-existing-data).
+    #[arg(long, help_heading = TARGETS)]
+    pub allow_device_writes: bool,
+
+    /// With --allow-device-writes: overwrite a device even though it holds a signature.
+    ///
+    /// A filesystem, a partition table or another signature: its data is destroyed.
+    #[arg(long, requires = "allow_device_writes", help_heading = TARGETS)]
+    pub destroy_existing_data: bool,
+
+    /// On a block device: where candor's region starts (a multiple of the logical block).
+    ///
+    /// [default: 0]
+    #[arg(long, value_name = "SIZE", requires = "allow_device_writes", help_heading = TARGETS)]
+    pub offset: Option<String>,
+
+    /// On a block device: go through the page cache instead of the default O_DIRECT.
+    ///
+    /// Not with --direct.
+    #[arg(long, conflicts_with = "direct", help_heading = TARGETS)]
     pub buffered: bool,
+
+    /// Seed of the random orders and buffer contents.
+    #[arg(long, value_name = "N", default_value_t = 0x0c4a_d0c4, help_heading = PLAN)]
+    pub seed: u64,
+
+    /// No progress bar.
+    ///
+    /// The notes, warnings and the output are still printed.
+    #[arg(short, long, help_heading = OUTPUT)]
+    pub quiet: bool,
+
+    /// Run as one rank of an MPI job (`mpirun -n N candor run --mpi ...`).
+    ///
+    /// All ranks pass a barrier before each test, rank 0 merges and reports (see
+    /// docs/mpi.md).
+    #[arg(long, help_heading = MPI)]
+    pub mpi: bool,
+
+    /// With --mpi: read tests meant for the device read another rank's files.
+    ///
+    /// The next node's, IOR's -C, so no node reads back what it wrote; needs a shared
+    /// target.
+    #[arg(long, help_heading = MPI)]
+    pub reorder: bool,
+
+    /// With --mpi: one file per thread shared by all ranks, each on its own segment.
+    ///
+    /// IOR's default N-1 layout, instead of a file per rank; needs a shared target.
+    #[arg(long, help_heading = MPI)]
+    pub shared_file: bool,
+
+    /// With --mpi: every rank also saves its own result as DIR/rank-N.json.
+    ///
+    /// Before the merge (`candor merge DIR/rank-*.json` gives the MPI run's figures
+    /// again). [default: none]
+    #[arg(long, value_name = "DIR", help_heading = MPI)]
+    pub rank_output: Option<PathBuf>,
+
+    /// Entries per thread for the metadata tests.
+    ///
+    /// create, stat, open, readdir, unlink, mkdir, rmdir.
+    #[arg(long, value_name = "N", default_value_t = 1000, help_heading = PLAN)]
+    pub files: u64,
+
+    /// The device's ceiling, to report every result's efficiency against it.
+    ///
+    /// e.g. seq=510MB/s,iops=95000 (also seq-read, seq-write, iops-read, iops-write), or
+    /// auto to measure it first (O_DIRECT, large sequential and 4 KiB random at depth 64).
+    /// [default: none: no efficiency figures]
+    #[arg(long, value_name = "SPEC", help_heading = WITNESS)]
+    pub device_spec: Option<String>,
+
+    /// Check the data: every record written carries a header, every record read is checked.
+    ///
+    /// The header holds the run, file, offset, generation and checksum, and the payload is
+    /// derived from it; read tests report corruption, misdirected, stale and torn records
+    /// (see docs/reliability.md).
+    #[arg(long, help_heading = ENGINE)]
+    pub verify: bool,
+
+    /// What the buffers hold: random, zero, or compressible=N%.
+    ///
+    /// random is incompressible; compressible=N% makes N% of each 4 KiB zero.
+    #[arg(long, value_name = "PATTERN", default_value = "random", value_parser = refusing(BufferPattern::parse), help_heading = ENGINE)]
+    pub buffer_pattern: BufferPattern,
+
+    /// The access hint given to the kernel for each test's files (posix_fadvise).
+    ///
+    /// auto is what the test means, as fio does: random for random tests, sequential for
+    /// sequential ones; none under --preset iozone. Also none, random or sequential.
+    #[arg(long, value_name = "HINT", default_value = "auto", value_parser = refusing(Hint::parse), help_heading = ENGINE)]
+    pub fadvise: Hint,
+
+    /// Soak: repeat the whole plan until this much time has passed, e.g. 10m.
+    ///
+    /// The results hold each test's last round and every round's throughput. [default: one
+    /// pass over the plan]
+    #[arg(long, value_name = "DURATION", help_heading = PLAN)]
+    pub duration: Option<String>,
+
+    /// Warm each test up for this long before its repetitions, e.g. 10s.
+    ///
+    /// The same workload, not measured (fio's ramp_time); what it did is kept in the
+    /// result's `ramp`. [default: no warm-up]
+    #[arg(long, value_name = "DURATION", help_heading = STEADY)]
+    pub ramp: Option<String>,
+
+    /// Run each test in rounds until a window of them is steady (SNIA PTS).
+    ///
+    /// Steady on the application's throughput and the device's: range within 20% and
+    /// least-squares slope excursion within 10% of the window's average, or the most rounds
+    /// have run. Optional parameters after '=': window=5,range=20%,slope=10%,round=5s,max=25
+    /// (the defaults; see docs/methodology.md).
+    #[arg(long, value_name = "PARAMS", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = STEADY)]
+    pub steady_state: Option<String>,
+
+    /// Before each test, write its files sequentially PASSES times, then overwrite every
+    /// block once at random.
+    ///
+    /// PASSES is 2 when not given, as PTS writes twice the capacity; the witness reports how
+    /// much reached the device. Needs a filesystem on a block device.
+    #[arg(long, value_name = "PASSES", num_args = 0..=1, require_equals = true, default_missing_value = "2", value_parser = refusing(parse_passes), help_heading = STEADY)]
+    pub precondition: Option<u32>,
 }
 
+/// The headings of `candor run --help`, in the order they are shown.
+const PLAN: &str = "Plan";
+const ENGINE: &str = "Engine and I/O";
+const TIMING: &str = "Timing and cache";
+const WITNESS: &str = "Witness";
+const STEADY: &str = "Steady state and preconditioning";
+const TARGETS: &str = "Targets and devices";
+const OUTPUT: &str = "Output";
+const MPI: &str = "MPI";
+
 impl Default for RunOptions {
-    /// The command line's defaults.
+    /// The command line's defaults: the options of `candor run` given nothing.
     fn default() -> Self {
-        RunOptions {
-            tests: None,
-            file_size: None,
-            record_size: None,
-            auto: false,
-            min_file_size: None,
-            max_file_size: None,
-            min_record_size: None,
-            max_record_size: None,
-            preset: None,
-            threads: None,
-            iodepth: None,
-            engine: None,
-            direct: false,
-            osync: false,
-            no_fsync_in_timing: false,
-            close_in_timing: false,
-            keep_cache: false,
-            drop_caches: false,
-            repeat: None,
-            stride: STRIDE,
-            mix_read_pct: MIX_READ_PCT,
-            stonewall: false,
-            runtime: None,
-            time_based: false,
-            cpus: None,
-            seed: SEED,
-            files: META_FILES,
-            verify: false,
-            buffer_pattern: BufferPattern::Random,
-            fadvise: crate::workload::Hint::Auto,
-            witness: candor_witness::Mode::Auto,
-            trace_syscalls: false,
-            witness_interval: WITNESS_INTERVAL.into(),
-            duration: None,
-            device_spec: None,
-            ramp: None,
-            steady_state: None,
-            precondition: None,
-            mpi: false,
-            reorder: false,
-            shared_file: false,
-            buffered: false,
-        }
+        use clap::{Args, FromArgMatches};
+        let cmd = RunOptions::augment_args(clap::Command::new("run").no_binary_name(true));
+        let matches = cmd
+            .try_get_matches_from(std::iter::empty::<&str>())
+            .expect("every option has a default");
+        RunOptions::from_arg_matches(&matches).expect("the defaults are valid options")
     }
 }
 

@@ -294,14 +294,14 @@ impl Pairs {
             .map(|&(test, file_size, record_size)| {
                 let spec = workload::find(test)
                     .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
-                Ok(Point {
+                Ok(Point::new(
                     spec,
                     file_size,
                     record_size,
-                    threads: 1,
-                    iodepth: 1,
-                    engine: EngineKind::Sync,
-                })
+                    1,
+                    1,
+                    EngineKind::Sync,
+                ))
             })
             .collect()
     }
@@ -320,14 +320,14 @@ impl Fixed {
             .map(|&(test, record_size, iodepth)| {
                 let spec = workload::find(test)
                     .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
-                Ok(Point {
+                Ok(Point::new(
                     spec,
                     file_size,
                     record_size,
-                    threads: 1,
+                    1,
                     iodepth,
-                    engine: EngineKind::IoUring,
-                })
+                    EngineKind::IoUring,
+                ))
             })
             .collect()
     }

@@ -2,10 +2,14 @@
 //! file size, each record size, (each thread count, each depth,) every test in catalog
 //! order — so a read always follows the write that made its file.
 
+use super::settings::RunSettings;
 use crate::engines::{entry, EngineKind};
-use crate::workload::{Interface, TestSpec};
+use crate::workload::{Direction, Interface, TestSpec};
+use candor_model::{Fadvise, Intent};
 
-/// One point of the plan; it runs on every target.
+/// One point of the plan; it runs on every target. Besides its shape it carries its
+/// effective settings, decided once by the plan ([`Point::settle`]): the runner, the
+/// preparation and the result read them as they are.
 #[derive(Clone, Debug)]
 pub struct Point {
     pub spec: &'static TestSpec,
@@ -14,13 +18,61 @@ pub struct Point {
     pub threads: u32,
     pub iodepth: u32,
     pub engine: EngineKind,
+    /// Whether its files are opened with O_DIRECT.
+    pub direct: bool,
+    /// The access hint its files get (posix_fadvise).
+    pub fadvise: Fadvise,
+    /// What it means to measure: the device, or the page cache.
+    pub intent: Intent,
 }
 
 impl Point {
-    /// Whether this point's files are opened with O_DIRECT when `--direct` asks: a record
-    /// test on an engine that can (the engine table says which).
-    pub fn direct(&self, requested: bool) -> bool {
-        self.spec.is_records() && self.engine.opens_direct(requested)
+    /// A point of this shape, not yet settled: buffered, no hint, meant for the device.
+    pub fn new(
+        spec: &'static TestSpec,
+        file_size: u64,
+        record_size: u64,
+        threads: u32,
+        iodepth: u32,
+        engine: EngineKind,
+    ) -> Point {
+        Point {
+            spec,
+            file_size,
+            record_size,
+            threads,
+            iodepth,
+            engine,
+            direct: false,
+            fadvise: Fadvise::None,
+            intent: Intent::Device,
+        }
+    }
+
+    /// Whether O_DIRECT can apply to this point at all: a record test on an engine that
+    /// can open with it (the engine table says which).
+    pub fn can_direct(&self) -> bool {
+        self.spec.is_records() && self.engine.opens_direct(true)
+    }
+
+    /// Decides the point's effective settings from the run's: O_DIRECT where it was asked
+    /// and the engine opens with it, the hint the test means (none for copy and metadata
+    /// tests), and whether it measures the device (writes always; reads unless the test
+    /// re-reads or `--keep-cache` keeps the cache).
+    pub fn settle(&mut self, s: &RunSettings) {
+        self.direct = self.spec.is_records() && self.engine.opens_direct(s.direct);
+        self.fadvise = if self.spec.special.is_none() {
+            s.fadvise.for_pattern(self.spec.pattern)
+        } else {
+            Fadvise::None
+        };
+        self.intent = if self.spec.direction == Direction::Write {
+            Intent::Device
+        } else if self.spec.cached || s.keep_cache {
+            Intent::Cache
+        } else {
+            Intent::Device
+        };
     }
 }
 
@@ -78,14 +130,7 @@ pub fn build(s: &Sweep) -> Vec<Point> {
         for &fs in s.file_sizes {
             for &rs in s.copy_record_sizes.iter().filter(|&&r| r <= fs) {
                 for &th in s.threads {
-                    out.push(Point {
-                        spec: copy,
-                        file_size: fs,
-                        record_size: rs,
-                        threads: th,
-                        iodepth: 1,
-                        engine: EngineKind::Sync,
-                    });
+                    out.push(Point::new(copy, fs, rs, th, 1, EngineKind::Sync));
                 }
             }
         }
@@ -93,14 +138,7 @@ pub fn build(s: &Sweep) -> Vec<Point> {
     // Metadata: once per thread count, in catalog order; sizes do not apply.
     for &th in s.threads {
         for &spec in s.tests.iter().filter(|t| t.is_meta()) {
-            out.push(Point {
-                spec,
-                file_size: 0,
-                record_size: 0,
-                threads: th,
-                iodepth: 1,
-                engine: EngineKind::Sync,
-            });
+            out.push(Point::new(spec, 0, 0, th, 1, EngineKind::Sync));
         }
     }
     out
@@ -133,14 +171,7 @@ fn build_records(s: &Sweep) -> Vec<Point> {
                         if dup {
                             continue;
                         }
-                        out.push(Point {
-                            spec,
-                            file_size: fs,
-                            record_size: rs,
-                            threads: th,
-                            iodepth: qd_eff,
-                            engine,
-                        });
+                        out.push(Point::new(spec, fs, rs, th, qd_eff, engine));
                     }
                 }
             }

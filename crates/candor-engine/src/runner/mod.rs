@@ -199,10 +199,10 @@ impl Coordinator for ClockKeeper {
 }
 
 /// Whether a repetition of `point` calls `Coordinator::read_elsewhere`.
-fn may_read_elsewhere(point: &Point, s: &RunSettings) -> bool {
+fn may_read_elsewhere(point: &Point) -> bool {
     point.spec.is_records()
         && point.spec.direction == Direction::Read
-        && intent(point, s) == Intent::Device
+        && point.intent == Intent::Device
 }
 
 /// The coordinator's steps of a repetition, for a process that does not run it (its test
@@ -217,7 +217,7 @@ fn pass_repetition(coord: &mut dyn Coordinator, point: &Point, s: &RunSettings) 
 
 /// The coordinator's steps that follow the preparation of a repetition.
 fn pass_after_prep(coord: &mut dyn Coordinator, point: &Point, s: &RunSettings) {
-    if may_read_elsewhere(point, s) {
+    if may_read_elsewhere(point) {
         let _ = coord.read_elsewhere(&[]);
     }
     coord.before_timed();
@@ -246,17 +246,6 @@ pub(crate) struct RepMeasure {
     pub(crate) stonewalled: bool,
 }
 
-/// What the test meant to measure.
-pub fn intent(point: &Point, s: &RunSettings) -> Intent {
-    if point.spec.direction == Direction::Write {
-        Intent::Device
-    } else if point.spec.cached || s.keep_cache {
-        Intent::Cache
-    } else {
-        Intent::Device
-    }
-}
-
 fn is_root() -> bool {
     // SAFETY: no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -275,17 +264,15 @@ fn base_result(target: &Target, point: &Point, s: &RunSettings) -> TestResult {
         record_size: point.record_size,
         threads: point.threads,
         iodepth: point.iodepth,
-        direct: point.direct(s.direct),
+        direct: point.direct,
         osync: s.osync,
         fsync_in_timing: s.fsync_in_timing,
         close_in_timing: s.close_in_timing,
-        intent: intent(point, s),
+        intent: point.intent,
         status: Status::Ok,
-        fadvise: if point.spec.special.is_none() {
-            s.fadvise.for_pattern(point.spec.pattern)
-        } else {
-            candor_model::Fadvise::None
-        },
+        fadvise: point.fadvise,
+        direction: point.spec.data_direction(),
+        access: point.spec.access(),
         ..Default::default()
     }
 }
@@ -505,7 +492,7 @@ pub fn run_coordinated(
             r.steady_state = steady.map(|x| x.conclude());
             if s.verify.is_some() && point.spec.is_records() {
                 let tally = targets[ti].take_verify();
-                r.verify = Some(tally.to_json(point.record_size));
+                r.verify = Some(tally.outcome(point.record_size));
                 if tally.bad > 0 {
                     // What is on disk is not what candor wrote: rewrite before the next test.
                     if let Some(f) = targets[ti].files.as_mut() {

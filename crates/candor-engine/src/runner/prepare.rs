@@ -7,7 +7,7 @@
 //!   default invalidate=1); `--keep-cache` and the "re" tests keep them;
 //! - a "re" test finds its file read once into the cache.
 
-use super::{intent, is_root, may_read_elsewhere, pass_repetition, Coordinator, RunSettings};
+use super::{is_root, may_read_elsewhere, pass_repetition, Coordinator, RunSettings};
 use super::{pass_after_prep, Target};
 use crate::buffer::BufferPattern;
 use crate::clock::now_ns;
@@ -432,18 +432,18 @@ pub(super) fn records(
         }
     }
     if spec.direction != Direction::Write
-        && intent(point, s) == Intent::Device
+        && point.intent == Intent::Device
         && s.drop_caches
         && is_root()
     {
         drop_all_caches();
     }
-    if spec.cached && !point.direct(s.direct) {
+    if spec.cached && !point.direct {
         for (p, &base) in paths.iter().zip(&bases) {
             warm_file(p, base, point.file_size);
         }
     }
-    let paths = if may_read_elsewhere(point, s) {
+    let paths = if may_read_elsewhere(point) {
         coord.read_elsewhere(&paths).unwrap_or(paths)
     } else {
         paths

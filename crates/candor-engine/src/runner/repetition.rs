@@ -5,7 +5,7 @@
 
 use super::merge::{self, Merged};
 use super::worker::{Gates, Worker, WorkerOut};
-use super::{intent, prepare, Coordinator, RepMeasure, RunSettings, Target};
+use super::{prepare, Coordinator, RepMeasure, RunSettings, Target};
 use crate::clock::{now_ns, process_cpu};
 use crate::engines::{EngineError, OpenSpec, ThreadStats};
 use crate::plan::Point;
@@ -122,7 +122,7 @@ pub(super) fn records(
     let spec = point.spec;
     let prepared = prepare::records(target, point, s, coord)?;
     let is_write = spec.direction != Direction::Read;
-    let direct = point.direct(s.direct);
+    let direct = point.direct;
     let n = point.threads as usize;
     let records = point.file_size / point.record_size;
     let flush_after = is_write && !s.fsync_in_timing;
@@ -133,8 +133,7 @@ pub(super) fn records(
     // pages still dirty in memory (a 4 KiB psync randwrite over a 256 MiB file ran at 6.2x
     // fio's IOPS, at memory speed, while fio's passes started writeback of the last one).
     // --keep-cache keeps them (a write test means the device even then).
-    let refresh_cache =
-        s.time_based && intent(point, s) == Intent::Device && !direct && !s.keep_cache;
+    let refresh_cache = s.time_based && point.intent == Intent::Device && !direct && !s.keep_cache;
     let workers: Vec<Worker> = prepared
         .paths
         .iter()
@@ -149,7 +148,7 @@ pub(super) fn records(
                 iodepth: point.iodepth,
                 seed: s.seed ^ ((i as u64) << 32) ^ rep as u64,
                 pattern: s.buffer_pattern,
-                advice: s.fadvise.for_pattern(spec.pattern),
+                advice: point.fadvise,
                 ..OpenSpec::plain(
                     path,
                     spec.file == FileState::Fresh && !prepared.sharing,
@@ -235,16 +234,16 @@ pub(super) fn records(
     let bytes = m.stats.bytes();
     let outcome = Outcome {
         test: spec.name.to_string(),
-        intent: intent(point, s),
+        intent: point.intent,
         is_write,
         direct,
         access: Some(spec.pattern.access()),
-        fadvise: s.fadvise.for_pattern(spec.pattern),
+        fadvise: point.fadvise,
         threads: point.threads,
         osync: s.osync && is_write,
         flush_in_timing: is_write && s.fsync_in_timing,
         given: Some(candor_model::advice::Given {
-            direct_accepted: s.given.direct_accepted && point.direct(true),
+            direct_accepted: s.given.direct_accepted && point.can_direct(),
             ..s.given.clone()
         }),
         ..Default::default()

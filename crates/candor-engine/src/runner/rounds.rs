@@ -35,11 +35,7 @@ impl Rounds {
         direction: Direction,
         window: &mut Vec<RepMeasure>,
     ) -> SteadyRound {
-        let (reads, writes) = match direction {
-            Direction::Read => (true, false),
-            Direction::Write => (false, true),
-            Direction::Mix => (true, true),
-        };
+        let (reads, writes) = (direction.reads(), direction.writes());
         let seconds = m.rep.seconds;
         let round = SteadyRound {
             round: self.rounds.len() as u32 + 1,

@@ -171,6 +171,8 @@ pub fn result(
         intent: intent.parse().expect("an intent"),
         status: candor_model::Status::Ok,
         fadvise: candor_model::Fadvise::None,
+        direction: None,
+        access: None,
         error: None,
         repetitions: 3,
         throughput_without_flush: write

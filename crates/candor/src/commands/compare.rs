@@ -10,7 +10,7 @@
 use crate::commands::report::{to_stdout, write_file};
 use crate::exit::{refusing, CmdResult, Failure, FAILED, OK};
 use candor_report::compare::{self, CompareFormat};
-use candor_report::gate::{self, Direction, Gate};
+use candor_report::gate::{self, Drift, Gate};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -32,11 +32,11 @@ pub struct Args {
     pub format: CompareFormat,
     /// Exit 1 when a side's throughput is more than PCT% below the first side's and the
     /// difference is significant (the test the table shows).
-    #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Direction::Slower)))]
+    #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Drift::Slower)))]
     pub fail_if_slower: Option<f64>,
     /// Exit 1 when a side's throughput is more than PCT% above the first side's (its time
     /// per operation that much shorter) and the difference is significant.
-    #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Direction::Faster)))]
+    #[arg(long, value_name = "PCT", value_parser = refusing(|s: &str| gate::parse_pct(s, Drift::Faster)))]
     pub fail_if_faster: Option<f64>,
     /// Let a gate pass that could judge no row (no test ran with the same options on the
     /// first side and another); without it such a gate fails. Rows left out are named either way.

@@ -43,12 +43,9 @@ fn parse_format(name: &str) -> Result<Asked, String> {
     if name == "fio-iolog" {
         return Ok(Asked::FioIolog);
     }
-    Format::parse(name).map(Asked::Doc).ok_or_else(|| {
-        format!(
-            "unknown format {name:?}: use one of {} (or fio-iolog for a trace)",
-            Format::names()
-        )
-    })
+    Format::from_arg(name)
+        .map(Asked::Doc)
+        .map_err(|e| format!("{e} (or fio-iolog for a trace)"))
 }
 
 pub fn run(args: Args) -> CmdResult {

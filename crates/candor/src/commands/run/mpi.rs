@@ -6,6 +6,7 @@
 //! each test); only rank 0 saves and prints. Without the `mpi` feature, or outside a
 //! launcher, `Session::start` says so in one sentence.
 
+use super::role::Role;
 use crate::exit::{CmdResult, Failure};
 use candor_model::{MpiInfo, TestResult};
 use candor_mpi::{Topology, World};
@@ -55,7 +56,7 @@ impl Session {
         })
     }
 
-    fn node_of(&self, rank: usize) -> String {
+    pub(super) fn node_of(&self, rank: usize) -> String {
         self.topo
             .rank_nodes
             .get(rank)
@@ -67,23 +68,24 @@ impl Session {
 
 /// Runs `candor run` as one rank of an MPI job.
 pub fn run(a: super::Args) -> CmdResult {
-    if a.reorder && a.verify {
+    let o = &a.options;
+    if o.reorder && o.verify {
         return Err(Failure::usage(
             "--reorder reads other ranks' files, which --verify cannot check (each rank knows only what it wrote): drop one of them",
         ));
     }
-    if a.shared_file && (a.reorder || a.verify) {
+    if o.shared_file && (o.reorder || o.verify) {
         return Err(Failure::usage(
             "--shared-file cannot go with --reorder or --verify yet: each rank reads back and checks only its own segment; drop one of them",
         ));
     }
     // Every rank saves its own result there: checked before MPI starts.
-    if let Some(dir) = &a.rank_output {
+    if let Some(dir) = &o.rank_output {
         crate::paths::check_output_dir("--rank-output", dir)?;
     }
     let session = Session::start()?;
     let root = session.world.rank() == 0;
-    let out = super::run_with(a, Some(&session));
+    let out = super::run_with(a, Role::Rank(&session));
     // MPI_Finalize, on every rank, before the process exits.
     drop(session);
     match out {
@@ -92,66 +94,6 @@ pub fn run(a: super::Args) -> CmdResult {
         Err(f) if !root || f.message.is_empty() => Ok(f.code),
         other => other,
     }
-}
-
-/// The other ranks of the job on this rank's node: their traffic is the job's, never
-/// foreign, to this rank's witness (empty without MPI).
-pub fn job_peers(s: Option<&Session>) -> Vec<u32> {
-    s.map(|s| s.topo.peers_on_node(s.world.rank()))
-        .unwrap_or_default()
-}
-
-/// Whether this process reports (rank 0, or the only process).
-pub fn is_root(s: Option<&Session>) -> bool {
-    !matches!(s, Some(s) if s.world.rank() != 0)
-}
-
-/// The run id: rank 0's, on every rank, with the rank appended so that each rank has its
-/// own run directory even when the ranks share the target.
-pub fn run_id(s: Option<&Session>, id: String) -> String {
-    match s {
-        None => id,
-        Some(s) => {
-            let root_id =
-                String::from_utf8_lossy(&s.world.broadcast_bytes(id.into_bytes())).into_owned();
-            format!("{root_id}-r{}", s.world.rank())
-        }
-    }
-}
-
-/// Every rank learns whether every rank got this far. Called at the same places on every
-/// rank whatever happened locally, so no rank waits at a barrier for a rank that stopped.
-pub fn agree<T>(s: Option<&Session>, mine: Result<T, Failure>) -> Result<T, Failure> {
-    let Some(s) = s else { return mine };
-    let word = match &mine {
-        Ok(_) => String::new(),
-        Err(f) => format!("{}\t{}", f.code, f.message),
-    };
-    let all = s.world.all_gather_bytes(word.as_bytes());
-    for (rank, w) in all.iter().enumerate() {
-        if w.is_empty() {
-            continue;
-        }
-        let text = String::from_utf8_lossy(w);
-        let (code, message) = text.split_once('\t').unwrap_or(("2", &text));
-        let message = if rank == 0 {
-            message.to_string()
-        } else {
-            format!("rank {rank} on {}: {message}", s.node_of(rank))
-        };
-        // Every rank is here and stops. Rank 0 says why before any rank exits: a rank that
-        // exits with an error makes mpirun kill the others, possibly before rank 0 has
-        // written its sentence. The sentence is then written; the failure carries none.
-        if s.world.rank() == 0 {
-            eprintln!("candor: {message}");
-        }
-        s.world.barrier();
-        return Err(Failure {
-            code: code.parse().unwrap_or(crate::exit::USAGE),
-            message: String::new(),
-        });
-    }
-    mine
 }
 
 /// The merged result's sentences about the ranks (lagging ranks, node caches), for the
@@ -186,14 +128,4 @@ pub fn warnings(r: &TestResult) -> Vec<String> {
         }
     }
     out
-}
-
-/// A rank that stops early (signal, no space) ends the whole job: the others would wait
-/// for it at the next barrier forever.
-pub fn stop_all(s: Option<&Session>, code: i32) {
-    if let Some(s) = s {
-        if s.world.size() > 1 {
-            s.world.abort(code);
-        }
-    }
 }
