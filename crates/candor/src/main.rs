@@ -17,6 +17,7 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => refuse(e),
     };
+    candor_model::units::set_rate_units(cli.units);
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {

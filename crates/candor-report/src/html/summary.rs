@@ -54,8 +54,10 @@ pub(super) fn summary(doc: &RunDoc, b: &mut String) {
         if io {
             b.push_str("<th class=\"l\">engine</th>");
         }
-        b.push_str(
-            "<th>MB/s (95% CI)</th><th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device MB/s</th>",
+        let _ = write!(
+            b,
+            "<th>{rate} (95% CI)</th><th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device {rate}</th>",
+            rate = crate::units::rate_label()
         );
         if any_eff {
             b.push_str("<th>efficiency</th>");
@@ -170,9 +172,9 @@ pub(super) fn audit(doc: &RunDoc, b: &mut String) {
         let label = format!("{} {}", c.program, c.test);
         let point = |label: String, v: f64, colour: usize| IntervalRow {
             label,
-            mean: v / 1e6,
-            lo: v / 1e6,
-            hi: v / 1e6,
+            mean: v / crate::units::scale(),
+            lo: v / crate::units::scale(),
+            hi: v / crate::units::scale(),
             samples: Vec::new(),
             flagged: false,
             colour: Some(colour),
@@ -186,7 +188,7 @@ pub(super) fn audit(doc: &RunDoc, b: &mut String) {
     let chart = svg::interval_chart(
         "audit-0",
         "Claimed and observed throughput",
-        "MB/s",
+        crate::units::rate_label(),
         &rows,
         mbps,
         760.0,

@@ -980,17 +980,17 @@ impl Progress for Bar {
     }
 
     fn round(&mut self, p: &Point, target: &Path, r: &SteadyRound) {
+        use candor_model::units::rate_text;
         if self.quiet {
             return;
         }
         let line = format!(
-            "{} on {}: round {}: application {:.1} MB/s, device {}",
+            "{} on {}: round {}: application {}, device {}",
             p.spec.name,
             target.display(),
             r.round,
-            r.app_bps / 1e6,
-            r.device_bps
-                .map_or("not seen".to_string(), |d| format!("{:.1} MB/s", d / 1e6))
+            rate_text(r.app_bps),
+            r.device_bps.map_or("not seen".to_string(), rate_text)
         );
         match &self.bar {
             Some(b) => b.println(format!("candor: {line}")),
