@@ -9,6 +9,7 @@ mod commands;
 mod exit;
 mod output;
 mod paths;
+mod progress;
 
 use clap::Parser;
 

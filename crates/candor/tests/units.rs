@@ -152,6 +152,11 @@ fn an_audit_and_its_report_print_the_same_figure() {
             .expect("candor runs");
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         let said = text(&o.stdout) + &text(&o.stderr);
+        assert_eq!(
+            text(&o.stderr).lines().last(),
+            Some(format!("wrote {}", json.display()).as_str()),
+            "the audit names its file"
+        );
         // "write     16 MiB   1 MiB  178 MiB/s  179 MiB/s   1.00  agrees"
         let row = said
             .lines()

@@ -52,7 +52,9 @@ impl Session {
                 "cannot write {}: {e}; choose a writable --rank-output",
                 path.display()
             )
-        })
+        })?;
+        eprintln!("wrote {}", path.display());
+        Ok(())
     }
 
     fn node_of(&self, rank: usize) -> String {
