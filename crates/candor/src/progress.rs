@@ -1,9 +1,11 @@
 //! How long a run will take and how far it has got. Before the first test, one line with an
 //! estimate of the whole run from its plan (each repetition's bytes at an assumed speed, or
-//! its `--runtime` cap); after the first test, the estimate again from the speed the device
-//! actually gave. While the run goes on: the time left beside the progress bar on a
-//! terminal, and otherwise (a log, a pipe, a batch job) one line on stderr at most every
-//! [`EVERY`]: which test of how many, the time spent and the time left.
+//! its `--runtime` cap, plus a fixed cost per repetition); after the first test, the
+//! estimate again from what that test took. As tests finish, the cost of a repetition and
+//! the device's speed are fitted to the times they took (a line through time per
+//! repetition against bytes per repetition), and the time left follows them: beside the
+//! progress bar on a terminal, and otherwise (a log, a pipe, a batch job) in one line on
+//! stderr at most every [`EVERY`]: which test of how many, the time spent and the time left.
 
 use candor_engine::plan::{Point, RunSettings};
 use candor_model::units::rate_text;
@@ -13,8 +15,24 @@ use std::time::{Duration, Instant};
 
 /// The speed assumed before anything is measured: a modest SSD, or a disk's page cache.
 const ASSUMED_BPS: f64 = 200e6;
-/// What each repetition costs beyond its bytes (files opened, flushed, caches dropped).
+/// What each repetition is assumed to cost beyond its bytes (files opened, flushed, caches
+/// dropped, the witness read) before anything is measured.
 const OVERHEAD_S: f64 = 0.05;
+
+/// What a repetition costs: a fixed time, and its bytes at a speed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Model {
+    bps: f64,
+    overhead: f64,
+    /// The speed was fitted to tests of different sizes (not the assumed one).
+    measured: bool,
+}
+
+const ASSUMED: Model = Model {
+    bps: ASSUMED_BPS,
+    overhead: OVERHEAD_S,
+    measured: false,
+};
 /// Off a terminal, a progress line at most this often.
 pub const EVERY: Duration = Duration::from_secs(10);
 
@@ -34,42 +52,81 @@ struct Work {
 }
 
 impl Work {
-    /// Seconds this test takes when the device moves `bps` bytes per second.
-    fn seconds(&self, bps: f64) -> f64 {
-        let io = self.bytes / bps;
+    /// Seconds this test takes under `m`.
+    fn seconds(&self, m: &Model) -> f64 {
+        let io = self.bytes / m.bps;
         let io = match self.cap {
             Some(c) if self.time_based => c,
             Some(c) => io.min(c),
             None => io,
         };
-        self.reps * (io + OVERHEAD_S) + self.targets * self.ramp
+        self.reps * (io + m.overhead) + self.targets * self.ramp
     }
 }
 
-/// The speed at which `done` would have taken `elapsed` seconds: what the device gave,
-/// setup included. None when the time does not depend on the speed (every repetition
-/// capped by time).
-fn measured_speed(done: &[Work], elapsed: f64) -> Option<f64> {
-    let at = |bps: f64| done.iter().map(|w| w.seconds(bps)).sum::<f64>();
-    let (mut lo, mut hi) = (1e4_f64, 1e12_f64);
-    if (at(lo) - at(hi)).abs() < 1e-3 {
-        return None;
-    }
-    if elapsed >= at(lo) {
-        return Some(lo);
-    }
-    if elapsed <= at(hi) {
-        return Some(hi);
-    }
-    for _ in 0..60 {
-        let mid = (lo * hi).sqrt();
-        if at(mid) > elapsed {
-            lo = mid;
-        } else {
-            hi = mid;
+/// The model that explains the tests `done` (each with the seconds it took): a line through
+/// each test's time per repetition against its bytes per repetition, fixed cost and speed;
+/// a repetition that lasted its cap tells the fixed cost only. While the tests done have
+/// one size the speed stays `prior`'s and their time beyond it is the fixed cost.
+fn fit(done: &[(Work, f64)], prior: Model) -> Model {
+    let mut sized: Vec<(f64, f64)> = Vec::new();
+    let mut fixed: Vec<f64> = Vec::new();
+    for (w, t) in done {
+        let y = (t - w.targets * w.ramp).max(0.0) / w.reps.max(1.0);
+        match w.cap {
+            Some(c) if w.time_based || y >= c => fixed.push(y - c),
+            _ => sized.push((w.bytes, y)),
         }
     }
-    Some((lo * hi).sqrt())
+    if sized.is_empty() && fixed.is_empty() {
+        return prior;
+    }
+    let lo = sized.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let hi = sized.iter().map(|p| p.0).fold(0.0, f64::max);
+    let clamp = |k: f64| k.clamp(1e-12, 1e-4);
+    if sized.len() >= 2 && hi >= 2.0 * lo {
+        let n = sized.len() as f64;
+        let mx = sized.iter().map(|p| p.0).sum::<f64>() / n;
+        let my = sized.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxy: f64 = sized.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let sxx: f64 = sized.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let mut k = sxy / sxx;
+        let mut o = my - k * mx;
+        if k <= 0.0 {
+            k = 1.0 / prior.bps;
+            o = my - k * mx;
+        }
+        if o < 0.0 {
+            o = 0.0;
+            k = sized.iter().map(|p| p.0 * p.1).sum::<f64>()
+                / sized.iter().map(|p| p.0 * p.0).sum::<f64>();
+        }
+        return Model {
+            bps: 1.0 / clamp(k),
+            overhead: o.max(0.0),
+            measured: true,
+        };
+    }
+    let k = 1.0 / prior.bps;
+    let beyond: Vec<f64> = sized
+        .iter()
+        .map(|p| p.1 - k * p.0)
+        .chain(fixed.iter().copied())
+        .collect();
+    Model {
+        bps: prior.bps,
+        overhead: (beyond.iter().sum::<f64>() / beyond.len() as f64).max(0.0),
+        measured: false,
+    }
+}
+
+/// A short time to a precision that means something: "0.27 s", "1.5 s".
+fn secs(x: f64) -> String {
+    if x < 1.0 {
+        format!("{x:.2} s")
+    } else {
+        format!("{x:.1} s")
+    }
 }
 
 /// "45s", "3m20s", "1h05m".
@@ -91,15 +148,19 @@ struct State {
     point: usize,
     /// Repetitions of it finished, on all targets.
     reps_done: u64,
-    bps: f64,
+    /// When it started.
+    point_started: Instant,
+    /// The tests finished, with the seconds each took.
+    done: Vec<(Work, f64)>,
+    model: Model,
     /// `--duration`: the run passes over the plan until this much time has passed.
     soak: Option<Duration>,
     round: u64,
 }
 
 impl State {
-    fn total(&self, bps: f64) -> f64 {
-        self.work.iter().map(|w| w.seconds(bps)).sum()
+    fn total(&self) -> f64 {
+        self.work.iter().map(|w| w.seconds(&self.model)).sum()
     }
 
     /// Seconds left: the rest of the test running and the tests after it.
@@ -114,16 +175,16 @@ impl State {
         let share = 1.0 - (self.reps_done as f64 / now.reps.max(1.0)).min(1.0);
         let later: f64 = self.work[self.point + 1..]
             .iter()
-            .map(|w| w.seconds(self.bps))
+            .map(|w| w.seconds(&self.model))
             .sum();
-        now.seconds(self.bps) * share + later
+        now.seconds(&self.model) * share + later
     }
 
     fn line(&self) -> String {
         let n = self.work.len();
         let reps = self.work.get(self.point).map_or(0.0, |w| w.reps) as u64;
         format!(
-            "progress: {}test {} of {n}, repetition {} of {reps}, {} elapsed, about {} left",
+            "progress: {}test {} of {n}, repetition {} of {reps}, {} elapsed, about {} left{}",
             if self.soak.is_some() {
                 format!("round {}, ", self.round)
             } else {
@@ -132,7 +193,12 @@ impl State {
             (self.point + 1).min(n),
             (self.reps_done + 1).min(reps),
             span(self.started.elapsed().as_secs_f64()),
-            span(self.left())
+            span(self.left()),
+            if self.model.measured && self.soak.is_none() {
+                format!(" (measured {})", rate_text(self.model.bps))
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -182,7 +248,9 @@ impl Pace {
             started: Instant::now(),
             point: 0,
             reps_done: 0,
-            bps: ASSUMED_BPS,
+            point_started: Instant::now(),
+            done: Vec::new(),
+            model: ASSUMED,
             soak,
             round: 1,
         };
@@ -219,24 +287,43 @@ impl Pace {
     /// the speed it ran at (once; None otherwise).
     pub fn start_point(&mut self, index: usize) -> Option<String> {
         let mut s = self.state.lock().ok()?;
+        let took = s.point_started.elapsed().as_secs_f64();
+        if index > s.point && s.soak.is_none() {
+            if let Some(w) = s.work.get(s.point).copied() {
+                s.done.push((w, took));
+                s.model = fit(&s.done, s.model);
+            }
+        }
         s.point = index;
         s.reps_done = 0;
-        if index == 0 || self.refined || s.soak.is_some() {
+        s.point_started = Instant::now();
+        if index == 0 || self.refined || s.soak.is_some() || self.quiet {
             return None;
         }
         self.refined = true;
         let elapsed = s.started.elapsed().as_secs_f64();
-        let bps = measured_speed(&s.work[..index], elapsed)?;
-        s.bps = bps;
         let total = elapsed + s.left();
-        (!self.quiet).then(|| {
-            format!(
-                "the first test ran at an effective {} (setup included): the run should take about {} in all, {} left",
-                rate_text(bps),
-                span(total),
-                span(total - elapsed)
-            )
-        })
+        let m = s.model;
+        Some(format!(
+            "the first test took {}: the run should take about {} in all, {} left ({}){}",
+            span(took),
+            span(total),
+            span(total - elapsed),
+            if m.measured {
+                format!(
+                    "{} a repetition besides its I/O at {}",
+                    secs(m.overhead),
+                    rate_text(m.bps)
+                )
+            } else {
+                format!("{} a repetition besides its I/O", secs(m.overhead))
+            },
+            if s.work.len() > index + 1 {
+                "; measured again as tests finish"
+            } else {
+                ""
+            }
+        ))
     }
 
     pub fn repetition_done(&self) {
@@ -300,7 +387,7 @@ fn estimate(s: &State, settings: &RunSettings, targets: usize) -> String {
     if let Some(d) = s.soak {
         return format!(
             "estimate: {plan} per pass, about {} a pass; --duration runs passes for {}",
-            span(s.total(s.bps)),
+            span(s.total()),
             span(d.as_secs_f64())
         );
     }
@@ -322,7 +409,7 @@ fn estimate(s: &State, settings: &RunSettings, targets: usize) -> String {
     };
     format!(
         "estimate: {plan}, about {} ({basis}){}",
-        span(s.total(s.bps)),
+        span(s.total()),
         if n > 1 && settings.steady.is_none() {
             "; measured again after the first test"
         } else {
@@ -357,31 +444,45 @@ mod tests {
 
     #[test]
     fn a_test_costs_its_bytes_at_the_speed_or_its_cap() {
+        let m = Model {
+            bps: 100e6,
+            ..ASSUMED
+        };
         // 100 MB at 100 MB/s, 3 repetitions: 3 x (1 s + overhead).
         let w = work(100e6, None);
-        assert!((w.seconds(100e6) - 3.0 * (1.0 + OVERHEAD_S)).abs() < 1e-9);
+        assert!((w.seconds(&m) - 3.0 * (1.0 + OVERHEAD_S)).abs() < 1e-9);
         // A 2 s cap holds a slow device's repetition to 2 s.
-        let w = work(100e6, Some(2.0));
-        assert!((w.seconds(10e6) - 3.0 * (2.0 + OVERHEAD_S)).abs() < 1e-9);
+        let w = work(1e9, Some(2.0));
+        assert!((w.seconds(&m) - 3.0 * (2.0 + OVERHEAD_S)).abs() < 1e-9);
         // --time-based lasts the cap whatever the speed.
         let w = Work {
             time_based: true,
             ..work(1e3, Some(2.0))
         };
-        assert!((w.seconds(1e9) - 3.0 * (2.0 + OVERHEAD_S)).abs() < 1e-9);
+        assert!((w.seconds(&m) - 3.0 * (2.0 + OVERHEAD_S)).abs() < 1e-9);
     }
 
     #[test]
-    fn the_measured_speed_explains_the_time_taken() {
-        let done = [work(300e6, None)];
-        // 3 x (300 MB / s + 0.05) = 9.15 s at 100 MB/s.
-        let bps = measured_speed(&done, 9.15).unwrap();
-        assert!((bps - 100e6).abs() < 1e5, "{bps}");
-        // Capped by time on every repetition: the speed cannot be told.
-        let capped = [Work {
+    fn the_fit_finds_the_fixed_cost_and_the_speed() {
+        // 0.25 s a repetition, and 100 MB/s: 64 KiB, 1 MB and 100 MB files.
+        let at = |bytes: f64| (work(bytes, None), 3.0 * (0.25 + bytes / 100e6));
+        let m = fit(&[at(65536.0), at(1e6), at(100e6)], ASSUMED);
+        assert!(m.measured);
+        assert!((m.bps - 100e6).abs() < 1e3, "{m:?}");
+        assert!((m.overhead - 0.25).abs() < 1e-6, "{m:?}");
+        // One size only: the speed stays the assumed one, the rest is the fixed cost.
+        let m = fit(&[at(65536.0), at(65536.0)], ASSUMED);
+        assert!(!m.measured);
+        assert_eq!(m.bps, ASSUMED_BPS);
+        let want = 0.25 + 65536.0 / 100e6 - 65536.0 / ASSUMED_BPS;
+        assert!((m.overhead - want).abs() < 1e-9, "{m:?}");
+        // A repetition that lasted its cap tells the fixed cost only.
+        let capped = Work {
             time_based: true,
             ..work(1e6, Some(1.0))
-        }];
-        assert_eq!(measured_speed(&capped, 3.2), None);
+        };
+        let m = fit(&[(capped, 3.0 * 1.2)], ASSUMED);
+        assert!((m.overhead - 0.2).abs() < 1e-9, "{m:?}");
+        assert_eq!(m.bps, ASSUMED_BPS);
     }
 }
