@@ -1,9 +1,9 @@
 //! How long a run will take and how far it has got. Before the first test, one line with an
 //! estimate of the whole run from its plan (each repetition's bytes at an assumed speed, or
 //! its `--runtime` cap, plus a fixed cost per repetition); after the first test, the
-//! estimate again from what that test took. As tests finish, the cost of a repetition and
-//! the device's speed are fitted to the times they took (a line through time per
-//! repetition against bytes per repetition), and the time left follows them: beside the
+//! estimate again from what that test took. As tests finish, the fixed cost of a
+//! repetition (from the latest tests) and the device's speed (from the tests with large
+//! files) are measured from the times they took, and the time left follows them: beside the
 //! progress bar on a terminal, and otherwise (a log, a pipe, a batch job) in one line on
 //! stderr at most every [`EVERY`]: which test of how many, the time spent and the time left.
 
@@ -64,59 +64,55 @@ impl Work {
     }
 }
 
-/// The model that explains the tests `done` (each with the seconds it took): a line through
-/// each test's time per repetition against its bytes per repetition, fixed cost and speed;
-/// a repetition that lasted its cap tells the fixed cost only. While the tests done have
-/// one size the speed stays `prior`'s and their time beyond it is the fixed cost.
+/// Files from this size tell the device's speed: below it a test's time is mostly its
+/// fixed cost (files made, flushed and dropped from the cache, the witness read).
+const SPEED_FROM: f64 = 16.0 * 1048576.0;
+/// The fixed cost is the median over this many of the latest tests (it grows with the
+/// file size in a sweep, where each test writes and flushes its file first).
+const RECENT: usize = 50;
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// The model that explains the tests `done` (each with the seconds it took), robust to a
+/// noisy test: the fixed cost of a repetition is the median of the latest tests' time
+/// beyond their bytes; the speed, the median of the bytes over the rest of the time of the
+/// tests with files of [`SPEED_FROM`] or more (`prior`'s until there are some). A
+/// repetition that lasted its cap tells the fixed cost only.
 fn fit(done: &[(Work, f64)], prior: Model) -> Model {
-    let mut sized: Vec<(f64, f64)> = Vec::new();
-    let mut fixed: Vec<f64> = Vec::new();
-    for (w, t) in done {
-        let y = (t - w.targets * w.ramp).max(0.0) / w.reps.max(1.0);
-        match w.cap {
-            Some(c) if w.time_based || y >= c => fixed.push(y - c),
-            _ => sized.push((w.bytes, y)),
-        }
-    }
-    if sized.is_empty() && fixed.is_empty() {
-        return prior;
-    }
-    let lo = sized.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
-    let hi = sized.iter().map(|p| p.0).fold(0.0, f64::max);
-    let clamp = |k: f64| k.clamp(1e-12, 1e-4);
-    if sized.len() >= 2 && hi >= 2.0 * lo {
-        let n = sized.len() as f64;
-        let mx = sized.iter().map(|p| p.0).sum::<f64>() / n;
-        let my = sized.iter().map(|p| p.1).sum::<f64>() / n;
-        let sxy: f64 = sized.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-        let sxx: f64 = sized.iter().map(|p| (p.0 - mx).powi(2)).sum();
-        let mut k = sxy / sxx;
-        let mut o = my - k * mx;
-        if k <= 0.0 {
-            k = 1.0 / prior.bps;
-            o = my - k * mx;
-        }
-        if o < 0.0 {
-            o = 0.0;
-            k = sized.iter().map(|p| p.0 * p.1).sum::<f64>()
-                / sized.iter().map(|p| p.0 * p.0).sum::<f64>();
-        }
-        return Model {
-            bps: 1.0 / clamp(k),
-            overhead: o.max(0.0),
-            measured: true,
-        };
-    }
-    let k = 1.0 / prior.bps;
-    let beyond: Vec<f64> = sized
+    let per_rep = |(w, t): &(Work, f64)| (t - w.targets * w.ramp).max(0.0) / w.reps.max(1.0);
+    let capped = |w: &Work, y: f64| w.cap.is_some_and(|c| w.time_based || y >= c);
+    let recent = &done[done.len().saturating_sub(RECENT)..];
+    let speeds: Vec<f64> = done
         .iter()
-        .map(|p| p.1 - k * p.0)
-        .chain(fixed.iter().copied())
+        .filter(|(w, _)| w.bytes >= SPEED_FROM)
+        .filter_map(|d| {
+            let y = per_rep(d);
+            let io = y - prior.overhead;
+            (!capped(&d.0, y) && io > 0.0).then(|| d.0.bytes / io)
+        })
+        .collect();
+    let bps = median(speeds).map(|b| b.clamp(1e5, 1e12));
+    let k = 1.0 / bps.unwrap_or(prior.bps);
+    let beyond: Vec<f64> = recent
+        .iter()
+        .map(|d| {
+            let y = per_rep(d);
+            match d.0.cap {
+                Some(c) if capped(&d.0, y) => y - c,
+                _ => y - k * d.0.bytes,
+            }
+        })
         .collect();
     Model {
-        bps: prior.bps,
-        overhead: (beyond.iter().sum::<f64>() / beyond.len() as f64).max(0.0),
-        measured: false,
+        bps: bps.unwrap_or(prior.bps),
+        overhead: median(beyond).map_or(prior.overhead, |o| o.max(0.0)),
+        measured: bps.is_some(),
     }
 }
 
@@ -464,18 +460,22 @@ mod tests {
 
     #[test]
     fn the_fit_finds_the_fixed_cost_and_the_speed() {
-        // 0.25 s a repetition, and 100 MB/s: 64 KiB, 1 MB and 100 MB files.
+        // 0.25 s a repetition, and 100 MB/s.
         let at = |bytes: f64| (work(bytes, None), 3.0 * (0.25 + bytes / 100e6));
-        let m = fit(&[at(65536.0), at(1e6), at(100e6)], ASSUMED);
-        assert!(m.measured);
-        assert!((m.bps - 100e6).abs() < 1e3, "{m:?}");
-        assert!((m.overhead - 0.25).abs() < 1e-6, "{m:?}");
-        // One size only: the speed stays the assumed one, the rest is the fixed cost.
+        // Small files only: the speed stays the assumed one, the rest is the fixed cost.
         let m = fit(&[at(65536.0), at(65536.0)], ASSUMED);
         assert!(!m.measured);
         assert_eq!(m.bps, ASSUMED_BPS);
         let want = 0.25 + 65536.0 / 100e6 - 65536.0 / ASSUMED_BPS;
         assert!((m.overhead - want).abs() < 1e-9, "{m:?}");
+        // Then files large enough to tell the speed, one of them slowed by something else.
+        let mut done = vec![at(65536.0), at(1e6), at(100e6), at(200e6)];
+        done.push((work(50e6, None), 30.0));
+        let m = fit(&done, m);
+        assert!(m.measured);
+        // The speed from the large files with the fixed cost known so far (a little off
+        // 0.25 s: the assumed speed still counted in it), the slow one outvoted.
+        assert!((m.bps - 100e6).abs() < 1e6, "{m:?}");
         // A repetition that lasted its cap tells the fixed cost only.
         let capped = Work {
             time_based: true,
