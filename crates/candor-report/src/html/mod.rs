@@ -172,7 +172,10 @@ pub fn render(doc: &RunDoc) -> String {
          sizes in binary units; latency per operation in µs; intervals are 95% confidence intervals of the mean. \
          Hover over a point, cell or bar for its figures; click a heading to fold its section.</footer></main></div>",
         esc(env!("CARGO_PKG_VERSION")),
-        crate::units::rate_units().meaning()
+        crate::units::rate_units()
+            .meaning()
+            .replace("^6", "<sup>6</sup>")
+            .replace("^20", "<sup>20</sup>")
     );
     let title = match doc.host.hostname.as_str() {
         "" => "candor report".to_string(),
