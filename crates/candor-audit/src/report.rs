@@ -7,23 +7,10 @@ use crate::Audit;
 use candor_model::{AppIo, DeviceIo, ProcessIo, Verdict, Witness};
 use serde_json::{json, Value};
 
-/// A rate in the largest fitting binary unit: "1.56 GiB/s".
+/// A rate as every table prints it, with its unit: "1600 MB/s" (or MiB/s under
+/// `--units binary`), so the audit's figure is the one `candor report` of it shows.
 pub fn human_rate(bps: f64) -> String {
-    let units = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
-    let mut v = bps;
-    let mut u = 0;
-    while v.abs() >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    let digits = if v.abs() >= 100.0 {
-        0
-    } else if v.abs() >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$} {}", units[u])
+    candor_model::units::rate_text(bps)
 }
 
 fn size(b: Option<u64>) -> String {
@@ -330,9 +317,10 @@ mod tests {
 
     #[test]
     fn rates_and_sizes() {
-        assert_eq!(human_rate(1677721600.0), "1.56 GiB/s");
-        assert_eq!(human_rate(4267.0 * 1048576.0), "4.17 GiB/s");
-        assert_eq!(human_rate(512.0), "512 B/s");
+        // In the unit every table prints (MB/s by default), whole figures, not rescaled.
+        assert_eq!(human_rate(1677721600.0), "1678 MB/s");
+        assert_eq!(human_rate(4267.0 * 1048576.0), "4474 MB/s");
+        assert_eq!(human_rate(512.0), "0.51 kB/s");
         assert_eq!(size(Some(64 << 20)), "64 MiB");
         assert_eq!(size(Some(65536)), "64 KiB");
         assert_eq!(size(Some(1536)), "1536 B");
@@ -409,15 +397,15 @@ mod tests {
             "r",
             "512 MiB",
             "128 KiB",
-            "400 MiB/s",
-            "200 MiB/s",
+            "419 MB/s",
+            "210 MB/s",
             "2.00",
             "overstated",
         ] {
             assert!(row.contains(cell), "{cell} in {row:?}");
         }
         assert!(t.contains("1. r: the timer stopped before the fsync: 1.28 s"));
-        assert!(t.contains("inside the I/O calls only: 390 MiB/s (ratio 1.03)"));
+        assert!(t.contains("inside the I/O calls only: 409 MB/s (ratio 1.03)"));
         assert!(t.contains("note: a note"));
         let v = audit_value(&audit_with(Vec::new(), Vec::new(), Exit::Signal(9)));
         assert_eq!(v["exit"]["code"], 137);

@@ -87,10 +87,10 @@ pub fn measure(
         return Err(PlanError::failed("the device's ceiling could not be measured: every measuring test failed; give --device-spec seq=...,iops=... instead"));
     }
     let note = format!(
-        "device ceiling measured on {}: sequential read {:.0} MB/s, write {:.0} MB/s; 4 KiB random read {:.0} IOPS, write {:.0} IOPS",
+        "device ceiling measured on {}: sequential read {}, write {}; 4 KiB random read {:.0} IOPS, write {:.0} IOPS",
         first_path.display(),
-        spec.seq_read.unwrap_or(0.0) / 1e6,
-        spec.seq_write.unwrap_or(0.0) / 1e6,
+        candor_model::units::rate_text(spec.seq_read.unwrap_or(0.0)),
+        candor_model::units::rate_text(spec.seq_write.unwrap_or(0.0)),
         spec.iops_read.unwrap_or(0.0),
         spec.iops_write.unwrap_or(0.0)
     );

@@ -244,9 +244,10 @@ pub fn conclude(rounds: Vec<SteadyRound>, judged: Option<Judgement>, c: &Criteri
     s
 }
 
-/// In MB/s (10^6 bytes/s), as the reports print throughput.
+/// In the rate unit the reports print throughput in, to a tenth.
 fn rate(bps: f64) -> String {
-    format!("{:.1} MB/s", bps / 1e6)
+    let u = candor_model::units::rate_units();
+    format!("{:.1} {}", bps / u.scale(), u.label())
 }
 
 fn pct(share: f64) -> String {

@@ -1,6 +1,12 @@
-//! Byte counts written for people: one formatter, in the few spellings candor prints. Each
-//! spelling is a `ByteStyle`; every crate that writes a size names one of them, so a size
-//! reads the same wherever the same kind of text shows it.
+//! Byte counts and rates written for people: one formatter, in the few spellings candor
+//! prints. Each spelling is a `ByteStyle`; every crate that writes a size names one of them,
+//! so a size reads the same wherever the same kind of text shows it. Rates (bytes per
+//! second) are written in one unit chosen once per process (`--units`): MB/s (10^6 bytes,
+//! as disks are rated) by default, MiB/s when binary units are asked for; every table,
+//! report and audit sentence writes them through [`rate`], so one figure reads the same
+//! everywhere.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How a byte count is spelled: its units, the space before them, the decimals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,9 +104,154 @@ pub fn trim_zeros(s: String) -> String {
     }
 }
 
+/// The unit rates are written in: decimal (MB/s, 10^6 bytes per second) or binary (MiB/s,
+/// 2^20 bytes per second).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateUnits {
+    Decimal,
+    Binary,
+}
+
+impl RateUnits {
+    /// `decimal` or `binary`, as `--units` takes them.
+    pub fn parse(s: &str) -> Result<RateUnits, String> {
+        match s {
+            "decimal" => Ok(RateUnits::Decimal),
+            "binary" => Ok(RateUnits::Binary),
+            other => Err(format!(
+                "--units {other:?} is not a unit system: write --units decimal (MB/s, the default) or --units binary (MiB/s)"
+            )),
+        }
+    }
+
+    /// Bytes in one unit: 10^6 or 2^20.
+    pub fn scale(self) -> f64 {
+        match self {
+            RateUnits::Decimal => 1e6,
+            RateUnits::Binary => 1048576.0,
+        }
+    }
+
+    /// The unit of bytes: "MB" or "MiB".
+    pub fn unit(self) -> &'static str {
+        match self {
+            RateUnits::Decimal => "MB",
+            RateUnits::Binary => "MiB",
+        }
+    }
+
+    /// The unit of rates: "MB/s" or "MiB/s".
+    pub fn label(self) -> &'static str {
+        match self {
+            RateUnits::Decimal => "MB/s",
+            RateUnits::Binary => "MiB/s",
+        }
+    }
+
+    /// What the unit is, for a report's footer: "MB/s (10^6 bytes per second)".
+    pub fn meaning(self) -> &'static str {
+        match self {
+            RateUnits::Decimal => "MB/s (10^6 bytes per second)",
+            RateUnits::Binary => "MiB/s (2^20 bytes per second)",
+        }
+    }
+}
+
+/// Whether this process writes rates in binary units; decimal until `set_rate_units` says
+/// otherwise.
+static BINARY: AtomicBool = AtomicBool::new(false);
+
+/// Chooses the unit every rate this process writes is in (`--units`, once, before anything
+/// is printed).
+pub fn set_rate_units(u: RateUnits) {
+    BINARY.store(u == RateUnits::Binary, Ordering::Relaxed);
+}
+
+/// The unit rates are written in.
+pub fn rate_units() -> RateUnits {
+    if BINARY.load(Ordering::Relaxed) {
+        RateUnits::Binary
+    } else {
+        RateUnits::Decimal
+    }
+}
+
+/// The rate unit's label: "MB/s" or "MiB/s".
+pub fn rate_label() -> &'static str {
+    rate_units().label()
+}
+
+/// Bytes per second in the chosen unit, as a number.
+pub fn in_rate_units(bps: f64) -> f64 {
+    bps / rate_units().scale()
+}
+
+/// Bytes per second in the chosen unit, 3-4 significant digits, no unit: "1235", "12.3".
+/// The one spelling of a rate in every table.
+pub fn rate(bps: f64) -> String {
+    decimals(in_rate_units(bps))
+}
+
+/// A rate with its unit, for sentences: "1235 MB/s"; below one unit, in thousandths of it
+/// ("kB/s" or "KiB/s") so a trickle does not read as zero.
+pub fn rate_text(bps: f64) -> String {
+    let u = rate_units();
+    let x = bps / u.scale();
+    if x.is_finite() && x != 0.0 && x.abs() < 1.0 {
+        let (k, unit) = match u {
+            RateUnits::Decimal => (1e3, "kB/s"),
+            RateUnits::Binary => (1024.0, "KiB/s"),
+        };
+        return format!("{} {unit}", decimals(bps / k));
+    }
+    format!("{} {}", decimals(x), u.label())
+}
+
+/// A number with 0, 1 or 2 decimals depending on its size (1234, 123.4, 12.34, 1.23).
+pub fn decimals(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".to_string();
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    decimals_like(x, x)
+}
+
+/// The same number of decimals `decimals(reference)` would use, applied to `x`.
+pub fn decimals_like(x: f64, reference: f64) -> String {
+    let a = reference.abs();
+    if !x.is_finite() {
+        "-".to_string()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_in_either_unit_system() {
+        // The process-wide choice is left at its default here (tests share the process);
+        // the unit's own figures are checked directly.
+        assert_eq!(rate_units(), RateUnits::Decimal);
+        assert_eq!(rate(900e6), "900");
+        assert_eq!(rate_text(900e6), "900 MB/s");
+        assert_eq!(rate_text(512.0), "0.51 kB/s");
+        assert_eq!(rate_text(0.0), "0 MB/s");
+        assert_eq!(decimals(900e6 / RateUnits::Binary.scale()), "858");
+        assert_eq!(RateUnits::parse("binary"), Ok(RateUnits::Binary));
+        assert_eq!(RateUnits::Binary.label(), "MiB/s");
+        assert!(RateUnits::parse("si")
+            .unwrap_err()
+            .contains("--units binary"));
+    }
 
     fn all(n: u64) -> [String; 5] {
         [

@@ -35,15 +35,21 @@ pub fn command_line(doc: &RunDoc) -> Option<String> {
 
 /// Claimed vs observed, one row per claim, with the explanations numbered under it.
 pub fn grid(claims: &[ReconciliationRow]) -> (Grid, Vec<String>) {
+    let rate = units::rate_label();
+    let (claimed, observed, in_calls) = (
+        format!("claimed {rate}"),
+        format!("observed {rate}"),
+        format!("in calls {rate}"),
+    );
     let mut g = Grid::new(&[
         ("program", Align::Left),
         ("test", Align::Left),
         ("file", Align::Right),
         ("rec", Align::Right),
         ("thr", Align::Right),
-        ("claimed MB/s", Align::Right),
-        ("observed MB/s", Align::Right),
-        ("in calls MB/s", Align::Right),
+        (&claimed, Align::Right),
+        (&observed, Align::Right),
+        (&in_calls, Align::Right),
         ("claimed/observed", Align::Right),
         ("cache", Align::Right),
         ("verdict", Align::Left),

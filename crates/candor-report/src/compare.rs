@@ -527,7 +527,10 @@ pub fn side_grid(c: &Comparison) -> Grid {
         ("QD".into(), Align::Right),
     ];
     for (i, s) in c.sides.iter().enumerate() {
-        cols.push((format!("{} MB/s", s.letter), Align::Right));
+        cols.push((
+            format!("{} {}", s.letter, units::rate_label()),
+            Align::Right,
+        ));
         if wa {
             cols.push((format!("{} WA", s.letter), Align::Right));
         }
@@ -693,7 +696,7 @@ fn text(c: &Comparison, markdown: bool) -> String {
     if markdown {
         out.push('\n');
     }
-    out.push_str(&format!("{}\n", study::LEGEND));
+    out.push_str(&format!("{}\n", study::legend()));
     if markdown {
         out.push('\n');
     }

@@ -80,12 +80,12 @@ pub fn rank_spread(r: &TestResult) -> Option<String> {
         }
     };
     let mut s = format!(
-        "{} ranks: slowest {} at {} MB/s, fastest {} at {} MB/s",
+        "{} ranks: slowest {} at {}, fastest {} at {}",
         ranks.len(),
         at(slow),
-        units::mb_s(slow.mean),
+        units::rate_text(slow.mean),
         at(fast),
-        units::mb_s(fast.mean)
+        units::rate_text(fast.mean)
     );
     let v = r.ranks.as_ref();
     let lagging: Vec<String> = v

@@ -31,10 +31,14 @@ pub fn criteria(s: &SteadyState) -> String {
 
 /// Each round's figures, the rounds of the judged window marked.
 pub fn rounds_grid(s: &SteadyState) -> Grid {
+    let (app, dev) = (
+        format!("app {}", units::rate_label()),
+        format!("dev {}", units::rate_label()),
+    );
     let mut g = Grid::new(&[
         ("round", Align::Right),
-        ("app MB/s", Align::Right),
-        ("dev MB/s", Align::Right),
+        (&app, Align::Right),
+        (&dev, Align::Right),
         ("window", Align::Left),
     ]);
     let (lo, hi) = s

@@ -1,6 +1,7 @@
 //! The per-device, per-filesystem table of a study: for each device, filesystem and file size,
-//! one row per operation with its throughput (MiB/s), the mean time per MiB of the test's bytes
-//! and its standard deviation over the repetitions, the mean time of one repetition, the total
+//! one row per operation with its throughput (in the rate unit of every table), the time per
+//! unit of bytes at that throughput and its standard deviation over the repetitions, the mean
+//! time of one repetition, the total
 //! time of all repetitions, the write amplification and the witness's verdict. It is what
 //! people comparing filesystems on several disks tabulate by hand; `candor compare` and
 //! multi-target runs print it. Devices are named once, in a list above the table.
@@ -10,12 +11,17 @@ use crate::units;
 use crate::view;
 use candor_model::{BlockDevice, TargetInfo, TestResult};
 
-const MIB: f64 = (1u64 << 20) as f64;
-
 /// What the table's columns mean, printed above it.
-pub const LEGEND: &str = "ms/MiB: time per MiB of the test's bytes, mean over the repetitions; \
-    std dev: its standard deviation over them; s per rep: mean time of one repetition; \
-    write amp: bytes the device wrote per byte written.";
+pub fn legend() -> String {
+    let u = units::rate_units();
+    format!(
+        "ms/{unit}: the time one {unit} takes at the {rate} beside it (1000 / {rate}); \
+    std dev: the standard deviation of each repetition's own ms/{unit}; s per rep: mean time \
+    of one repetition; write amp: bytes the device wrote per byte written.",
+        unit = u.unit(),
+        rate = u.label()
+    )
+}
 
 /// Results of one filesystem on one device.
 pub struct StudySide<'a> {
@@ -145,10 +151,10 @@ fn test_bytes(r: &TestResult) -> u64 {
     r.file_size * r.threads.max(1) as u64
 }
 
-/// Milliseconds per MiB of each repetition: its time over the MiBs it moved (its own byte
-/// count when recorded, else the test's).
-pub fn rep_ms_per_mib(r: &TestResult) -> Vec<f64> {
-    let per = |secs: f64, bytes: u64| (bytes > 0).then(|| secs * 1e3 / (bytes as f64 / MIB));
+/// Milliseconds per `unit` bytes of each repetition: its time over the units it moved (its
+/// own byte count when recorded, else the test's).
+pub fn rep_ms_per(r: &TestResult, unit: f64) -> Vec<f64> {
+    let per = |secs: f64, bytes: u64| (bytes > 0).then(|| secs * 1e3 / (bytes as f64 / unit));
     if !r.reps.is_empty() {
         return r
             .reps
@@ -190,13 +196,15 @@ fn amplification(r: &TestResult) -> String {
 /// the blocks stand out (text and HTML); without it every row is complete (Markdown, where
 /// rows are read and copied on their own).
 pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
+    let u = units::rate_units();
+    let per_unit = format!("ms/{}", u.unit());
     let mut g = Grid::new(&[
         ("device", Align::Left),
         ("filesystem", Align::Left),
         ("file", Align::Right),
         ("operation", Align::Left),
-        ("MiB/s", Align::Right),
-        ("ms/MiB", Align::Right),
+        (u.label(), Align::Right),
+        (&per_unit, Align::Right),
         ("std dev", Align::Right),
         ("s per rep", Align::Right),
         ("total s", Align::Right),
@@ -219,7 +227,11 @@ pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
             for r in rs {
                 let secs = rep_seconds(r);
                 let (m, _) = mean_sd(&secs);
-                let (per, per_sd) = mean_sd(&rep_ms_per_mib(r));
+                // The time per unit at the mean rate shown beside it, not the mean of each
+                // repetition's time (which is not its reciprocal when repetitions differ).
+                let shown = units::rate(r.throughput.mean).parse::<f64>().unwrap_or(0.0);
+                let per = if shown > 0.0 { 1e3 / shown } else { f64::NAN };
+                let (_, per_sd) = mean_sd(&rep_ms_per(r, u.scale()));
                 let mut op = operation(&r.test);
                 // The same test at the same file size ran with other records, threads or
                 // depths: the operation's name tells them apart.
@@ -250,8 +262,12 @@ pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
                     f,
                     z,
                     op,
-                    format!("{:.2}", r.throughput.mean / MIB),
-                    format!("{per:.3}"),
+                    units::rate(r.throughput.mean),
+                    if per.is_finite() {
+                        format!("{per:.3}")
+                    } else {
+                        "-".into()
+                    },
                     if n >= 2 {
                         format!("{per_sd:.3}")
                     } else {
@@ -273,6 +289,8 @@ pub fn grid(sides: &[StudySide], blank_repeats: bool) -> Grid {
 mod tests {
     use super::*;
 
+    const MIB: f64 = (1u64 << 20) as f64;
+
     #[test]
     fn repetition_time_comes_from_samples_when_reps_are_missing() {
         let mut r = TestResult {
@@ -282,7 +300,7 @@ mod tests {
         };
         r.throughput.samples = vec![100.0 * (1 << 20) as f64, 50.0 * (1 << 20) as f64];
         assert_eq!(rep_seconds(&r), vec![1.0, 2.0]);
-        assert_eq!(rep_ms_per_mib(&r), vec![10.0, 20.0]);
+        assert_eq!(rep_ms_per(&r, MIB), vec![10.0, 20.0]);
     }
 
     #[test]
@@ -304,6 +322,6 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(rep_ms_per_mib(&r), vec![5.0, 10.0]);
+        assert_eq!(rep_ms_per(&r, MIB), vec![5.0, 10.0]);
     }
 }

@@ -186,6 +186,12 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
     let any_eff = results.iter().any(|r| r.efficiency.is_some());
     let any_steady = results.iter().any(|r| r.steady_state.is_some());
     let io = view::show_io(results);
+    let rate = units::rate_label();
+    let (ci, flush, dev) = (
+        format!("{rate} (95% CI)"),
+        format!("no-flush {rate}"),
+        format!("dev {rate}"),
+    );
     let mut cols: Vec<(&str, Align)> = vec![
         ("test", Align::Left),
         ("file", Align::Right),
@@ -196,15 +202,15 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
     if io {
         cols.push(("engine", Align::Left));
     }
-    cols.push(("MB/s (95% CI)", Align::Right));
+    cols.push((&ci, Align::Right));
     if any_flushless {
-        cols.push(("no-flush MB/s", Align::Right));
+        cols.push((&flush, Align::Right));
     }
     cols.extend([
         ("IOPS", Align::Right),
         ("p50 µs", Align::Right),
         ("p99 µs", Align::Right),
-        ("dev MB/s", Align::Right),
+        (&dev, Align::Right),
     ]);
     if any_eff {
         cols.push(("eff", Align::Right));
@@ -297,7 +303,7 @@ pub fn scaling_grid(s: &view::Series) -> Grid {
     let any_eff = s.points.iter().any(|r| r.efficiency.is_some());
     let mut cols = vec![
         (s.axis.name(), Align::Right),
-        ("MB/s", Align::Right),
+        (units::rate_label(), Align::Right),
         ("IOPS", Align::Right),
         ("p50 µs", Align::Right),
         ("p99 µs", Align::Right),

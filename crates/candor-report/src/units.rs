@@ -1,53 +1,32 @@
-//! How figures are written for people: throughput in MB/s (10^6 bytes, as disks are rated),
-//! sizes in binary units (as candor's options take them), latency in µs, counts with k/M.
-//! Every reporter uses these, so one figure is spelled the same everywhere. Sizes are the
-//! result model's byte formatter in its table and prose spellings.
+//! How figures are written for people: throughput in the one rate unit chosen for the process
+//! (MB/s, 10^6 bytes as disks are rated, unless `--units binary` asks for MiB/s), sizes in
+//! binary units (as candor's options take them), latency in µs, counts with k/M. Every
+//! reporter uses these, so one figure is spelled the same everywhere. Rates and sizes are
+//! the result model's formatters.
 
+pub use candor_model::units::{
+    decimals, decimals_like, in_rate_units, rate, rate_label, rate_text, rate_units, RateUnits,
+};
 use candor_model::units::{format_bytes, trim_zeros, ByteStyle};
 use candor_model::Summary;
 
-/// Bytes per second as MB/s, with as many decimals as make 3-4 significant digits.
+/// Bytes per second in the chosen rate unit (MB/s unless `--units binary`), with as many
+/// decimals as make 3-4 significant digits.
 pub fn mb_s(bps: f64) -> String {
-    decimals(bps / 1e6)
+    rate(bps)
 }
 
-/// A number with 0, 1 or 2 decimals depending on its size (1234, 123.4, 12.34, 1.23).
-pub fn decimals(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".to_string();
-    }
-    if x == 0.0 {
-        return "0".to_string();
-    }
-    let a = x.abs();
-    if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
+/// Bytes in one unit of the chosen rate unit (10^6 or 2^20): a chart's throughput is bytes
+/// per second over this.
+pub fn scale() -> f64 {
+    rate_units().scale()
 }
 
-/// The same number of decimals `decimals(reference)` would use, applied to `x`.
-pub fn decimals_like(x: f64, reference: f64) -> String {
-    let a = reference.abs();
-    if !x.is_finite() {
-        "-".to_string()
-    } else if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
-
-/// Mean ± half the 95% confidence interval, in MB/s ("512 ± 12"); the mean alone for one
+/// Mean ± half the 95% confidence interval, in the rate unit ("512 ± 12"); the mean alone for one
 /// run; the mean and the slowest and fastest repetition ("1000 (600-1400)") when so few
 /// repetitions give an interval wider than the mean (see [`interval_needs`]).
 pub fn mb_s_ci(t: &Summary) -> String {
-    let m = t.mean / 1e6;
+    let m = in_rate_units(t.mean);
     if t.n < 2 {
         return decimals(m);
     }
@@ -55,11 +34,11 @@ pub fn mb_s_ci(t: &Summary) -> String {
         return format!(
             "{} ({}-{})",
             decimals(m),
-            decimals_like(t.min / 1e6, m),
-            decimals_like(t.max / 1e6, m)
+            decimals_like(in_rate_units(t.min), m),
+            decimals_like(in_rate_units(t.max), m)
         );
     }
-    let half = ((t.ci95[1] - t.ci95[0]) / 2.0 / 1e6).abs();
+    let half = in_rate_units((t.ci95[1] - t.ci95[0]) / 2.0).abs();
     format!("{} ± {}", decimals(m), decimals_like(half, m))
 }
 
@@ -115,11 +94,11 @@ pub fn range_sentence<'a>(summaries: impl IntoIterator<Item = &'a Summary>) -> O
         }
     }
     let t = first?;
-    let m = t.mean / 1e6;
+    let m = in_rate_units(t.mean);
     Some(format!(
         "({}-{}): the slowest and fastest repetition, shown where so few repetitions give a 95% interval wider than the mean; the interval needs {most} repetitions (--repeat {most})",
-        decimals_like(t.min / 1e6, m),
-        decimals_like(t.max / 1e6, m)
+        decimals_like(in_rate_units(t.min), m),
+        decimals_like(in_rate_units(t.max), m)
     ))
 }
 

@@ -2,6 +2,7 @@
 //! its code in `commands/`.
 
 use crate::commands;
+use candor_model::units::RateUnits;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -19,6 +20,19 @@ its --fail-if-slower/--fail-if-faster gate fails."
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How rates are written in every table, report and audit: decimal (MB/s, 10^6 bytes
+    /// per second, as disks are rated) or binary (MiB/s, 2^20 bytes per second). The saved
+    /// JSON keeps bytes per second either way. [default: decimal]
+    #[arg(
+        long,
+        global = true,
+        value_name = "decimal|binary",
+        default_value = "decimal",
+        hide_default_value = true,
+        help_heading = "Output",
+        value_parser = crate::exit::refusing(RateUnits::parse)
+    )]
+    pub units: RateUnits,
 }
 
 #[derive(Subcommand, Debug)]

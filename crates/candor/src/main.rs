@@ -9,6 +9,7 @@ mod commands;
 mod exit;
 mod output;
 mod paths;
+mod progress;
 
 use clap::Parser;
 
@@ -17,6 +18,7 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => refuse(e),
     };
+    candor_model::units::set_rate_units(cli.units);
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {

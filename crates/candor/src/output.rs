@@ -74,15 +74,17 @@ impl Output {
     }
 
     /// The end of the run: the JSON saved once more, the HTML report written, the text
-    /// format printed on stdout.
+    /// format printed on stdout, then every file written named on stderr ("wrote r.json").
     pub fn finish(&mut self, doc: &RunDoc) {
+        let mut wrote = Vec::new();
         match self.save_json(doc) {
-            Ok(()) => {}
+            Ok(()) => wrote.extend(self.json.clone()),
             Err(e) => self.save_error = Some(e),
         }
         if let Some(h) = &self.html {
-            if let Err(e) = save_atomic(h, &candor_report::render_html(doc)) {
-                eprintln!("candor: cannot write the HTML report {}: {e}", h.display());
+            match save_atomic(h, &candor_report::render_html(doc)) {
+                Ok(()) => wrote.push(h.clone()),
+                Err(e) => eprintln!("candor: cannot write the HTML report {}: {e}", h.display()),
             }
         }
         let (format, why) = candor_report::printed_format(doc, self.format);
@@ -92,6 +94,9 @@ impl Output {
         let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
         let _ = candor_report::write_to(doc, format, &mut stdout);
         let _ = stdout.flush();
+        for w in wrote {
+            eprintln!("wrote {}", w.display());
+        }
     }
 
     /// Why the JSON could not be saved, if it could not.

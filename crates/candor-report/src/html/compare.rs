@@ -60,7 +60,12 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
         "</dl><{h}>Side by side</{h}><table class=\"res\"><tr><th class=\"l\">test</th>"
     );
     for (i, s) in c.sides.iter().enumerate() {
-        let _ = write!(b, "<th>{} MB/s</th>", esc(&s.letter));
+        let _ = write!(
+            b,
+            "<th>{} {}</th>",
+            esc(&s.letter),
+            crate::units::rate_label()
+        );
         if i > 0 {
             let _ = write!(
                 b,
@@ -138,11 +143,15 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
                                 ""
                             }
                         ),
-                        mean: t.mean / 1e6,
-                        lo: units::shown_interval(t).0 / 1e6,
-                        hi: units::shown_interval(t).1 / 1e6,
+                        mean: t.mean / crate::units::scale(),
+                        lo: units::shown_interval(t).0 / crate::units::scale(),
+                        hi: units::shown_interval(t).1 / crate::units::scale(),
                         range: units::interval_needs(t).is_some(),
-                        samples: t.samples.iter().map(|x| x / 1e6).collect(),
+                        samples: t
+                            .samples
+                            .iter()
+                            .map(|x| x / crate::units::scale())
+                            .collect(),
                         flagged: false,
                         colour: Some(si),
                     });
@@ -153,7 +162,7 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
             let ch = svg::interval_chart(
                 &format!("cmp-{i}"),
                 "Throughput per side, mean and 95% CI",
-                "throughput, MB/s",
+                &format!("throughput, {}", crate::units::rate_label()),
                 chunk,
                 mbps,
                 900.0,
@@ -175,7 +184,7 @@ pub(super) fn compare_body(c: &Comparison, h: &str, b: &mut String) {
     let _ = write!(
         b,
         "<{h}>Per device and filesystem</{h}><p class=\"sub\">{}</p>",
-        esc(crate::study::LEGEND)
+        esc(&crate::study::legend())
     );
     let devices = crate::compare::study_devices(c);
     if !devices.is_empty() {

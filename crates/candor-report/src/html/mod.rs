@@ -192,10 +192,14 @@ pub fn render(doc: &RunDoc) -> String {
     b.push_str(&loose);
     let _ = write!(
         b,
-        "<footer>Rendered by candor {} from the saved result. Throughput in MB/s (10<sup>6</sup> bytes/s); \
+        "<footer>Rendered by candor {} from the saved result. Throughput in {}; \
          sizes in binary units; latency per operation in µs; intervals are 95% confidence intervals of the mean. \
          Hover over a point, cell or bar for its figures; click a heading to fold its section.</footer></main></div>",
-        esc(env!("CARGO_PKG_VERSION"))
+        esc(env!("CARGO_PKG_VERSION")),
+        crate::units::rate_units()
+            .meaning()
+            .replace("^6", "<sup>6</sup>")
+            .replace("^20", "<sup>20</sup>")
     );
     let title = match doc.host.hostname.as_str() {
         "" => "candor report".to_string(),

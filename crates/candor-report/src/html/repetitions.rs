@@ -28,11 +28,16 @@ pub(super) fn repetitions(doc: &RunDoc, b: &mut Section) {
                 .filter(|r| r.test == *test && r.throughput.n >= 2 && !view::failed(r))
                 .map(|r| IntervalRow {
                     label: view::label(r),
-                    mean: r.throughput.mean / 1e6,
-                    lo: crate::units::shown_interval(&r.throughput).0 / 1e6,
-                    hi: crate::units::shown_interval(&r.throughput).1 / 1e6,
+                    mean: r.throughput.mean / crate::units::scale(),
+                    lo: crate::units::shown_interval(&r.throughput).0 / crate::units::scale(),
+                    hi: crate::units::shown_interval(&r.throughput).1 / crate::units::scale(),
                     range: crate::units::interval_needs(&r.throughput).is_some(),
-                    samples: r.throughput.samples.iter().map(|s| s / 1e6).collect(),
+                    samples: r
+                        .throughput
+                        .samples
+                        .iter()
+                        .map(|s| s / crate::units::scale())
+                        .collect(),
                     flagged: r.throughput.cv > view::NOISY_CV
                         || r.witness.as_ref().is_some_and(|w| w.contradicts_intent),
                     colour: None,
@@ -47,7 +52,7 @@ pub(super) fn repetitions(doc: &RunDoc, b: &mut Section) {
                 let c = svg::interval_chart(
                     &format!("reps-{gi}-{ti}-{ci}"),
                     &format!("{title}: mean and 95% CI"),
-                    "throughput, MB/s",
+                    &format!("throughput, {}", crate::units::rate_label()),
                     chunk,
                     mbps,
                     620.0,

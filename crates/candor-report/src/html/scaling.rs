@@ -37,14 +37,14 @@ fn throughput_series(s: &view::Series) -> Vec<Series> {
         points: xs
             .iter()
             .zip(&s.points)
-            .map(|(x, r)| (*x, r.throughput.mean / 1e6))
+            .map(|(x, r)| (*x, r.throughput.mean / crate::units::scale()))
             .collect(),
         err: s
             .points
             .iter()
             .map(|r| {
                 let (lo, hi) = units::shown_interval(&r.throughput);
-                (lo / 1e6, hi / 1e6)
+                (lo / crate::units::scale(), hi / crate::units::scale())
             })
             .collect(),
         err_ranges: s
@@ -54,7 +54,7 @@ fn throughput_series(s: &view::Series) -> Vec<Series> {
             .collect(),
         ..Default::default()
     };
-    let first = s.points[0].throughput.mean / 1e6;
+    let first = s.points[0].throughput.mean / crate::units::scale();
     let ymax = tp.points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.6;
     let mut clipped: Vec<(f64, f64)> = Vec::new();
     for x in &xs {
@@ -107,7 +107,7 @@ fn chart(id: String, title: String, s: &view::Series, lat: bool, w: f64, h: f64)
         y_label: if lat {
             "latency per operation, µs".into()
         } else {
-            "throughput, MB/s".into()
+            format!("throughput, {}", crate::units::rate_label())
         },
         x_kind: AxisKind::Log2,
         y_kind: if lat {
@@ -234,7 +234,9 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut Section) {
                         .points
                         .iter()
                         .zip(&s.points)
-                        .map(|(p, r)| p.1.max(units::shown_interval(&r.throughput).1 / 1e6))
+                        .map(|(p, r)| {
+                            p.1.max(units::shown_interval(&r.throughput).1 / crate::units::scale())
+                        })
                         .fold(0.0, f64::max)
                 })
                 .collect();
@@ -253,7 +255,8 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut Section) {
             let axis = sweeps[0].axis.name();
             let _ = write!(
                 body,
-                "<p class=\"sub\">Throughput over {axis}, MB/s, {}. Each chart is one file size / record size.</p><div class=\"multi\">",
+                "<p class=\"sub\">Throughput over {axis}, {}, {}. Each chart is one file size / record size.</p><div class=\"multi\">",
+                units::rate_label(),
                 if shared {
                     "every chart on the same scale"
                 } else {
@@ -272,7 +275,7 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut Section) {
                 let c = svg::line_chart_in(
                     &chart(
                         format!("scale-tp-{next}"),
-                        format!("{point} MB/s"),
+                        format!("{point} {}", crate::units::rate_label()),
                         s,
                         false,
                         SMALL_W,
@@ -378,10 +381,14 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut Section) {
                 } else {
                     format!("rank {} ({})", k.rank, k.node)
                 },
-                mean: k.mean / 1e6,
-                lo: k.ci95[0] / 1e6,
-                hi: k.ci95[1] / 1e6,
-                samples: k.samples.iter().map(|x| x / 1e6).collect(),
+                mean: k.mean / crate::units::scale(),
+                lo: k.ci95[0] / crate::units::scale(),
+                hi: k.ci95[1] / crate::units::scale(),
+                samples: k
+                    .samples
+                    .iter()
+                    .map(|x| x / crate::units::scale())
+                    .collect(),
                 flagged: lagging.contains(&k.rank),
                 colour: None,
                 range: false,
@@ -390,7 +397,7 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut Section) {
         let c = svg::interval_chart(
             &format!("ranks-{i}"),
             &format!("{}: per rank", view::label(r)),
-            "throughput of the rank, MB/s",
+            &format!("throughput of the rank, {}", crate::units::rate_label()),
             &rows,
             mbps,
             620.0,
@@ -399,8 +406,8 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut Section) {
         b.push_str(&fig(
             c,
             &format!(
-                "Aggregate {} MB/s. {caption} Orange-red: lagging ranks.",
-                units::mb_s(r.throughput.mean)
+                "Aggregate {}. {caption} Orange-red: lagging ranks.",
+                units::rate_text(r.throughput.mean)
             ),
         ));
     }

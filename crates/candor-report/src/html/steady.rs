@@ -70,10 +70,10 @@ fn window(f: &WindowFit, band: f64) -> RoundsWindow {
     RoundsWindow {
         first: f.first_round as f64,
         last: f.last_round as f64,
-        average: f.average / 1e6,
+        average: f.average / crate::units::scale(),
         band,
-        intercept: f.intercept / 1e6,
-        slope: f.slope / 1e6,
+        intercept: f.intercept / crate::units::scale(),
+        slope: f.slope / crate::units::scale(),
     }
 }
 
@@ -85,7 +85,7 @@ fn chart(id: &str, r: &TestResult, s: &SteadyState) -> String {
         points: s
             .rounds
             .iter()
-            .map(|x| (x.round as f64, x.app_bps / 1e6))
+            .map(|x| (x.round as f64, x.app_bps / crate::units::scale()))
             .collect(),
         window: s.app.as_ref().map(|f| window(f, s.range_limit)),
         colour: 0,
@@ -94,7 +94,10 @@ fn chart(id: &str, r: &TestResult, s: &SteadyState) -> String {
     let device: Vec<(f64, f64)> = s
         .rounds
         .iter()
-        .filter_map(|x| x.device_bps.map(|d| (x.round as f64, d / 1e6)))
+        .filter_map(|x| {
+            x.device_bps
+                .map(|d| (x.round as f64, d / crate::units::scale()))
+        })
         .collect();
     if !device.is_empty() {
         figures.push(RoundsFigure {
@@ -112,7 +115,7 @@ fn chart(id: &str, r: &TestResult, s: &SteadyState) -> String {
     let c = svg::rounds_chart(
         id,
         &format!("{}: rounds", view::label(r)),
-        "throughput, MB/s",
+        &format!("throughput, {}", crate::units::rate_label()),
         mbps,
         &figures,
         620.0,

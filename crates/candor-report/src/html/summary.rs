@@ -206,12 +206,13 @@ fn large(doc: &RunDoc, gi: usize, results: &[&TestResult], next: &mut usize, b: 
     let tests = by_test(results);
     let _ = write!(
         b,
-        "<p class=\"sub\">{} results of {} tests, one group per test: the mean throughput in MB/s over file size \
+        "<p class=\"sub\">{} results of {} tests, one group per test: the mean throughput in {} over file size \
          (rows) and record size (columns), darker is faster on one scale for the target; an outlined cell is a \
          result whose verdict contradicts what its test meant to measure. Hover over a cell for its figures and \
          verdict. The notes follow the groups, each once; every row is in the table folded below them.</p>",
         results.len(),
-        tests.len()
+        tests.len(),
+        units::rate_label()
     );
     let rates: Vec<f64> = results
         .iter()
@@ -286,9 +287,10 @@ fn large(doc: &RunDoc, gi: usize, results: &[&TestResult], next: &mut usize, b: 
                     };
                     let notes = note_of(r);
                     let tip = format!(
-                        "{}: {} MB/s, {}{}",
+                        "{}: {} {}, {}{}",
                         view::label(r),
                         view::throughput_cell(r),
+                        units::rate_label(),
                         view::verdict_cell(r),
                         if notes.is_empty() {
                             String::new()
@@ -395,11 +397,15 @@ fn rows(doc: &RunDoc, results: &[&TestResult], refs: &[String], explain: bool) -
     if io {
         b.push_str("<th class=\"l\">engine</th>");
     }
-    b.push_str("<th>MB/s (95% CI)</th>");
+    let _ = write!(b, "<th>{} (95% CI)</th>", units::rate_label());
     if any_flushless {
-        b.push_str("<th>no-flush MB/s</th>");
+        let _ = write!(b, "<th>no-flush {}</th>", units::rate_label());
     }
-    b.push_str("<th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device MB/s</th>");
+    let _ = write!(
+        b,
+        "<th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>device {}</th>",
+        units::rate_label()
+    );
     if any_eff {
         b.push_str("<th>efficiency</th>");
     }
@@ -499,9 +505,9 @@ pub(super) fn audit(doc: &RunDoc, b: &mut Section) {
         let label = format!("{} {}", c.program, c.test);
         let point = |label: String, v: f64, colour: usize| IntervalRow {
             label,
-            mean: v / 1e6,
-            lo: v / 1e6,
-            hi: v / 1e6,
+            mean: v / crate::units::scale(),
+            lo: v / crate::units::scale(),
+            hi: v / crate::units::scale(),
             samples: Vec::new(),
             flagged: false,
             colour: Some(colour),
@@ -515,7 +521,7 @@ pub(super) fn audit(doc: &RunDoc, b: &mut Section) {
     let chart = svg::interval_chart(
         "audit-0",
         "Claimed and observed throughput",
-        "MB/s",
+        crate::units::rate_label(),
         &rows,
         mbps,
         760.0,

@@ -80,7 +80,10 @@ pub(super) fn surfaces(doc: &RunDoc, b: &mut Section) {
             // The first result at each (file size, record size), found in one pass.
             let mut at: std::collections::HashMap<(u64, u64), f64> = Default::default();
             for r in rs.iter().rev() {
-                at.insert((r.file_size, r.record_size), r.throughput.mean / 1e6);
+                at.insert(
+                    (r.file_size, r.record_size),
+                    r.throughput.mean / crate::units::scale(),
+                );
             }
             let get = |f: u64, rec: u64| at.get(&(f, rec)).copied();
             let heat = if files.len() * recs.len() <= MAX_CELLS {
@@ -90,14 +93,14 @@ pub(super) fn surfaces(doc: &RunDoc, b: &mut Section) {
                     .collect();
                 svg::heatmap(
                     &format!("heat-{i}"),
-                    &format!("{name}: MB/s"),
+                    &format!("{name}: {}", crate::units::rate_label()),
                     "file size",
                     "record size",
                     &files.iter().map(|f| units::size(*f)).collect::<Vec<_>>(),
                     &recs.iter().map(|r| units::size(*r)).collect::<Vec<_>>(),
                     &values,
                     mbps,
-                    "MB/s",
+                    crate::units::rate_label(),
                 )
             } else {
                 format!(
@@ -164,9 +167,9 @@ pub(super) fn surfaces(doc: &RunDoc, b: &mut Section) {
             };
             let lines_chart = svg::line_chart(&LineChart {
                 id: format!("size-{i}"),
-                title: format!("{name}: MB/s by {by}"),
+                title: format!("{name}: {} by {by}", crate::units::rate_label()),
                 x_label: by.into(),
-                y_label: "throughput, MB/s".into(),
+                y_label: format!("throughput, {}", crate::units::rate_label()),
                 x_kind: AxisKind::Log2,
                 y_kind: AxisKind::Linear,
                 x_fmt: size_kib,

@@ -44,7 +44,7 @@ fn charts(
         if tl.iter().any(|p| f(p) > 0.0) {
             series.push(Series {
                 name: name.into(),
-                points: steps(tl, |p| f(p) / 1e6),
+                points: steps(tl, |p| f(p) / crate::units::scale()),
                 colour: Some(c),
                 wide,
                 ..Default::default()
@@ -81,7 +81,10 @@ fn charts(
             0,
             Series {
                 name: format!("application, mean over {over}"),
-                points: vec![(0.0, app_mean / 1e6), (end, app_mean / 1e6)],
+                points: vec![
+                    (0.0, app_mean / crate::units::scale()),
+                    (end, app_mean / crate::units::scale()),
+                ],
                 dashed: true,
                 colour: Some(if w.app.write_bytes > 0 { 1 } else { 2 }),
                 ..Default::default()
@@ -106,7 +109,7 @@ fn charts(
             format!("{}: application vs device", view::label(r))
         },
         x_label: "time since the test started, s".into(),
-        y_label: "MB/s".into(),
+        y_label: crate::units::rate_label().into(),
         x_kind: AxisKind::Linear,
         y_kind: AxisKind::Linear,
         x_fmt: secs,
@@ -236,9 +239,10 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut Section) {
             dev.push(key(3, "device read", false));
         }
         let legend = format!(
-            "Application vs device, MB/s: {} (wide, pale: what candor asked for) against {} (thin: what \
+            "Application vs device, {}: {} (wide, pale: what candor asked for) against {} (thin: what \
              the device did), each step the rate over one sampling interval; each chart on its own \
              scale. Hover over a chart for the witness's explanation, over a line for its figures.",
+            crate::units::rate_label(),
             if app.is_empty() {
                 "no application rate sampled".to_string()
             } else {

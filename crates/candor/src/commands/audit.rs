@@ -133,7 +133,7 @@ pub fn run(args: Args) -> CmdResult {
             .map_err(|e| Failure::failed(format!("could not encode the audit: {e}")))?;
         save_atomic(path, &text)
             .map_err(|e| Failure::failed(format!("could not write {}: {e}", path.display())))?;
-        eprintln!("audit written to {}", path.display());
+        eprintln!("wrote {}", path.display());
     }
     Ok(audit.exit.code())
 }

@@ -294,6 +294,8 @@ fn say_all(doc: &mut RunDoc, notes: &[String], say: bool) {
 /// The progress bar on a terminal, and the runner's notes.
 struct Bar {
     bar: Option<indicatif::ProgressBar>,
+    /// The run's estimate, the time left, and off a terminal the periodic progress lines.
+    pace: crate::progress::Pace,
     notes: Vec<String>,
     /// `--duration`: which pass over the plan is running (the bar counts one pass).
     round: Option<u64>,
@@ -302,7 +304,11 @@ struct Bar {
 
 impl Progress for Bar {
     fn start_point(&mut self, p: &Point, index: usize, total: usize) {
+        if let Some(line) = self.pace.start_point(index) {
+            self.say(&line);
+        }
         if let Some(b) = &self.bar {
+            b.set_prefix(self.pace.left());
             b.set_message(format!(
                 "{}[{}/{}] {} {} file, {} records, {} thread(s), QD {}",
                 self.round
@@ -320,23 +326,25 @@ impl Progress for Bar {
     }
 
     fn repetition_done(&mut self) {
+        self.pace.repetition_done();
         if let Some(b) = &self.bar {
+            b.set_prefix(self.pace.left());
             b.inc(1);
         }
     }
 
     fn round(&mut self, p: &Point, target: &Path, r: &SteadyRound) {
+        use candor_model::units::rate_text;
         if self.quiet {
             return;
         }
         let line = format!(
-            "{} on {}: round {}: application {:.1} MB/s, device {}",
+            "{} on {}: round {}: application {}, device {}",
             p.spec.name,
             target.display(),
             r.round,
-            r.app_bps / 1e6,
-            r.device_bps
-                .map_or("not seen".to_string(), |d| format!("{:.1} MB/s", d / 1e6))
+            rate_text(r.app_bps),
+            r.device_bps.map_or("not seen".to_string(), rate_text)
         );
         match &self.bar {
             Some(b) => b.println(format!("candor: {line}")),
@@ -360,11 +368,20 @@ impl Bar {
             .steady
             .map_or(plan.settings.repeat, |c| c.max_rounds);
         let total = plan.points.len() as u64 * passes as u64 * targets as u64;
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let terminal = std::io::stderr().is_terminal();
+        let pace = crate::progress::Pace::new(
+            &plan.points,
+            &plan.settings,
+            plan.soak,
+            targets,
+            quiet,
+            terminal,
+        );
+        let bar = (!quiet && terminal).then(|| {
             let b = indicatif::ProgressBar::new(total);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} {elapsed_precise} {msg}",
+                    "{bar:30} {pos}/{len} {elapsed_precise} {prefix} {msg}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
@@ -372,6 +389,7 @@ impl Bar {
         });
         Bar {
             bar,
+            pace,
             notes: Vec::new(),
             round: plan.soak.map(|_| 1),
             quiet,
@@ -382,12 +400,22 @@ impl Bar {
     /// again.
     fn next_round(&mut self) {
         self.round = self.round.map(|r| r + 1);
+        self.pace.next_round();
         if let Some(b) = &self.bar {
             b.set_position(0);
         }
     }
 
-    fn finish(&self) {
+    /// A line for the person, above the bar on a terminal.
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(format!("candor: {line}")),
+            None => eprintln!("candor: {line}"),
+        }
+    }
+
+    fn finish(&mut self) {
+        self.pace.finish();
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }

@@ -53,7 +53,9 @@ impl Session {
                 "cannot write {}: {e}; choose a writable --rank-output",
                 path.display()
             )
-        })
+        })?;
+        eprintln!("wrote {}", path.display());
+        Ok(())
     }
 
     pub(super) fn node_of(&self, rank: usize) -> String {
