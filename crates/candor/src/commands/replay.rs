@@ -169,23 +169,6 @@ fn check_target(t: &Path) -> Result<PathBuf, Failure> {
     Ok(std::fs::canonicalize(t).unwrap_or_else(|_| t.to_path_buf()))
 }
 
-fn make_run_dir(t: &Path, id: &str) -> Result<RunDir, Failure> {
-    RunDir::create(t, id).map_err(|e| match e.raw_os_error() {
-        Some(libc::EROFS) => Failure::usage(format!(
-            "{} is on a read-only filesystem: choose a writable directory",
-            t.display()
-        )),
-        Some(libc::EACCES) | Some(libc::EPERM) => Failure::usage(format!(
-            "cannot write in {}: permission denied; choose a directory you can write to",
-            t.display()
-        )),
-        _ => Failure::failed(format!(
-            "cannot create candor's run directory in {}: {e}",
-            t.display()
-        )),
-    })
-}
-
 /// A repetition cut short by a signal (not kept).
 struct Interrupted;
 
@@ -319,7 +302,7 @@ pub fn run(a: Args) -> CmdResult {
         .collect();
     let mut tgts = Vec::new();
     for p in &paths {
-        let dir = make_run_dir(p, &id)?;
+        let dir = super::run::make_run_dir(p, &id)?;
         let config = candor_witness::Config {
             mode: a.witness,
             interval: std::time::Duration::from_millis(100),

@@ -22,6 +22,7 @@ use targets::Region;
 mod mpi;
 mod role;
 mod targets;
+pub(crate) use targets::make_run_dir;
 
 /// The merged result's sentences about the ranks, for the run's warnings (`candor merge` too).
 pub fn rank_warnings(r: &TestResult) -> Vec<String> {

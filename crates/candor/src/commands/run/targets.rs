@@ -172,7 +172,8 @@ fn check_target(t: &Path, allow_device: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-fn make_run_dir(t: &Path, id: &str) -> Result<RunDir, Failure> {
+/// candor's run directory in `t`, or the sentence that says why it cannot be made.
+pub(crate) fn make_run_dir(t: &Path, id: &str) -> Result<RunDir, Failure> {
     RunDir::create(t, id).map_err(|e| match e.raw_os_error() {
         Some(libc::EROFS) => Failure::usage(format!(
             "{} is on a read-only filesystem: choose a writable directory",
