@@ -173,6 +173,25 @@ const NOT_HERE: &[(&str, &str)] = &[
         "a placeholder for the reader's own program",
     ),
     (
+        "./app",
+        "a placeholder for the reader's own program (crates/candor/tests/replay.rs records and \
+         replays real ones: sqlite3, tar)",
+    ),
+    (
+        "app.trace",
+        "the trace recorded from the placeholder program above (crates/candor/tests/replay.rs \
+         replays recorded traces on ext4 and xfs and compares them)",
+    ),
+    (
+        "app.log",
+        "an strace log of the placeholder program (crates/candor/tests/replay.rs reads a real \
+         strace log)",
+    ),
+    (
+        "candor compare replay.json",
+        "the replay of the placeholder program's trace above",
+    ),
+    (
         " ior ",
         "IOR under mpirun, which this machine does not have (candor-audit's IOR parser is \
          tested on IOR's captured output)",
@@ -415,7 +434,7 @@ const PROMISES: &[(&str, i32, &[&str])] = &[
     (
         "candor audit -o fio-read.json",
         0,
-        &["dread", "audit written to fio-read.json"],
+        &["dread", "wrote fio-read.json"],
     ),
     ("candor audit -- dd", 0, &["write"]),
     ("--witness procfs -- dd", 0, &["write"]),

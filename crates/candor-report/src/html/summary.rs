@@ -230,11 +230,17 @@ fn large(doc: &RunDoc, gi: usize, results: &[&TestResult], next: &mut usize, b: 
             (v - lo) / (hi - lo)
         }
     };
+    // Each result's note numbers, found by its address (a scan per cell would make the
+    // page quadratic in the results).
+    let note_at: std::collections::HashMap<*const TestResult, &str> = results
+        .iter()
+        .zip(refs.iter())
+        .map(|(r, n)| (*r as *const TestResult, n.as_str()))
+        .collect();
     let note_of = |r: &TestResult| -> &str {
-        results
-            .iter()
-            .position(|x| std::ptr::eq(*x, r))
-            .map(|i| refs[i].as_str())
+        note_at
+            .get(&(r as *const TestResult))
+            .copied()
             .unwrap_or("")
     };
     b.push_str("<div class=\"cards\">");
@@ -270,6 +276,22 @@ fn large(doc: &RunDoc, gi: usize, results: &[&TestResult], next: &mut usize, b: 
                     esc(&k.2)
                 );
             }
+            if files.len() * recs.len() > super::surfaces::MAX_CELLS {
+                let _ = write!(
+                    body,
+                    "<p>{} file sizes by {} record sizes: too many cells to draw as a map (at \
+                     most {}); the rows below have every figure.</p>",
+                    files.len(),
+                    recs.len(),
+                    super::surfaces::MAX_CELLS
+                );
+                continue;
+            }
+            let at: std::collections::HashMap<(u64, u64), &TestResult> = cell_rs
+                .iter()
+                .rev()
+                .map(|r| ((r.file_size, r.record_size), *r))
+                .collect();
             body.push_str("<table class=\"heat\"><tr><th>file \\ record</th>");
             for rec in &recs {
                 let _ = write!(body, "<th>{}</th>", view::size_cell(*rec));
@@ -278,10 +300,7 @@ fn large(doc: &RunDoc, gi: usize, results: &[&TestResult], next: &mut usize, b: 
             for f in &files {
                 let _ = write!(body, "<tr><th>{}</th>", view::size_cell(*f));
                 for rec in &recs {
-                    let Some(r) = cell_rs
-                        .iter()
-                        .find(|r| r.file_size == *f && r.record_size == *rec)
-                    else {
+                    let Some(r) = at.get(&(*f, *rec)).copied() else {
                         body.push_str("<td class=\"none\"></td>");
                         continue;
                     };

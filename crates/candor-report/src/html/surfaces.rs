@@ -49,7 +49,7 @@ pub(super) fn size_sets(doc: &RunDoc) -> Vec<(String, Vec<Named<'_>>)> {
 
 /// A file size x record size map has at most this many cells (iozone -a's has 182): a
 /// result with thousands of sizes of each is not drawn as a map of millions.
-const MAX_CELLS: usize = 4096;
+pub(super) const MAX_CELLS: usize = 4096;
 
 pub(super) fn surfaces(doc: &RunDoc, b: &mut Section) {
     let families = size_sets(doc);
