@@ -342,6 +342,16 @@ impl Kernel {
         Ok(fds)
     }
 
+    /// What one of a process's descriptors names.
+    pub fn pid_fd(&self, pid: Pid, fd: u32) -> Result<PathBuf> {
+        self.link(Self::pid_path(pid, &format!("fd/{fd}")))
+    }
+
+    /// A process's working directory.
+    pub fn pid_cwd(&self, pid: Pid) -> Result<PathBuf> {
+        self.link(Self::pid_path(pid, "cwd"))
+    }
+
     /// One descriptor's position and open flags.
     pub fn pid_fdinfo(&self, pid: Pid, fd: u32) -> Result<FdInfo> {
         self.read(Self::pid_path(pid, &format!("fdinfo/{fd}")))

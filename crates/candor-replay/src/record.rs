@@ -2,8 +2,8 @@
 //! handed over (its number, arguments, result, the paths it named) becomes the line strace
 //! would have written for it, and the same builder as for an strace log turns the lines
 //! into the trace. The descriptors' files are followed from the opens and dups recorded;
-//! one opened before the recording is read from /proc/PID/fd while the process lives, and
-//! a relative path is resolved against /proc/PID/cwd.
+//! one opened before the recording is read from the process's descriptor table while it
+//! lives, and a relative path is resolved against its working directory.
 
 use crate::strace::{Builder, Line, Options};
 use crate::Trace;
@@ -64,7 +64,9 @@ impl Converter {
         if let Some(p) = self.fds.get(&(tgid, fd)) {
             return Some(p.clone());
         }
-        let p = std::fs::read_link(format!("/proc/{tgid}/fd/{fd}")).ok()?;
+        let p = candor_procfs::Kernel::system()
+            .pid_fd(candor_procfs::Pid::Id(tgid), u32::try_from(fd).ok()?)
+            .ok()?;
         let p = p.to_string_lossy().into_owned();
         self.fds.insert((tgid, fd), p.clone());
         Some(p)
@@ -81,7 +83,9 @@ impl Converter {
         if let Some(c) = self.cwd.get(&tgid) {
             return Some(c.clone());
         }
-        let c = std::fs::read_link(format!("/proc/{tgid}/cwd")).ok()?;
+        let c = candor_procfs::Kernel::system()
+            .pid_cwd(candor_procfs::Pid::Id(tgid))
+            .ok()?;
         let c = c.to_string_lossy().into_owned();
         self.cwd.insert(tgid, c.clone());
         Some(c)
@@ -149,7 +153,7 @@ impl Converter {
                 vec![self.fd(tg, fdn), "[]".into(), num(a[2]), num(a[3])],
             ),
             // A descriptor no recorded call opened is not looked up when it is closed: by
-            // the time /proc is read its number may name another file.
+            // the time its descriptor table is read the number may name another file.
             3 => match self.fds.get(&(tg, fdn)) {
                 Some(p) => ("close", vec![format!("{fdn}<{p}>")]),
                 None => return,
