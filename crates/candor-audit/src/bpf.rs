@@ -53,7 +53,7 @@ impl BpfSource {
     }
 
     fn snapshot(&mut self) {
-        match self.tracer.snapshot() {
+        match self.tracer.snapshot_without_files() {
             Ok(s) => self.snapshots.push(s),
             Err(e) => {
                 let e = e.to_string();

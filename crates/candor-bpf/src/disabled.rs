@@ -47,6 +47,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn read_with(&self, _want_files: bool) -> Result<RawSnapshot, TraceError> {
+        match *self {}
+    }
+
     pub fn drain(&mut self) -> Result<Vec<RawPhase>, TraceError> {
         match *self {}
     }

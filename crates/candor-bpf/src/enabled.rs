@@ -343,6 +343,13 @@ impl Loaded {
     }
 
     pub fn read(&self) -> Result<RawSnapshot, TraceError> {
+        self.read_with(true)
+    }
+
+    /// `read`, with the per-file totals and open phases only when `files`: reading them
+    /// costs two system calls per file the set has touched, so a tracer that follows
+    /// thousands of files (an audit) leaves them out of its periodic readings.
+    pub fn read_with(&self, want_files: bool) -> Result<RawSnapshot, TraceError> {
         let taken_ns = crate::monotonic_ns();
         let sys_map: PerCpuArray<_, SysStat> =
             PerCpuArray::try_from(self.map("sys_stats")?).map_err(|e| err("sys_stats", e))?;
@@ -390,9 +397,12 @@ impl Loaded {
             v.sort_by_key(|(k, _)| *k);
             v
         };
-        let mut files = read_files();
-        let mut open = self.open()?;
-        for _ in 0..8 {
+        let (mut files, mut open) = (Vec::new(), Vec::new());
+        if want_files {
+            files = read_files();
+            open = self.open()?;
+        }
+        for _ in 0..if want_files { 8 } else { 0 } {
             let again = read_files();
             let closes = |v: &[(FileKey, FileStat)]| v.iter().map(|(_, s)| s.closes).sum::<u64>();
             if closes(&again) == closes(&files) {
