@@ -569,17 +569,6 @@ fn a_sparse_file_read_is_holes_not_page_cache() {
     }
 }
 
-/// Sectors read and written by a block device so far, in bytes (/sys/block/NAME/stat).
-fn disk_bytes(dev: &str) -> (u64, u64) {
-    let name = dev.trim_start_matches("/dev/");
-    let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("the device's stat");
-    let f: Vec<u64> = s
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    (f[2] * 512, f[6] * 512)
-}
-
 /// On a filesystem of its own (ext4 on a loop device, which nothing else uses), fs_mark's
 /// write amplification in the account is within 10% of the device's own count of bytes
 /// written over the bytes fs_mark wrote, and dbench's page-cache share of reads (its load
@@ -609,7 +598,7 @@ fn amplification_and_cache_share_against_the_device_counters() {
     // short buffer: it is given a short relative path (a link to the mount).
     std::os::unix::fs::symlink(&mnt, dir.path().join("m")).expect("a link to the mount");
     settle();
-    let before = disk_bytes(&lo);
+    let before = common::disk_bytes(&lo);
     let fm = std::path::PathBuf::from("m/fm");
     let (out, v) = audit(
         dir.path(),
@@ -626,7 +615,7 @@ fn amplification_and_cache_share_against_the_device_counters() {
             "1",
         ],
     );
-    let after = disk_bytes(&lo);
+    let after = common::disk_bytes(&lo);
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let acc = &v["audit"]["account"];
     let written = u(&acc["write"]["bytes"]) as f64;
@@ -645,7 +634,7 @@ fn amplification_and_cache_share_against_the_device_counters() {
     let db = mnt.join("db");
     std::fs::create_dir(&db).unwrap();
     settle();
-    let before = disk_bytes(&lo);
+    let before = common::disk_bytes(&lo);
     let (out, v) = audit(
         dir.path(),
         "bpf",
@@ -660,7 +649,7 @@ fn amplification_and_cache_share_against_the_device_counters() {
             "2",
         ],
     );
-    let after = disk_bytes(&lo);
+    let after = common::disk_bytes(&lo);
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let acc = &v["audit"]["account"];
     let read = u(&acc["read"]["bytes"]) as f64;

@@ -360,17 +360,6 @@ os.close(fd)
     assert!(read >= (14 << 20) - (1 << 20), "{note}");
 }
 
-/// Sectors read and written by a block device so far, in bytes (/sys/block/NAME/stat).
-fn disk_bytes(dev: &str) -> (u64, u64) {
-    let name = dev.trim_start_matches("/dev/");
-    let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("the device's stat");
-    let f: Vec<u64> = s
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    (f[2] * 512, f[6] * 512)
-}
-
 /// fs_mark on ext4 on a loop device of its own: every block request has one owner, so the
 /// device bytes of its 500 files' phases sum to no more than the tree's own writes, and
 /// the tree's, the journal's and the others' writes with the zeroing named apart add up
@@ -393,18 +382,18 @@ fn device_bytes_are_attributed_once() {
     // mounted: wait until the device has been quiet for half a second (at most 10 s), so
     // the device's count covers the audit alone.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut last = disk_bytes(&lo);
+    let mut last = common::disk_bytes(&lo);
     loop {
         // SAFETY: sync takes no arguments.
         unsafe { libc::sync() };
         std::thread::sleep(std::time::Duration::from_millis(500));
-        let now = disk_bytes(&lo);
+        let now = common::disk_bytes(&lo);
         if now == last || std::time::Instant::now() > deadline {
             break;
         }
         last = now;
     }
-    let before = disk_bytes(&lo);
+    let before = common::disk_bytes(&lo);
     let (out, v) = common::audit_json(
         dir.path(),
         "bpf",
@@ -413,7 +402,7 @@ fn device_bytes_are_attributed_once() {
             "fs_mark", "-d", "m/fm", "-n", "500", "-s", "4096", "-t", "1",
         ],
     );
-    let after = disk_bytes(&lo);
+    let after = common::disk_bytes(&lo);
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let t = &v["audit"]["account"]["device_traffic"][&name];
     let own = u(&t["own_write_bytes"]);

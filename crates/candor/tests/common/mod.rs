@@ -303,3 +303,14 @@ pub fn audit_json(
     });
     (out, serde_json::from_str(&text).expect("valid JSON"))
 }
+
+/// Sectors read and written by a block device so far, in bytes (/sys/block/NAME/stat).
+pub fn disk_bytes(dev: &str) -> (u64, u64) {
+    let name = dev.trim_start_matches("/dev/");
+    let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("the device's stat");
+    let f: Vec<u64> = s
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    (f[2] * 512, f[6] * 512)
+}
