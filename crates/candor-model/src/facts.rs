@@ -183,6 +183,33 @@ impl FsFacts {
                 _ => None,
             })
     }
+
+    /// The mount option that writes every buffered write through to the device before the
+    /// call returns (`sync`); None when writes may wait in the page cache.
+    pub fn writes_through(&self) -> Option<&'static str> {
+        self.option("sync").map(|_| "sync")
+    }
+
+    /// The mount option that makes the operations that change a directory (create,
+    /// unlink, mkdir, rmdir) reach the device before the call returns: `sync` and
+    /// `dirsync`, and xfs's `wsync`. None when they may wait in memory.
+    pub fn dirs_through(&self) -> Option<&'static str> {
+        ["sync", "dirsync", "wsync"]
+            .into_iter()
+            .find(|o| self.option(o).is_some())
+    }
+
+    /// The mount option that gives every file direct access to the device's memory (DAX):
+    /// `dax` or `dax=always` (ext4, xfs). Reads and writes then bypass the page cache and
+    /// the block layer alike. `dax=inode` (only files marked for it) and `dax=never` (what
+    /// xfs shows when the device cannot do DAX) are not.
+    pub fn dax(&self) -> Option<String> {
+        match self.option("dax")? {
+            "" => Some("dax".into()),
+            "always" => Some("dax=always".into()),
+            _ => None,
+        }
+    }
 }
 
 /// A copy or metadata test's system calls, per kind: what the runner says it made in the
@@ -483,6 +510,20 @@ impl Facts {
 }
 
 impl Facts {
+    /// The test's writes each reach the device before their call returns: opened with
+    /// O_SYNC, or made with write(2) on a filesystem mounted `sync` (a memory-mapped file's
+    /// stores are not system calls and are not written through). O_DIRECT writes are said
+    /// as such whatever the mount.
+    pub fn writes_through(&self) -> bool {
+        self.osync
+            || (!self.direct
+                && !self.test.starts_with("mmap")
+                && self
+                    .fs
+                    .as_ref()
+                    .is_some_and(|fs| fs.writes_through().is_some()))
+    }
+
     /// The options in force for this test, for advice (`advice::Suggestion::fits`). Facts
     /// saved before the run's options were kept give them from what the facts hold: the
     /// flush out of the timing taken as `--no-fsync-in-timing`, and a record test (neither
@@ -501,7 +542,7 @@ impl Facts {
         });
         crate::advice::InForce {
             direct: self.direct,
-            osync: self.osync,
+            osync: self.writes_through(),
             flush_in_timing: self.flush_in_timing,
             fadvise: self.fadvise,
             given,

@@ -188,12 +188,14 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             _ if loop_cached(f, a) && loop_memory(f) => &[S::LoopOnDisk],
             // Writes that reached the loop device but not the disk under its file.
             (_, true)
-                if !reads && loop_cached(f, a) && (f.direct || f.osync || f.flush_in_timing) =>
+                if !reads
+                    && loop_cached(f, a)
+                    && (f.direct || f.writes_through() || f.flush_in_timing) =>
             {
                 &[S::LoopDirectIo]
             }
             // O_DIRECT and O_SYNC writes that did not wait: the cause is named above.
-            (_, true) if !reads && (f.direct || f.osync) => &[],
+            (_, true) if !reads && (f.direct || f.writes_through()) => &[],
             (_, true) if !reads => &flush_fix,
             _ if j.mixed_by_operations => &[S::FadviseRandom, S::Direct],
             _ if loop_cached(f, a) => &[S::LoopDirectIo],
@@ -204,6 +206,9 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             s.push(' ');
             s.push_str(&fix);
         }
+    }
+    if let Some(fact) = written_through(f, j) {
+        s = format!("{fact} {s}");
     }
     if j.disturbed {
         let what = if a.unseen_read > 0 {
@@ -222,6 +227,54 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
         ));
     }
     s
+}
+
+/// What made writes wait for their own request besides O_DIRECT: O_SYNC, or the mount
+/// option `sync`.
+pub(crate) fn sync_flag(f: &Facts) -> &'static str {
+    if f.osync {
+        "O_SYNC"
+    } else {
+        "mount option sync"
+    }
+}
+
+/// A filesystem mounted `sync` that wrote the test's writes through: the fact, said before
+/// the figures. That every write reached the device is said only of a row whose verdict
+/// and operations show it; otherwise the mount's rule alone.
+fn written_through(f: &Facts, j: &Judgement) -> Option<String> {
+    if f.osync || f.app_write == 0 || !f.writes_through() {
+        return None;
+    }
+    let fs = f.fs.as_ref()?;
+    let opt = fs.writes_through()?;
+    let waited = j
+        .operations
+        .as_ref()
+        .and_then(|o| o.writes.as_deref().or(Some(o)))
+        .and_then(|o| o.waited_share)
+        .unwrap_or(0.0);
+    let memory = j
+        .traps
+        .iter()
+        .any(|t| t.kind == candor_model::TrapKind::FasterThanDevice);
+    Some(
+        if j.verdict == Verdict::Device
+            && waited >= crate::rules::DEVICE_SHARE_MIN
+            && !memory
+            && f.app_read == 0
+        {
+            format!(
+                "{} is mounted {opt}: every write reached the device before write() returned.",
+                fs.fs_type
+            )
+        } else {
+            format!(
+                "{} is mounted {opt}: each write is written through to the device before write() returns.",
+                fs.fs_type
+            )
+        },
+    )
 }
 
 /// What took the written bytes that did not reach the device: the page cache, and under a
@@ -257,7 +310,7 @@ fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option
     };
     let s = match (o.write_mode.as_deref()?, j.verdict) {
         (mode @ ("direct" | "sync"), Verdict::Device) => {
-            let flag = if mode == "direct" { "O_DIRECT" } else { "O_SYNC" };
+            let flag = if mode == "direct" { "O_DIRECT" } else { sync_flag(f) };
             let mut s = format!(
                 "{reached} and {} of the {} writes ({flag}) waited for it",
                 pct(waited),
@@ -280,7 +333,7 @@ fn write_sentence(f: &Facts, j: &Judgement, o: &Operations, dev: &str) -> Option
             s
         }
         (mode @ ("direct" | "sync"), Verdict::Mixed) if j.mixed_by_operations => {
-            let flag = if mode == "direct" { "O_DIRECT" } else { "O_SYNC" };
+            let flag = if mode == "direct" { "O_DIRECT" } else { sync_flag(f) };
             let cause = if f.loop_device.as_ref().is_some_and(|l| !l.direct_io) {
                 "a loop device whose file is in the host's page cache completed them"
             } else {

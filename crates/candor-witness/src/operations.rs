@@ -101,12 +101,13 @@ fn direction(f: &Facts) -> Direction {
     }
 }
 
-/// How a test's writes reach the device: "direct" (O_DIRECT) and "sync" (O_SYNC) writes
-/// each wait for their own request; "buffered" ones are copied into the page cache.
+/// How a test's writes reach the device: "direct" (O_DIRECT) and "sync" (O_SYNC, or
+/// write(2) on a filesystem mounted `sync`) writes each wait for their own request;
+/// "buffered" ones are copied into the page cache.
 pub fn write_mode(f: &Facts) -> &'static str {
     if f.direct {
         "direct"
-    } else if f.osync {
+    } else if f.writes_through() {
         "sync"
     } else {
         "buffered"

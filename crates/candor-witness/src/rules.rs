@@ -255,6 +255,21 @@ fn judge_figures(f: &Facts) -> Judgement {
     if let Some(m) = f.meta.as_ref() {
         return crate::metadata::judge(f, m, &device_name);
     }
+    // DAX (metadata tests above: their journal is still block I/O): the files' reads and
+    // writes go to the device's memory directly, past the page cache and the block layer,
+    // whose counts are all the witness has of the device.
+    if let Some((fs, dax)) = f.fs.as_ref().and_then(|fs| Some((fs, fs.dax()?))) {
+        j.verdict = Verdict::Unverified;
+        j.unverified_reason = Some(format!(
+            "{} is mounted {dax}: the block layer does not see its files' reads and writes",
+            fs.fs_type
+        ));
+        j.explanation = format!(
+            "{} is mounted {dax}: its files' reads and writes go straight to the device's memory, without the page cache and without block requests, so the witness's block-layer counts cannot see them; the figure is the device's own.",
+            fs.fs_type
+        );
+        return j;
+    }
     let app_total = f.app_read + f.app_write;
     if app_total == 0 {
         j.verdict = Verdict::Unverified;

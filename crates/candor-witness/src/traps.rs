@@ -247,7 +247,7 @@ fn faster_writes(f: &Facts, ops: Option<&Operations>) -> Option<Trap> {
     let o = of_direction(ops, "write")?;
     let flag = match o.write_mode.as_deref() {
         Some("direct") => "O_DIRECT",
-        Some("sync") => "O_SYNC",
+        Some("sync") => crate::explain::sync_flag(f),
         _ => return None,
     };
     let (p50, whose) = match f.requests.as_ref() {
@@ -258,7 +258,11 @@ fn faster_writes(f: &Facts, ops: Option<&Operations>) -> Option<Trap> {
         Some(_) => return None,
         None => (
             o.op_p50_us,
-            format!("The {flag} writes, each waiting for a request of its own, took"),
+            if flag.starts_with("mount option") {
+                format!("The writes, each written through ({flag}) and waiting for a request of its own, took")
+            } else {
+                format!("The {flag} writes, each waiting for a request of its own, took")
+            },
         ),
     };
     (p50 > 0.0 && p50 < MEMORY_SPEED_US).then(|| {
@@ -675,6 +679,175 @@ mod tests {
             "{}",
             j.explanation
         );
+    }
+
+    fn ext4(options: &str) -> Option<FsFacts> {
+        Some(FsFacts {
+            fs_type: "ext4".into(),
+            mount_options: options.into(),
+            dir_compression: None,
+        })
+    }
+
+    /// Buffered writes (no O_SYNC, no O_DIRECT, the flush out of the timing as the command
+    /// line asked) that each waited about 40 us for a request of their own.
+    fn written_through(fs: Option<FsFacts>) -> candor_model::Facts {
+        let mut f = crate::testkit::direct_write();
+        f.direct = false;
+        f.flush_in_timing = false;
+        f.fs = fs;
+        f.given = Some(Given {
+            no_fsync_in_timing: true,
+            direct_accepted: true,
+            file_size_accepted: true,
+            fadvise_accepted: true,
+            buffer_pattern: "random".into(),
+            repeat: 3,
+            ..Given::default()
+        });
+        f
+    }
+
+    #[test]
+    fn a_sync_mount_is_named_and_its_writes_are_the_devices() {
+        let f = written_through(ext4("rw,relatime,sync,noinit_itable"));
+        let j = judge(&f);
+        assert_eq!(
+            j.operations.as_ref().and_then(|o| o.write_mode.as_deref()),
+            Some("sync"),
+            "{}",
+            j.explanation
+        );
+        assert_eq!(j.verdict, Verdict::Device, "{}", j.explanation);
+        assert!(!j.contradicts_intent, "{}", j.explanation);
+        let e = &j.explanation;
+        assert!(
+            e.starts_with("ext4 is mounted sync: every write reached the device before write() returned. 100% of the written bytes reached the device (loop0) inside the timed region and 100% of the 16384 writes (mount option sync) waited for it: this is the device's figure."),
+            "{e}"
+        );
+        // Not a page-cache story, and no remedy for one.
+        for no in [
+            "page cache",
+            "memory speed",
+            "held back",
+            "--direct",
+            "--no-fsync-in-timing",
+        ] {
+            assert!(!e.contains(no), "{no}: {e}");
+        }
+        assert!(f.in_force().osync);
+    }
+
+    #[test]
+    fn a_sync_mount_whose_writes_did_not_wait_gets_no_page_cache_remedy() {
+        // Written through to a device that answered at memory speed (a loop device over a
+        // cached file): the trap names memory; --direct or the flush would change nothing.
+        let mut f = written_through(ext4("rw,sync"));
+        f.ops = Some(candor_model::OpFacts {
+            count: 16384,
+            latency: crate::testkit::dump(&[(2048, 16384)]),
+        });
+        f.requests.as_mut().unwrap().write.latency = crate::testkit::dump(&[(2048, 16384)]);
+        let j = judge(&f);
+        assert!(j.contradicts_intent, "{}", j.explanation);
+        assert!(
+            j.explanation
+                .starts_with("ext4 is mounted sync: each write is written through to the device before write() returns."),
+            "{}",
+            j.explanation
+        );
+        assert!(
+            j.traps
+                .iter()
+                .any(|t| t.kind == candor_model::TrapKind::FasterThanDevice),
+            "{}",
+            j.explanation
+        );
+        assert!(!j.explanation.contains("--direct"), "{}", j.explanation);
+        assert!(
+            !j.explanation.contains("--no-fsync-in-timing"),
+            "{}",
+            j.explanation
+        );
+        assert_eq!(
+            candor_model::advice::conflict(&j.explanation, &f.in_force()),
+            None
+        );
+    }
+
+    #[test]
+    fn sync_is_read_from_the_options_exactly() {
+        for (opts, sync, dirs) in [
+            ("rw,relatime,sync", true, Some("sync")),
+            ("rw,relatime,dirsync", false, Some("dirsync")),
+            ("rw,sync,wsync,inode64", true, Some("sync")),
+            ("rw,wsync,inode64", false, Some("wsync")),
+            ("rw,relatime,async", false, None),
+        ] {
+            let fs = ext4(opts).unwrap();
+            assert_eq!(fs.writes_through().is_some(), sync, "{opts}");
+            assert_eq!(fs.dirs_through(), dirs, "{opts}");
+        }
+        // The same writes on a mount without it: buffered, and judged as such.
+        let j = judge(&written_through(ext4("rw,relatime,dirsync")));
+        assert_eq!(
+            j.operations.and_then(|o| o.write_mode),
+            Some("buffered".into())
+        );
+        // A memory-mapped file's stores are not written through by the mount.
+        let mut f = written_through(ext4("rw,sync"));
+        f.test = "mmapwrite".into();
+        assert!(!f.writes_through());
+    }
+
+    #[test]
+    fn dax_is_named_and_the_page_cache_story_is_not_told() {
+        // DAX: reads and writes go to the device's memory without the page cache or block
+        // requests; the block layer saw none of the bytes.
+        for opt in ["dax", "dax=always"] {
+            for mut f in [
+                write_facts(64 * M, 0, 0, 0),
+                crate::testkit::read_facts(64 * M, 0, 0, candor_model::Intent::Device),
+            ] {
+                f.fs = ext4(&format!("rw,relatime,{opt}"));
+                f.given = Some(Given {
+                    direct_accepted: true,
+                    file_size_accepted: true,
+                    no_fsync_in_timing: f.is_write,
+                    repeat: 3,
+                    ..Given::default()
+                });
+                let j = judge(&f);
+                assert_eq!(j.verdict, Verdict::Unverified, "{}", j.explanation);
+                assert!(!j.contradicts_intent);
+                let e = &j.explanation;
+                assert!(
+                    e.starts_with(&format!("ext4 is mounted {opt}: its files' reads and writes go straight to the device's memory, without the page cache and without block requests, so the witness's block-layer counts cannot see them; the figure is the device's own.")),
+                    "{e}"
+                );
+                assert_eq!(
+                    j.unverified_reason.as_deref(),
+                    Some(format!("ext4 is mounted {opt}: the block layer does not see its files' reads and writes").as_str())
+                );
+                for no in [
+                    "page cache absorbed",
+                    "memory speed",
+                    "--direct",
+                    "3x RAM",
+                    "--no-fsync",
+                ] {
+                    assert!(!e.contains(no), "{no}: {e}");
+                }
+            }
+        }
+        // dax=never (what xfs shows when the device cannot do DAX) and dax=inode (only
+        // marked files) are not the fact: the usual story.
+        for opt in ["dax=never", "dax=inode"] {
+            let mut f = write_facts(64 * M, 0, 0, 0);
+            f.fs = ext4(&format!("rw,{opt}"));
+            assert_eq!(f.fs.as_ref().unwrap().dax(), None);
+            assert_ne!(judge(&f).verdict, Verdict::Unverified);
+        }
     }
 
     #[test]

@@ -261,3 +261,108 @@ fn discards_inside_the_timed_region_are_named_on_ext4_and_xfs() {
         "neither ext4 nor xfs discarded inside a timed region"
     );
 }
+
+/// The only result of a buffered run in `dir` of `tests` on 16 MiB files in 64 KiB records,
+/// the flush left out of the timing, with `extra` options.
+fn buffered_run(dir: &Path, tests: &str, extra: &[&str]) -> candor_model::RunDoc {
+    let mut args = vec![
+        "--tests",
+        tests,
+        "--file-size",
+        "16m",
+        "--record-size",
+        "64k",
+        "--repeat",
+        "1",
+        "--no-fsync-in-timing",
+        "--format",
+        "json",
+    ];
+    args.extend(extra);
+    let o = run_in(dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_sync_mount_is_named_and_its_writes_are_not_called_the_page_caches() {
+    if !need_lab() {
+        return;
+    }
+    for kind in ["ext4", "xfs"] {
+        let Some(mut fs) = scratch(kind, 512 << 20) else {
+            return;
+        };
+        let _mounted = mount_with(&mut fs, "sync");
+        let doc = buffered_run(fs.path(), "write,randwrite", &[]);
+        assert_eq!(doc.results.len(), 2);
+        for r in &doc.results {
+            let w = r.witness.as_ref().expect("a witness");
+            let f = w.extra.facts.as_ref().expect("facts");
+            let opts = &f.fs.as_ref().expect("the filesystem's facts").mount_options;
+            assert!(opts.split(',').any(|o| o == "sync"), "{kind}: {opts}");
+            let e = &w.explanation;
+            eprintln!("{kind} {}: {} {e}", r.test, w.verdict);
+            assert_eq!(
+                w.operations.as_ref().and_then(|o| o.write_mode.as_deref()),
+                Some("sync"),
+                "{kind} {}: {e}",
+                r.test
+            );
+            assert!(
+                e.starts_with(&format!("{kind} is mounted sync: ")),
+                "{kind} {}: {e}",
+                r.test
+            );
+            assert!(e.contains("(mount option sync) waited for it"), "{e}");
+            // The figure is the device's, written through: no page-cache story, and no
+            // remedy for one.
+            for no in [
+                "page cache",
+                "held back",
+                "--direct",
+                "--no-fsync-in-timing",
+            ] {
+                assert!(!e.contains(no), "{kind} {}: {no}: {e}", r.test);
+            }
+            assert_eq!(
+                candor_model::advice::conflict(e, &f.in_force()),
+                None,
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn dax_on_a_loop_device_is_refused_or_turned_off_and_never_named() {
+    if !need_lab() {
+        return;
+    }
+    // A loop device cannot give direct access to its memory: ext4 refuses the mount, xfs
+    // mounts with dax=never. Either way no DAX story may be told of its figures.
+    let Some(mut fs) = scratch("ext4", 256 << 20) else {
+        return;
+    };
+    fs.unmount().expect("unmount the scratch filesystem");
+    let mp = fs.path().display().to_string();
+    let refused = Command::new("mount")
+        .args(["-o", "dax=always", &fs.loop_device, &mp])
+        .output()
+        .expect("mount runs");
+    if refused.status.success() {
+        let _ = Command::new("umount").arg(&mp).status();
+        panic!("ext4 took dax on {}", fs.loop_device);
+    }
+    let Some(mut fs) = scratch("xfs", 512 << 20) else {
+        return;
+    };
+    let _mounted = mount_with(&mut fs, "dax=always");
+    let doc = buffered_run(fs.path(), "write", &[]);
+    let w = doc.results[0].witness.as_ref().expect("a witness");
+    let f = w.extra.facts.as_ref().expect("facts");
+    let fsf = f.fs.as_ref().expect("the filesystem's facts");
+    assert_eq!(fsf.dax(), None, "{}", fsf.mount_options);
+    assert!(!w.explanation.contains("dax"), "{}", w.explanation);
+    assert_ne!(w.verdict, candor_model::Verdict::Unverified);
+}
