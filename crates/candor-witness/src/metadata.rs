@@ -74,6 +74,19 @@ pub fn judge(f: &Facts, m: &MetaFacts, device: &str) -> Judgement {
             ),
         };
         j.contradicts_intent = !j.verdict.fits(f.intent);
+        // A mount that writes directory changes through (sync, dirsync, xfs's wsync): the
+        // fact, said before the figures; that each reached the device only when they show it.
+        if let Some((fs, opt)) = f.fs.as_ref().and_then(|fs| Some((fs, fs.dirs_through()?))) {
+            let fact = if j.verdict == Verdict::Device {
+                format!("each {} reached the device before its call returned", m.op)
+            } else {
+                format!(
+                    "each {} is written through to the device before its call returns",
+                    m.op
+                )
+            };
+            j.explanation = format!("{} is mounted {opt}: {fact}. {}", fs.fs_type, j.explanation);
+        }
     } else {
         // Lookups of a tree made before the timed region: the kernel's inode and dentry
         // caches answer them unless the device had to be read.
@@ -138,6 +151,43 @@ mod tests {
             inodes_used: used,
         });
         f
+    }
+
+    #[test]
+    fn a_dirsync_mount_is_named_for_operations_that_change_directories() {
+        for opt in ["dirsync", "sync", "wsync"] {
+            let mut f = meta("create", 1, Some(1000), 4 * MIB, 4 * MIB);
+            f.fs = Some(candor_model::FsFacts {
+                fs_type: "ext4".into(),
+                mount_options: format!("rw,relatime,{opt}"),
+                dir_compression: None,
+            });
+            let j = rules::judge(&f);
+            assert_eq!(j.verdict, Verdict::Device, "{}", j.explanation);
+            assert!(
+                j.explanation.starts_with(&format!(
+                    "ext4 is mounted {opt}: each create reached the device before its call returned. The 1000 create operations"
+                )),
+                "{}",
+                j.explanation
+            );
+            // Not all of it inside the timed region: the mount's rule alone.
+            let mut g = f.clone();
+            g.device_window.write_bytes = MIB;
+            g.own_window.as_mut().unwrap().write_bytes = MIB;
+            let j = rules::judge(&g);
+            assert!(
+                j.explanation.starts_with(&format!(
+                    "ext4 is mounted {opt}: each create is written through to the device before its call returns."
+                )),
+                "{}",
+                j.explanation
+            );
+            // Lookups change no directory: nothing to say of the mount.
+            let mut l = meta("stat", 0, None, 0, 0);
+            l.fs = f.fs.clone();
+            assert!(!rules::judge(&l).explanation.contains("mounted"));
+        }
     }
 
     #[test]
