@@ -47,6 +47,14 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
     let the_device = under_loop.as_deref().unwrap_or("the device");
     let reads = f.app_read > 0 && f.app_write == 0;
     let writes = f.app_write > 0 && f.app_read == 0;
+    // What served the reads that did not come from the device: under a loop device through
+    // the host's page cache, that cache too (alone for O_DIRECT reads, which bypass the
+    // page cache above the loop device).
+    let memory = match (under_loop.is_some(), f.direct) {
+        (true, true) => "the host's page cache under the loop device",
+        (true, false) => "memory (the page cache, or the host's page cache under the loop device)",
+        (false, _) => "the page cache",
+    };
     let hit = j.cache_hit_ratio.unwrap_or(0.0);
     let flushed = j.flushed_in_window.unwrap_or(0.0);
     use candor_model::advice::{remedy, Suggestion as S};
@@ -115,7 +123,7 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             "The written bytes reached the loop device ({name}), whose file is in memory: none reached storage, so this is memory speed."
         ),
         (Verdict::Cache, true, _) if under_loop.is_some() => format!(
-            "{} of these reads came from memory (the page cache, or the host's page cache under the loop device), not from {the_device}: this is memory speed.",
+            "{} of these reads came from {memory}, not from {the_device}: this is memory speed.",
             pct(hit)
         ),
         (Verdict::Cache, true, _) => {
@@ -132,7 +140,7 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             pct(share)
         ),
         (_, true, _) => format!(
-            "{} of these reads came from the page cache and {} from {dev}: the figure mixes memory and device speed.",
+            "{} of these reads came from {memory} and {} from {dev}: the figure mixes memory and device speed.",
             pct(hit),
             pct(1.0 - hit)
         ),
@@ -738,6 +746,56 @@ mod tests {
             w.explanation.starts_with(
                 "Only 1% of the written bytes reached the disk under the loop device (vda) inside the timed region:"
             ),
+            "{}",
+            w.explanation
+        );
+    }
+
+    #[test]
+    fn a_loop_device_whose_disk_moved_nothing_is_memory_speed_not_partly() {
+        // O_DIRECT reads of a raw loop device whose file is in the host's page cache: the
+        // disk under it read nothing. The page cache above the loop device was bypassed,
+        // and the loop device's speed is wholly memory's.
+        let mut f = read_facts(64 * MIB, 64 * MIB, 64 * MIB, Intent::Device);
+        f.direct = true;
+        f.loop_device = Some(candor_model::LoopFacts {
+            device: "loop3".into(),
+            backing_file: "/var/tmp/raw.img".into(),
+            direct_io: false,
+            backing_disk: Some("vda".into()),
+            backing_fs: Some("ext4".into()),
+            backing_window: Some(candor_model::DiskDelta::default()),
+            ..Default::default()
+        });
+        let (headline, dev_bps, w) = row(&f);
+        assert_eq!(dev_bps, Some(headline), "the loop device's own bytes");
+        let e = &w.explanation;
+        assert!(
+            e.starts_with("100% of these reads came from the host's page cache under the loop device, not from the disk under the loop device (vda): this is memory speed."),
+            "{e}"
+        );
+        assert!(
+            e.contains("the disk under its file moved 0 bytes, the rest was the host's page cache, so its \"device\" speed is memory speed."),
+            "{e}"
+        );
+        assert!(!e.contains("partly"), "{e}");
+        // Buffered, with the disk moving a tenth: both caches can have served them, and the
+        // loop device's speed is partly memory's.
+        f.direct = false;
+        f.loop_device.as_mut().unwrap().backing_window = Some(candor_model::DiskDelta {
+            read_bytes: 6 * MIB,
+            ..Default::default()
+        });
+        let (_, _, w) = row(&f);
+        assert!(
+            w.explanation
+                .contains("(the page cache, or the host's page cache under the loop device)"),
+            "{}",
+            w.explanation
+        );
+        assert!(
+            w.explanation
+                .contains("so its \"device\" speed is partly memory speed."),
             "{}",
             w.explanation
         );

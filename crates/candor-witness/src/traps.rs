@@ -175,8 +175,14 @@ fn loop_device(f: &Facts, a: &Attribution) -> Option<Trap> {
     match (loop_disk_share(f, a.own_read, a.own_write_window), l.backing_window) {
         (Some(share), Some(b)) if share < crate::rules::DEVICE_SHARE_MIN => {
             let moved = a.own_read.min(f.app_read) + a.own_write_window.min(f.app_write);
+            // The disk's share decides the word: none (or hardly any) of it, memory's.
+            let partly = if share <= crate::rules::CACHE_SHARE_MAX {
+                ""
+            } else {
+                "partly "
+            };
             s.push_str(&format!(
-                ": of the {} it moved in the timed region, the disk under its file moved {}, the rest was the host's page cache, so its \"device\" speed is partly memory speed.",
+                ": of the {} it moved in the timed region, the disk under its file moved {}, the rest was the host's page cache, so its \"device\" speed is {partly}memory speed.",
                 hb(moved),
                 hb(b.read_bytes.min(a.own_read) + b.write_bytes.min(a.own_write_window))
             ));
