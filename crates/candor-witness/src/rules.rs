@@ -379,7 +379,9 @@ fn judge_reads(f: &Facts, j: &mut Judgement) {
 /// keep the verdict of their bytes (the device's work is inside the figure; the sentence
 /// names the share of the time spent waiting for it). Buffered writes without the flush
 /// are memory's unless writeback held them back: no write held back is `cache`, whatever
-/// the flushers wrote meanwhile; writes held back make a `cache` verdict `mixed`.
+/// the flushers wrote meanwhile; writes held back make a `cache` verdict `mixed`. With the
+/// flush timed, a `cache` verdict whose timed region waited for the device more than 5% of
+/// the time is `mixed` by that share.
 fn judge_writes(f: &Facts, j: &mut Judgement) {
     let Some(o) = j.operations.as_ref() else {
         return;
@@ -404,6 +406,19 @@ fn judge_writes(f: &Facts, j: &mut Judgement) {
                 j.device_share = None;
                 j.mixed_by_operations = true;
             } else if t > CACHE_SHARE_MAX && j.verdict == Verdict::Cache {
+                j.verdict = Verdict::Mixed;
+                j.device_share = Some(t);
+                j.mixed_by_operations = true;
+            }
+        }
+        // With the flush timed the bytes decide, but a figure whose timed region waited
+        // for the device more than 5% of the time (a flush of pages rewritten in memory,
+        // iozone's record rewrite) is not memory speed: `mixed` by that share.
+        Some("buffered") => {
+            let Some(t) = o.waited_time_share else {
+                return;
+            };
+            if j.verdict == Verdict::Cache && t > CACHE_SHARE_MAX {
                 j.verdict = Verdict::Mixed;
                 j.device_share = Some(t);
                 j.mixed_by_operations = true;
@@ -1286,6 +1301,42 @@ mod write_and_mix_tests {
         assert!(
             j.explanation.contains(
                 "(35% in the flush, 56% in the 1% of the writes that writeback held back)"
+            ),
+            "{}",
+            j.explanation
+        );
+    }
+
+    #[test]
+    fn a_flush_that_took_most_of_the_time_is_not_called_memory_speed() {
+        // iozone's record rewrite: the same 4 KiB rewritten 256 times (1 MiB written, one
+        // page dirtied), then the flush, timed, 0.5 s of it: hardly a byte reached the
+        // device, yet waiting for it was most of the timed region.
+        let mut f = buffered_write(0, 0.5, true, 8 << 10);
+        f.test = "recrewrite".into();
+        f.app_write = MIB;
+        f.headline_bps = MIB as f64 / f.timed_seconds;
+        f.device_total.write_bytes = 8 << 10;
+        for p in [f.own_window.as_mut(), f.own_total.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            p.wchar = MIB;
+            p.write_bytes = 4096;
+        }
+        let j = judge(&f);
+        let t = j.operations.as_ref().and_then(|o| o.waited_time_share);
+        assert!(t.is_some_and(|t| t > 0.8), "{t:?}");
+        assert_eq!(j.verdict, Verdict::Mixed, "{}", j.explanation);
+        assert_eq!(j.device_share, t);
+        assert!(
+            !j.explanation.contains("this is memory speed"),
+            "{}",
+            j.explanation
+        );
+        assert!(
+            j.explanation.contains(
+                "of its time waiting for the device (87% in the flush) and the rest copying into the page cache: the figure mixes memory and device speed."
             ),
             "{}",
             j.explanation
