@@ -47,6 +47,9 @@ fn explanations_fit(doc: &RunDoc) -> Vec<String> {
 #[test]
 fn the_iozone_preset_is_never_told_to_leave_out_a_flag_it_was_not_given() {
     let dir = scratch_dir();
+    let out = tempfile::tempdir().unwrap();
+    let html = out.path().join("r.html");
+    let html_arg = html.display().to_string();
     // iozone's sweep, cut down to two file sizes and the write tests: the flush is timed,
     // nobody gave --no-fsync-in-timing.
     let doc = run_doc(
@@ -55,16 +58,40 @@ fn the_iozone_preset_is_never_told_to_leave_out_a_flag_it_was_not_given() {
             "--preset",
             "iozone",
             "--tests",
-            "write,rewrite,randwrite",
+            "write,rewrite,randwrite,recrewrite",
             "--file-size",
             "1m,8m",
             "--record-size",
             "4k,64k",
+            "--html",
+            &html_arg,
         ],
     );
     assert!(!doc.results.is_empty());
     for e in explanations_fit(&doc) {
         assert!(!e.contains("--no-fsync-in-timing"), "{e}");
+    }
+    // The report the user reads says the same: no flag nobody gave.
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(page.contains("recrewrite"), "the rows are in the report");
+    assert!(!page.contains("--no-fsync-in-timing"), "{html_arg}");
+    // One story per row: a note that says the timed region waited for the device does not
+    // also call the figure memory speed, nor say the thread was on the CPU all along.
+    for r in &doc.results {
+        let w = r.witness.as_ref().unwrap();
+        let waited = w
+            .operations
+            .as_ref()
+            .and_then(|o| o.waited_time_share)
+            .unwrap_or(0.0);
+        let e = &w.explanation;
+        if waited > 0.05 {
+            assert!(!e.contains("this is memory speed"), "{e}");
+            assert_ne!(w.verdict, candor_model::Verdict::Cache, "{e}");
+        }
+        if waited > 0.1 {
+            assert!(!e.contains("on the CPU"), "{e}");
+        }
     }
     for r in &doc.results {
         let f = r.witness.as_ref().unwrap().extra.facts.as_ref().unwrap();
