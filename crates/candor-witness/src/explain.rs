@@ -135,6 +135,9 @@ pub(crate) fn explain(f: &Facts, j: &Judgement, a: &Attribution, share: f64, dev
             pct(flushed),
             absorbed(under_loop.is_some(), "the rest")
         ),
+        (Verdict::Cache, _, _) if share == 0.0 => format!(
+            "None of the bytes read and written reached {the_device} inside the timed region: this is memory speed."
+        ),
         (Verdict::Cache, _, _) => format!(
             "Only {} of the bytes read and written reached {the_device} inside the timed region: this is memory speed.",
             pct(share)
@@ -799,6 +802,21 @@ mod tests {
             "{}",
             w.explanation
         );
+    }
+
+    #[test]
+    fn a_copy_that_reached_the_device_with_nothing_says_none_not_0_percent() {
+        let (_, f) = outcomes().swap_remove(10);
+        let j = judge(&f);
+        assert_eq!(j.verdict, Verdict::Cache);
+        assert!(
+            j.explanation.starts_with(
+                "None of the bytes read and written reached the device inside the timed region: this is memory speed."
+            ),
+            "{}",
+            j.explanation
+        );
+        assert!(!j.explanation.contains(" 0%"), "{}", j.explanation);
     }
 
     #[test]

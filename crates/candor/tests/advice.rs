@@ -122,6 +122,8 @@ fn unixbench_copy_is_not_told_to_time_a_flush_its_preset_leaves_out_or_to_use_di
             !e.contains("--no-fsync-in-timing") && !e.contains("--direct"),
             "{e}"
         );
+        // A share is never said as 0%: none is none.
+        assert!(!e.contains(" 0% "), "{e}");
     }
     for r in &doc.results {
         let g = r
