@@ -819,6 +819,229 @@ mod tests {
         assert!(!j.explanation.contains(" 0%"), "{}", j.explanation);
     }
 
+    /// The share a note's leading sentence states of what `whose` moved ("the device
+    /// (loop0)", "the disk under the loop device (vda)"): "X% of the written bytes reached
+    /// it", "X% of the bytes read came from it", "... and Y% from it", "X% of these reads
+    /// came from <memory>, not from it", "None of ... reached it".
+    fn stated_of(note: &str, whose: &str) -> Option<f64> {
+        let lead = &note[..note.find(": ").unwrap_or(note.len())];
+        let pct_before = |at: usize| -> Option<f64> {
+            let head = &lead[..at];
+            let end = head.rfind('%')?;
+            let start = head[..end]
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |p| p + 1);
+            Some(head[start..end].parse::<f64>().ok()? / 100.0)
+        };
+        let at = |verb: &str| {
+            lead.find(verb).filter(|p| {
+                lead[p + verb.len()..].starts_with([' ', ':', ',', '.'])
+                    || lead[p + verb.len()..].is_empty()
+            })
+        };
+        if lead.starts_with("None of the") && at(&format!("reached {whose}")).is_some() {
+            return Some(0.0);
+        }
+        if let Some(p) = at(&format!(", not from {whose}")) {
+            let _ = p;
+            return pct_before(lead.find(" of these reads")?).map(|m| 1.0 - m);
+        }
+        for verb in [format!("reached {whose}"), format!("from {whose}")] {
+            if let Some(p) = at(&verb) {
+                return pct_before(p);
+            }
+        }
+        None
+    }
+
+    /// Facts of one generated outcome.
+    #[allow(clippy::too_many_arguments)]
+    fn generated(
+        kind: u8,
+        mib: u64,
+        device_pct: u64,
+        looped: Option<(u64, bool)>,
+        cache_intent: bool,
+        options: u8,
+    ) -> Facts {
+        let app = mib * MIB;
+        let part = app * device_pct / 100;
+        let mut f = match kind {
+            0 => read_facts(
+                app,
+                part,
+                part,
+                if cache_intent {
+                    Intent::Cache
+                } else {
+                    Intent::Device
+                },
+            ),
+            1 => write_facts(app, part, app, app),
+            2 => {
+                let mut f = write_facts(app, part, app, app);
+                f.flush_in_timing = true;
+                f
+            }
+            3 => direct_write(),
+            4 => buffered_write(
+                u64::from(options % 4) * 50,
+                0.05,
+                options & 4 != 0,
+                64 * MIB * device_pct / 100,
+            ),
+            _ => random_read(Some(100)),
+        };
+        let b = |i: u8| options & (1 << i) != 0;
+        f.given = Some(Given {
+            no_fsync_in_timing: f.is_write && !f.flush_in_timing && b(0),
+            preset: b(1).then(|| "iozone".into()),
+            steady_state: b(2),
+            direct_accepted: b(3),
+            file_size_accepted: b(4),
+            fadvise_accepted: b(5),
+            buffer_pattern: if b(6) { "random" } else { "zero" }.into(),
+            repeat: if b(2) { 1 } else { 3 },
+        });
+        if let Some((disk_pct, direct_io)) = looped {
+            f.loop_device = Some(candor_model::LoopFacts {
+                device: "loop0".into(),
+                backing_file: "/var/tmp/fs.img".into(),
+                direct_io,
+                backing_disk: Some("vda".into()),
+                backing_fs: Some("ext4".into()),
+                backing_window: Some(candor_model::DiskDelta {
+                    read_bytes: f.device_window.read_bytes * disk_pct / 100,
+                    write_bytes: f.device_window.write_bytes * disk_pct / 100,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        f
+    }
+
+    /// A stated share agrees with a column's when they differ by no more than the rounding
+    /// of whole percentages that never round a part to 0% or 100%.
+    fn agrees(stated: f64, column: f64) -> bool {
+        (column - stated).abs() <= 0.011
+            // The device wrote more than it was given (journal, metadata): all of it.
+            || (stated == 1.0 && column >= 1.0)
+            || (stated == 0.01 && column > 0.0 && column < 0.01)
+            || (stated == 0.99 && column > 0.99 && column < 1.0)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// One story per row: over generated outcomes (reads and writes of every kind, any
+        /// share on the device, plain or on a loop device with or without direct I/O, any
+        /// options), no note states a share its row's columns refute (`dev MB/s`, and the
+        /// disk under a loop device shown beside it), no note's conclusion disagrees with
+        /// its verdict, and no advice conflicts with the options given.
+        #[test]
+        fn no_note_states_a_share_its_row_refutes_over_generated_outcomes(
+            kind in 0u8..6,
+            mib in 1u64..=256,
+            device_pct in 0u64..=100,
+            looped in proptest::option::of((0u64..=100, proptest::bool::ANY)),
+            cache_intent in proptest::bool::ANY,
+            options in 0u8..128,
+        ) {
+            let f = generated(kind, mib, device_pct, looped, cache_intent, options);
+            let (headline, dev_bps, w) = row(&f);
+            let e = &w.explanation;
+            proptest::prop_assert_eq!(conflict(e, &f.in_force()), None, "{}", e);
+            let r = candor_model::TestResult {
+                test: f.test.clone(),
+                throughput: candor_model::Summary { mean: headline, ..Default::default() },
+                witness: Some(w.clone()),
+                ..Default::default()
+            };
+            let through_host = f.loop_device.as_ref().is_some_and(|l| !l.direct_io);
+            if let Some(dev) = dev_bps.filter(|_| headline > 0.0) {
+                for whose in ["the device (loop0)", "the device"] {
+                    if through_host && whose == "the device" {
+                        continue;
+                    }
+                    if let Some(s) = stated_of(e, whose) {
+                        proptest::prop_assert!(
+                            agrees(s, dev / headline),
+                            "dev MB/s is {:.1}% of the headline, the note says {:.0}%: {}",
+                            dev / headline * 100.0, s * 100.0, e
+                        );
+                        break;
+                    }
+                }
+            }
+            if let Some((name, under)) = candor_report::view::disk_under_bps(&r) {
+                proptest::prop_assert_eq!(&name, "vda");
+                if let Some(s) = stated_of(e, "the disk under the loop device (vda)") {
+                    proptest::prop_assert!(
+                        agrees(s, under / headline),
+                        "the cell shows vda at {:.1}% of the headline, the note says {:.0}%: {}",
+                        under / headline * 100.0, s * 100.0, e
+                    );
+                }
+                // The loop device's trap speaks of the bytes the loop device moved.
+                if dev_bps.is_some_and(|d| d > 0.0 && under / d <= 0.05) {
+                    proptest::prop_assert!(!e.contains("partly memory speed"), "{}", e);
+                }
+            }
+            let v = w.verdict;
+            if e.contains("this is the device's figure") {
+                proptest::prop_assert_eq!(v, Verdict::Device, "{}", e);
+            }
+            if e.contains("this is memory speed") {
+                proptest::prop_assert!(matches!(v, Verdict::Cache | Verdict::Memory), "{:?}: {}", v, e);
+            }
+            if e.contains("mixes memory and device speed") {
+                proptest::prop_assert_eq!(v, Verdict::Mixed, "{}", e);
+            }
+        }
+    }
+
+    #[test]
+    fn stated_shares_are_read_from_the_lead() {
+        let d = "the disk under the loop device (vda)";
+        assert_eq!(
+            stated_of("Only 1% of the written bytes reached the disk under the loop device (vda) inside the timed region: x", d).map(|x| (x * 100.0).round()),
+            Some(1.0)
+        );
+        assert_eq!(
+            stated_of("99% of these reads came from memory (the page cache, or the host's page cache under the loop device), not from the disk under the loop device (vda): x", d).map(|x| (x * 100.0).round()),
+            Some(1.0)
+        );
+        assert_eq!(
+            stated_of("91% of these reads came from the page cache and 9% from the disk under the loop device (vda): x", d).map(|x| (x * 100.0).round()),
+            Some(9.0)
+        );
+        assert_eq!(
+            stated_of("None of the written bytes reached the disk under the loop device (vda) inside the timed region: x", d).map(|x| (x * 100.0).round()),
+            Some(0.0)
+        );
+        assert_eq!(
+            stated_of(
+                "100% of the bytes read came from the device (loop0): x",
+                "the device (loop0)"
+            )
+            .map(|x| (x * 100.0).round()),
+            Some(100.0)
+        );
+        assert_eq!(
+            stated_of("Only 3% of the bytes read and written reached the device inside the timed region: x", "the device").map(|x| (x * 100.0).round()),
+            Some(3.0)
+        );
+        assert_eq!(
+            stated_of(
+                "No write waited for the device (loop0): x",
+                "the device (loop0)"
+            )
+            .map(|x| (x * 100.0).round()),
+            None
+        );
+    }
+
     #[test]
     fn units() {
         assert_eq!(pct(0.004), "1%");
