@@ -36,6 +36,7 @@ pub struct Given {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InForce {
     pub direct: bool,
+    /// The writes are written through (O_SYNC, or a filesystem mounted `sync`).
     pub osync: bool,
     pub flush_in_timing: bool,
     pub fadvise: Fadvise,
@@ -105,8 +106,9 @@ impl Suggestion {
             // Already O_DIRECT, or a test --direct does not change.
             Suggestion::Direct => !o.direct && g.direct_accepted,
             Suggestion::LargeFile => g.file_size_accepted,
-            // Only a flag the command line gave can be left out.
-            Suggestion::IncludeFlush => !o.flush_in_timing && g.no_fsync_in_timing,
+            // Only a flag the command line gave can be left out, and only writes that can
+            // wait in the page cache have anything to flush (not O_SYNC, not a `sync` mount).
+            Suggestion::IncludeFlush => !o.flush_in_timing && g.no_fsync_in_timing && !o.osync,
             Suggestion::FadviseRandom => o.fadvise != Fadvise::Random && g.fadvise_accepted,
             Suggestion::LoopDirectIo | Suggestion::LoopOnDisk | Suggestion::CacheSmallFile => true,
             // Not candor's options: the machine's.
@@ -205,6 +207,9 @@ pub fn conflict(words: &str, o: &InForce) -> Option<&'static str> {
     }
     if words.contains("leave out --no-fsync-in-timing") && !g.no_fsync_in_timing {
         return Some("--no-fsync-in-timing was not given");
+    }
+    if words.contains("include the flush") && o.osync {
+        return Some("the writes are written through: there is nothing to flush");
     }
     if words.contains("--runtime") && g.steady_state {
         return Some("--steady-state refuses --runtime");
@@ -343,6 +348,19 @@ mod tests {
             remedy(&[IncludeFlush, Direct], &o, ram).unwrap(),
             "Use --direct."
         );
+        // Written through (O_SYNC, a sync mount): nothing waits in the page cache to flush.
+        o.osync = true;
+        o.given = Given {
+            no_fsync_in_timing: true,
+            direct_accepted: true,
+            ..Given::default()
+        };
+        o.flush_in_timing = false;
+        assert_eq!(
+            remedy(&[IncludeFlush, Direct], &o, ram).unwrap(),
+            "Use --direct."
+        );
+        o.osync = false;
         // --steady-state: longer rounds, never --runtime.
         o.given = Given {
             steady_state: true,
