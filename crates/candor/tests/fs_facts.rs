@@ -368,44 +368,47 @@ fn dax_on_a_loop_device_is_refused_or_turned_off_and_never_named() {
 }
 
 #[test]
-fn a_dirsync_mount_is_named_for_creates() {
+fn a_dirsync_or_wsync_mount_is_named_for_creates() {
     if !need_lab() {
         return;
     }
-    let Some(mut fs) = scratch("ext4", 256 << 20) else {
-        return;
-    };
-    let _mounted = mount_with(&mut fs, "dirsync");
-    let o = run_in(
-        fs.path(),
-        &[
-            "--tests",
-            "create,stat",
-            "--files",
-            "200",
-            "--repeat",
-            "1",
-            "--format",
-            "json",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
-    for r in &doc.results {
-        let w = r.witness.as_ref().expect("a witness");
-        let e = &w.explanation;
-        eprintln!("{}: {} {e}", r.test, w.verdict);
-        if r.test == "create" {
-            // Each create waited for its journal commit: the device's work is in the figure.
-            assert_eq!(w.verdict, candor_model::Verdict::Device, "{e}");
-            assert!(
-                e.starts_with(
-                    "ext4 is mounted dirsync: each create reached the device before its call returned. The 200 create operations"
-                ),
-                "{e}"
-            );
-        } else {
-            assert!(!e.contains("dirsync"), "{}: {e}", r.test);
+    for (kind, opt) in [("ext4", "dirsync"), ("xfs", "wsync")] {
+        let Some(mut fs) = scratch(kind, 512 << 20) else {
+            return;
+        };
+        let _mounted = mount_with(&mut fs, opt);
+        let o = run_in(
+            fs.path(),
+            &[
+                "--tests",
+                "create,stat",
+                "--files",
+                "200",
+                "--repeat",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: candor_model::RunDoc = serde_json::from_slice(&o.stdout).unwrap();
+        for r in &doc.results {
+            let w = r.witness.as_ref().expect("a witness");
+            let e = &w.explanation;
+            eprintln!("{kind} {}: {} {e}", r.test, w.verdict);
+            if r.test == "create" {
+                // Each create waited for its journal commit: the device's work is in the
+                // figure.
+                assert_eq!(w.verdict, candor_model::Verdict::Device, "{kind}: {e}");
+                assert!(
+                    e.starts_with(&format!(
+                        "{kind} is mounted {opt}: each create reached the device before its call returned. The 200 create operations"
+                    )),
+                    "{e}"
+                );
+            } else {
+                assert!(!e.contains(opt), "{kind} {}: {e}", r.test);
+            }
         }
     }
 }
