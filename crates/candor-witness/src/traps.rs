@@ -502,6 +502,11 @@ fn stored(f: &Facts, a: &Attribution) -> Option<Trap> {
             TrapKind::StoredMore,
             Some(r),
             match f.fs.as_ref().filter(|fs| fs.option("data") == Some("journal")) {
+                // Writes written through by the mount: each carries its own commit.
+                None if !f.osync && f.writes_through() => format!(
+                    "{} wrote {r:.2}x the bytes it was given: it is mounted sync, so each write was written through with the journal and metadata it changed, a commit per write; the share of the writes in the timed region is counted against all it wrote.",
+                    f.fs.as_ref().map_or("The filesystem", |fs| fs.fs_type.as_str())
+                ),
                 // The fact that decides it: every byte goes to the journal first.
                 Some(fs) => format!(
                     "{} journals the data as well as the metadata (mount option data=journal): every byte is written twice, once to the journal and once in place, so it wrote {r:.2}x the bytes it was given; the share of the writes in the timed region is counted against all it wrote.",
@@ -778,6 +783,32 @@ mod tests {
         assert_eq!(
             candor_model::advice::conflict(&j.explanation, &f.in_force()),
             None
+        );
+    }
+
+    #[test]
+    fn a_sync_mount_is_named_for_the_bytes_its_commits_add() {
+        // Small writes written through: each commits the journal and the inode with it.
+        let mut f = written_through(ext4("rw,sync"));
+        f.device_window.write_bytes = 192 * M;
+        f.device_total.write_bytes = 192 * M;
+        for p in [f.own_window.as_mut(), f.own_total.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            p.write_bytes = 64 * M;
+        }
+        f.exclusive = true;
+        let j = judge(&f);
+        let t = j
+            .traps
+            .iter()
+            .find(|t| t.kind == candor_model::TrapKind::StoredMore)
+            .unwrap_or_else(|| panic!("{}", j.explanation));
+        assert!(
+            t.sentence.starts_with("ext4 wrote 3.00x the bytes it was given: it is mounted sync, so each write was written through with the journal and metadata it changed, a commit per write;"),
+            "{}",
+            t.sentence
         );
     }
 
