@@ -94,7 +94,7 @@ pub struct RunClock {
     /// The same instant on CLOCK_REALTIME, ns since 1970: comparable between machines as far
     /// as their clocks agree (NTP: typically within a millisecond).
     pub realtime_ns: u64,
-    /// /proc/sys/kernel/random/boot_id: runs with the same one share the monotonic clock.
+    /// The kernel's random boot_id: runs with the same one share the monotonic clock.
     pub boot_id: String,
 }
 
@@ -457,10 +457,10 @@ pub struct Witness {
     /// |headline - witness throughput| / headline, when the witness can compute one.
     pub precision: Option<f64>,
     pub memory: Option<MemoryDelta>,
-    /// Deltas of selected /proc/vmstat counters.
+    /// Deltas of selected vmstat counters.
     #[serde(deserialize_with = "crate::bounded::map")]
     pub vmstat: BTreeMap<String, i64>,
-    /// /proc/pressure/io "some" and "full" total stall, microseconds, during the test.
+    /// The io pressure's "some" and "full" total stall, microseconds, during the test.
     pub io_pressure_us: Option<[u64; 2]>,
     pub file_cache: Option<FileCache>,
     #[serde(deserialize_with = "crate::bounded::vec")]
@@ -498,7 +498,7 @@ pub struct AppIo {
     pub write_bytes: u64,
 }
 
-/// Growth of a process's /proc/<pid>/io over an interval (candor's own over a test, the
+/// Growth of a process's io counters (procfs) over an interval (candor's own over a test, the
 /// witness's own reads of /proc taken out of rchar).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 #[serde(default)]

@@ -916,8 +916,8 @@ mod tests {
         assert!(!w.disturbed, "{}", w.explanation);
         assert_eq!(NodeTraffic::of(&w).unwrap().foreign_bytes, 0);
 
-        // procfs: the device wrote 201 MiB; each rank's /proc/self/io explains its 100,
-        // the other rank's /proc/<pid>/io the other 100, and nothing else moved.
+        // procfs: the device wrote 201 MiB; each rank's own io counters explain its 100,
+        // the other rank's the other 100, and nothing else moved.
         let procfs = |others: u64| {
             let mut w = witness(100, 201, 1.0);
             let f = w.extra.facts.as_mut().unwrap();
