@@ -13,6 +13,7 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+mod ranks;
 pub mod refusal;
 mod source;
 mod steady;
@@ -29,6 +30,7 @@ pub use load::{
     load_result, load_result_within, parse_result, LoadError, DEFAULT_MAX_INPUT, LARGEST_FIGURE,
 };
 pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
+pub use ranks::{Moments, NodeFigures, NodeTraffic, RankFigures, Spread};
 pub use source::{Chosen, WitnessSource};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
@@ -36,7 +38,7 @@ pub use verify::{BadKind, BadKinds, VerifyOutcome};
 pub use vocab::{Access, Direction, Fadvise, Intent, Status, Verdict};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The value of `tool` in every file candor writes.
 pub const TOOL: &str = "candor";
@@ -358,8 +360,11 @@ pub struct TestResult {
     /// Data verification outcome (--verify).
     pub verify: Option<VerifyOutcome>,
     /// Per-rank figures of an MPI run.
-    #[serde(deserialize_with = "crate::bounded::opt_value")]
-    pub ranks: Option<serde_json::Value>,
+    #[serde(
+        deserialize_with = "crate::ranks::opt_spread",
+        serialize_with = "crate::ranks::save_spread"
+    )]
+    pub ranks: Option<Spread>,
     /// Extra figures of workloads that are not records on a file (metadata, copy).
     #[serde(deserialize_with = "crate::bounded::value_map")]
     pub extra: BTreeMap<String, serde_json::Value>,

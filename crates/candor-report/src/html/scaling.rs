@@ -369,9 +369,7 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut Section) {
         let lagging: Vec<u64> = r
             .ranks
             .as_ref()
-            .and_then(|v| v.get("lagging_ranks"))
-            .and_then(|l| l.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+            .map(|s| s.lagging_ranks.iter().map(|&x| u64::from(x)).collect())
             .unwrap_or_default();
         let rows: Vec<IntervalRow> = ranks
             .iter()

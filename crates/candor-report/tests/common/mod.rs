@@ -482,7 +482,7 @@ pub fn mpi_doc() -> RunDoc {
         if k == 0 {
             notes.push("on n2 the reads were served by the page cache (71% hits), not the filesystem's storage".into());
         }
-        r.ranks = Some(serde_json::json!({
+        r.ranks = candor_model::Spread::from_saved(serde_json::json!({
             "ranks": 4,
             "nodes": 2,
             "slowest_rank": 3,
