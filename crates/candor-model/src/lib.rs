@@ -75,8 +75,11 @@ pub struct RunDoc {
     /// Present for runs made over MPI.
     pub mpi: Option<MpiInfo>,
     /// Present for `candor audit`.
-    #[serde(deserialize_with = "crate::bounded::opt_value")]
-    pub audit: Option<serde_json::Value>,
+    #[serde(
+        deserialize_with = "crate::audit::opt_audit",
+        serialize_with = "crate::audit::save_audit"
+    )]
+    pub audit: Option<audit::AuditDoc>,
     /// Where the run's clock started (`Repetition::started_s` counts from it), so that
     /// `candor merge` can put runs of several machines on one time line.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -224,3 +224,44 @@ fn ranks_that_read_as_nothing_are_left_out() {
         (1, 2, 5.0)
     );
 }
+
+/// The report tests' audit document as version 2 saved it (`audit` a free JSON value).
+fn v2_audit() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2-audit.json")
+}
+
+#[test]
+fn a_version_2_audit_loads_with_its_command_and_rows_typed() {
+    let doc = load_result(&v2_audit()).expect("a version 2 audit loads");
+    assert_eq!(doc.schema_version, 2);
+    let a = doc.audit.expect("the audit");
+    assert_eq!(a.command, ["iozone", "-i0", "-i1", "-s", "64m", "-r", "4k"]);
+    assert_eq!(a.exit_message, None);
+    assert_eq!(a.reconciliation.len(), 2);
+    let w = &a.reconciliation[0];
+    assert_eq!((w.test.as_str(), w.direction), ("write", Direction::Write));
+    assert_eq!((w.verdict.as_str(), w.ratio), ("overstated", Some(3.0058)));
+    assert_eq!(w.claimed_bps, 904_761_344.0);
+}
+
+/// A `candor audit --witness procfs -o FILE -- dd if=/dev/zero of=F bs=1M count=8
+/// conv=fsync` document: its audit reads into the type and saves back to the same value,
+/// the parts kept by name included.
+#[test]
+fn an_audit_saves_back_what_it_read() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit-dd.json");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the fixture")).unwrap();
+    let doc = load_result(&path).expect("the audit loads");
+    let a = doc.audit.as_ref().expect("the audit");
+    assert_eq!(a.command[0], "dd");
+    assert_eq!(a.reconciliation.len(), 1);
+    assert_eq!(a.reconciliation[0].direction, Direction::Write);
+    assert!(a.rest.contains_key("account") && a.rest.contains_key("phases"));
+    let saved = serde_json::to_value(&doc).unwrap();
+    assert_eq!(saved["audit"], raw["audit"]);
+    assert_eq!(
+        serde_json::to_string(&saved["audit"]).unwrap(),
+        serde_json::to_string(&raw["audit"]).unwrap()
+    );
+}

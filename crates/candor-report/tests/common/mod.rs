@@ -602,7 +602,7 @@ pub fn audit_doc() -> RunDoc {
     d.complete = true;
     d.host = host();
     d.targets = vec![target("/var/tmp", "ext4", "vda", "virtio_blk", true)];
-    d.audit = Some(serde_json::json!({
+    d.audit = candor_model::audit::AuditDoc::from_saved(serde_json::json!({
         "command": ["iozone", "-i0", "-i1", "-s", "64m", "-r", "4k"],
         "exit_message": null,
         "reconciliation": [

@@ -130,7 +130,7 @@ pub fn run(args: Args) -> CmdResult {
             .insert("interval_ms".into(), serde_json::json!(args.interval));
         doc.options
             .insert("stop_at_exit".into(), serde_json::json!(args.stop_at_exit));
-        doc.audit = Some(report::audit_value(&audit));
+        doc.audit = candor_model::audit::AuditDoc::from_saved(report::audit_value(&audit));
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| Failure::failed(format!("could not encode the audit: {e}")))?;
         save_atomic(path, &text)
