@@ -108,17 +108,12 @@ pub struct Args {
     pub html: Option<PathBuf>,
 
     /// The format printed on stdout: table, json, csv, markdown, openmetrics, fio-json...
-    #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
+    #[arg(long, value_name = "FORMAT", value_parser = refusing(Format::from_arg))]
     pub format: Option<Format>,
 
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-fn parse_format(name: &str) -> Result<Format, String> {
-    Format::parse(name)
-        .ok_or_else(|| format!("unknown format {name:?}: use one of {}", Format::names()))
 }
 
 /// Reads the trace the arguments name; the rest of the paths are the targets.
