@@ -267,11 +267,7 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut Section) {
             let mut tables = String::new();
             for s in sweeps {
                 let r = s.points[0];
-                let point = format!(
-                    "{}/{}",
-                    units::size(r.file_size),
-                    units::size(r.record_size)
-                );
+                let point = crate::view::sizes(r.file_size, r.record_size);
                 let c = svg::line_chart_in(
                     &chart(
                         format!("scale-tp-{next}"),
