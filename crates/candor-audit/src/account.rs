@@ -173,7 +173,7 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
         }
         (Some(read.min(not_holes)), Some(written))
     } else if let Some(root) = o.processes.first() {
-        // /proc/<pid>/io of the root, which holds its reaped children's: all of it goes to
+        // The io counters of the root, which holds its reaped children's: all of it goes to
         // the device that took most of the calls' bytes, the rest of each device's traffic
         // is other processes'.
         let main = app_dev

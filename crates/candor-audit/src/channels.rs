@@ -452,7 +452,10 @@ mod tests {
             pid,
             comm: "fio".into(),
             channel: "aio".into(),
-            evidence: format!("an [aio] ring in /proc/{pid}/maps"),
+            evidence: format!(
+                "an [aio] ring in {}",
+                candor_procfs::paths::pid(pid, "maps")
+            ),
             files: vec![ChannelFile {
                 path: path.into(),
                 dev: Some(1),
@@ -517,8 +520,11 @@ mod tests {
         assert_eq!(rows[0].cache_share, None);
         assert_eq!(
             rows[0].explanation,
-            "fio (pid 7) moved its I/O through Linux AIO (io_submit), which this audit does not count per file \
-             (an [aio] ring in /proc/7/maps showed it): its 766.0 MiB cannot be checked against the file's read/write calls"
+            format!(
+                "fio (pid 7) moved its I/O through Linux AIO (io_submit), which this audit does not count per file \
+                 (an [aio] ring in {} showed it): its 766.0 MiB cannot be checked against the file's read/write calls",
+                candor_procfs::paths::pid(7, "maps")
+            )
         );
     }
 
@@ -584,15 +590,16 @@ mod tests {
             "fio moved its I/O through Linux AIO (io_submit), which this audit does not count per file \
              (512 io_submit calls counted by eBPF showed it): its 766.0 MiB cannot be checked against the file's read/write calls"
         );
-        // With a /proc reading of the process, the counts join what /proc showed.
+        // With a procfs reading of the process, the counts join what procfs showed.
         let mut o = observed(vec![aio_user(7, "/t/f", false)], vec![]);
         o.channel_calls.insert("io_submit".into(), 512);
         let mut rows = crate::reconcile(std::slice::from_ref(&c), &o.phases, "/", &none);
         apply(std::slice::from_ref(&c), &mut rows, &o, "/", &none);
         assert!(
-            rows[0].explanation.contains(
-                "(an [aio] ring in /proc/7/maps and 512 io_submit calls counted by eBPF showed it)"
-            ),
+            rows[0].explanation.contains(&format!(
+                "(an [aio] ring in {} and 512 io_submit calls counted by eBPF showed it)",
+                candor_procfs::paths::pid(7, "maps")
+            )),
             "{}",
             rows[0].explanation
         );

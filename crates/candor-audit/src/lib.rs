@@ -6,7 +6,7 @@
 //!   UnixBench output into [`Claim`]s, and the lines they could not read.
 //! - [`phase`]: one open..close of a file ([`Phase`]) and the [`PhaseSource`] seam, with two
 //!   sources: [`bpf`] (candor-bpf's tracer, root) and [`procfs`] (sampling, no privileges).
-//! - [`disk`]: /proc/diskstats on the same ticks.
+//! - [`disk`]: the kernel's diskstats on the same ticks.
 //! - [`reconcile`]: claims matched to phases, observed throughput two ways, verdicts.
 //! - [`checks`]: what particular tools bring (metadata rates against counted calls, IOR's
 //!   page-cache read-back, sysbench's fsync counts, fstime's page-cache copy).
@@ -43,7 +43,7 @@ pub use candor_model::WitnessSource as SourceChoice;
 #[derive(Clone, Debug)]
 pub struct Options {
     pub source: SourceChoice,
-    /// Sampling period of /proc and /proc/diskstats.
+    /// Sampling period of the processes' counters and of diskstats.
     pub interval: Duration,
     /// Pass the command's output through to candor's stdout/stderr.
     pub pass_through: bool,

@@ -47,7 +47,7 @@ pub struct Phase {
     /// page cache nor from the device (see [`crate::holes`]).
     pub hole_read_bytes: Option<u64>,
     /// Bytes the kernel counted as going to or coming from storage for this file
-    /// (/proc/<pid>/io read_bytes and write_bytes attributed to it; reads below `read_bytes`
+    /// (the process's io counters' read_bytes and write_bytes attributed to it; reads below `read_bytes`
     /// were served by the page cache).
     pub storage_read_bytes: Option<u64>,
     pub storage_write_bytes: Option<u64>,
@@ -155,7 +155,7 @@ pub struct ProcessRecord {
     pub comm: String,
     pub first_seen_s: f64,
     pub exit_s: Option<f64>,
-    /// /proc/<pid>/io at its last reading (for the root: after the whole tree finished),
+    /// The process's io counters at its last reading (for the root: after the whole tree finished),
     /// its counters saved beside the fields above.
     #[serde(flatten)]
     pub io: candor_procfs::PidIo,
@@ -212,7 +212,7 @@ pub struct Observed {
 
 /// What the file records hold of what the tree's processes read and wrote, by the kernel's
 /// own counters of each process (task->ioac summed as its threads exited: what
-/// /proc/PID/io showed, without reaped children), and the rest by cause.
+/// the process's io counters showed, without reaped children), and the rest by cause.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(default)]
 pub struct Completeness {
@@ -328,7 +328,7 @@ pub struct ChannelUse {
     pub comm: String,
     /// "aio" (Linux AIO: io_submit), "io_uring", or "mmap" (a file mapped into memory).
     pub channel: String,
-    /// What showed it, in words ("an [aio] ring in /proc/PID/maps").
+    /// What showed it, in words ("an [aio] ring in" the process's maps).
     pub evidence: String,
     /// mmap: the mapped file (path, device number, inode).
     pub path: Option<String>,

@@ -1,10 +1,10 @@
-//! The phase source that needs no privileges: samples /proc every few milliseconds while the
-//! audited tree runs. Each tick it finds the tree's processes (new ones by their parent),
-//! lists their open files (/proc/<pid>/fd and fdinfo: path, position, O_DIRECT, access mode)
-//! and reads every thread's I/O counters (/proc/<pid>/task/<tid>/io), then hands each
-//! process's byte deltas to the files it had open.
+//! The phase source that needs no privileges: samples the processes' files of procfs (through
+//! `candor_procfs::Kernel`) every few milliseconds while the audited tree runs. Each tick it
+//! finds the tree's processes (new ones by their parent), lists their open files (each
+//! descriptor and its fdinfo: path, position, O_DIRECT, access mode) and reads every
+//! thread's I/O counters, then hands each process's byte deltas to the files it had open.
 //!
-//! Why per thread: a process's own /proc/<pid>/io also absorbs the totals of the children it
+//! Why per thread: a process's own io counters also absorb the totals of the children it
 //! reaps. Reading the threads separately shows that absorbed part apart, so the last bytes of
 //! a child that ended between two ticks (what the child did after its last reading) can be
 //! given back to the child's files instead of being lost or counted twice.
@@ -15,7 +15,7 @@
 
 use crate::phase::{ChannelFile, ChannelUse, Observed, Phase, PhaseSource, ProcessRecord};
 // The /proc parsers are candor-procfs's; `Io` is a process's (or a thread's) io counters.
-use candor_procfs::{parse_stat, read_pid_io, FdInfo, PidIo as Io};
+use candor_procfs::{paths, FdInfo, Kernel, Pid, PidIo as Io};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::time::Instant;
@@ -57,7 +57,7 @@ struct Proc {
     rec: ProcessRecord,
     /// Last reading of each live thread.
     threads: HashMap<u32, Io>,
-    /// Last reading of the whole process (/proc/<pid>/io).
+    /// Last reading of the whole process (its io counters).
     total: Io,
     /// What has been accounted for this process so far: the larger of the whole reading
     /// and the threads' sum (the threads are read a moment after the whole).
@@ -168,22 +168,17 @@ impl ProcfsSource {
     /// New processes of the tree: any pid whose parent is in the tree (or is candor itself,
     /// for orphans re-parented to it as subreaper).
     fn discover(&mut self, now: f64) {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
+        let kernel = Kernel::system();
+        let Ok(pids) = kernel.pids() else {
             return;
         };
         let mut fresh = Vec::new();
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
+        for pid in pids {
             if self.classified.contains_key(&pid) {
                 continue;
             }
-            if let Some((comm, ppid)) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|t| parse_stat(&t))
-            {
-                fresh.push((pid, ppid, comm));
+            if let Ok(stat) = kernel.pid_stat(Pid::Id(pid)) {
+                fresh.push((pid, stat.ppid, stat.comm));
             }
         }
         // Parents usually have lower pids, but not always: repeat until nothing joins.
@@ -210,13 +205,11 @@ impl ProcfsSource {
     }
 
     fn read_threads(pid: u32) -> Option<HashMap<u32, Io>> {
-        let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let kernel = Kernel::system();
+        let tids = kernel.pid_tasks(Pid::Id(pid)).ok()?;
         let mut out = HashMap::new();
-        for e in dir.flatten() {
-            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Some(io) = read_pid_io(&format!("/proc/{pid}/task/{tid}/io")) {
+        for tid in tids {
+            if let Ok(io) = kernel.task_io(Pid::Id(pid), tid) {
                 out.insert(tid, io);
             }
         }
@@ -225,28 +218,23 @@ impl ProcfsSource {
 
     /// The files a process has open now: fd -> (path, fdinfo), pipes and sockets left out.
     fn read_fds(pid: u32) -> Vec<(i32, String, FdInfo)> {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        let kernel = Kernel::system();
+        let Ok(fds) = kernel.pid_fds(Pid::Id(pid)) else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for e in dir.flatten() {
-            let Some(fd) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            let Ok(target) = std::fs::read_link(e.path()) else {
-                continue;
-            };
+        for (fd, target) in fds {
             let Some(path) = target.to_str() else {
                 continue;
             };
-            if !path.starts_with('/') || path.starts_with("/proc/") || path.starts_with("/sys/") {
+            if !path.starts_with('/') || candor_procfs::is_kernel_file(path) {
                 continue;
             }
             let path = path.strip_suffix(" (deleted)").unwrap_or(path).to_string();
-            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")) else {
+            let Ok(info) = kernel.pid_fdinfo(Pid::Id(pid), fd) else {
                 continue;
             };
-            out.push((fd, path, FdInfo::parse(&text)));
+            out.push((fd as i32, path, info));
         }
         out
     }
@@ -256,15 +244,10 @@ impl ProcfsSource {
         // they are read (its last bytes are in them) is in the first list, one opened
         // meanwhile (its first bytes may be) in the second.
         let fds_before = Self::read_fds(pid);
-        let total = read_pid_io(&format!("/proc/{pid}/io"));
+        let kernel = Kernel::system();
+        let total = kernel.pid_io(Pid::Id(pid)).ok();
         // A zombie's threads are gone: its whole reading is all there is.
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|t| {
-                t.rfind(')')
-                    .map(|i| t[i + 1..].trim_start().starts_with('Z'))
-            })
-            .unwrap_or(false);
+        let zombie = kernel.pid_stat(Pid::Id(pid)).is_ok_and(|s| s.state == 'Z');
         let threads = if zombie {
             None
         } else {
@@ -356,7 +339,7 @@ impl ProcfsSource {
         p.gone = p.gone.saturating_sub(absorbed);
         p.total = total;
         if p.rec.comm.is_empty() {
-            if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+            if let Ok(c) = Kernel::system().pid_comm(Pid::Id(pid)) {
                 p.rec.comm = c.trim_end().to_string();
             }
         }
@@ -698,7 +681,8 @@ impl ProcfsSource {
 
     fn channels_of(pid: u32) -> Vec<Seen> {
         let mut found: Vec<Seen> = Vec::new();
-        if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        let kernel = Kernel::system();
+        if let Ok(maps) = kernel.pid_maps(Pid::Id(pid)) {
             for (channel, evidence, file) in channels_in_maps(&maps, pid) {
                 if !found.iter().any(|f| f.0 == channel && f.2 == file) {
                     found.push((channel, evidence, file));
@@ -706,15 +690,14 @@ impl ProcfsSource {
             }
         }
         if !found.iter().any(|f| f.0 == "io_uring") {
-            if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
-                let uring = dir.flatten().any(|e| {
-                    std::fs::read_link(e.path())
-                        .is_ok_and(|t| t.as_os_str() == "anon_inode:[io_uring]")
-                });
+            if let Ok(fds) = kernel.pid_fds(Pid::Id(pid)) {
+                let uring = fds
+                    .iter()
+                    .any(|(_, t)| t.as_os_str() == "anon_inode:[io_uring]");
                 if uring {
                     found.push((
                         "io_uring",
-                        format!("an io_uring descriptor in /proc/{pid}/fd"),
+                        format!("an io_uring descriptor in {}", paths::pid(pid, "fd")),
                         None,
                     ));
                 }
@@ -786,12 +769,15 @@ impl ProcfsSource {
 
 /// How many io-wq worker threads (`iou-wrk-*`) a process has now.
 fn io_wq_workers(pid: u32) -> usize {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+    let kernel = Kernel::system();
+    let Ok(tids) = kernel.pid_tasks(Pid::Id(pid)) else {
         return 0;
     };
-    dir.flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("iou-wrk-"))
+    tids.into_iter()
+        .filter(|&tid| {
+            kernel
+                .task_comm(Pid::Id(pid), tid)
+                .is_ok_and(|c| c.starts_with("iou-wrk-"))
         })
         .count()
 }
@@ -800,7 +786,7 @@ fn io_wq_workers(pid: u32) -> usize {
 /// inode) for a mapping).
 type Seen = (&'static str, String, Option<(String, u64, u64)>);
 
-/// The channels other than read and write calls that one /proc/<pid>/maps shows:
+/// The channels other than read and write calls that one process's maps show:
 /// (channel, evidence, mapped file as (path, st_dev, inode)). A mapped regular file counts
 /// unless it is a program or library (it has an executable mapping) or one of the files
 /// every program maps at start (locale archives...).
@@ -818,13 +804,17 @@ fn channels_in_maps(maps: &str, pid: u32) -> Vec<Seen> {
         let path = f.next().unwrap_or("").trim_start();
         let inode: u64 = inode.parse().unwrap_or(0);
         if path.starts_with("/[aio]") {
-            out.push(("aio", format!("an [aio] ring in /proc/{pid}/maps"), None));
+            out.push((
+                "aio",
+                format!("an [aio] ring in {}", paths::pid(pid, "maps")),
+                None,
+            ));
             continue;
         }
         if path == "anon_inode:[io_uring]" {
             out.push((
                 "io_uring",
-                format!("an io_uring ring in /proc/{pid}/maps"),
+                format!("an io_uring ring in {}", paths::pid(pid, "maps")),
                 None,
             ));
             continue;
@@ -859,7 +849,7 @@ fn channels_in_maps(maps: &str, pid: u32) -> Vec<Seen> {
         if same {
             out.push((
                 "mmap",
-                format!("{path} mapped in /proc/{pid}/maps"),
+                format!("{path} mapped in {}", paths::pid(pid, "maps")),
                 Some((path, dev, inode)),
             ));
         }
@@ -885,11 +875,11 @@ fn shares(fds: &[i32], p: &Proc) -> Vec<f64> {
 /// (device, inode) of the regular files this process has open: what a command it starts
 /// inherits from it (and from its caller) unless marked close-on-exec.
 fn own_open_files() -> HashSet<(u64, u64)> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+    let Ok(fds) = Kernel::system().pid_fd_links(Pid::Me) else {
         return HashSet::new();
     };
-    dir.flatten()
-        .filter_map(|e| std::fs::metadata(e.path()).ok())
+    fds.into_iter()
+        .filter_map(|(_, link)| std::fs::metadata(link).ok())
         .filter(|md| md.file_type().is_file())
         .map(|md| (md.dev(), md.ino()))
         .collect()
@@ -967,7 +957,7 @@ impl PhaseSource for ProcfsSource {
         // A zombie: its files are closed and its counters final; one more tick gives its
         // last bytes to the files it had open. An ended process's /proc files belong to
         // root, so without root its last bytes cannot be read.
-        if read_pid_io(&format!("/proc/{pid}/io")).is_none() {
+        if Kernel::system().pid_io(Pid::Id(pid)).is_err() {
             self.extra_notes.push(format!(
                 "the command's counters could not be read after it ended (only root can read an ended process's /proc files): \
                  what it did after the last reading, at {:.3} s, is missing; run as root for exact bytes",
@@ -1075,7 +1065,7 @@ mod tests {
         );
     }
 
-    /// What /proc/<pid>/maps shows of fio's engines: the AIO ring, the io_uring ring, a
+    /// What a process's maps show of fio's engines: the AIO ring, the io_uring ring, a
     /// mapped data file; not the program's own segments, shared memory or libraries.
     #[test]
     fn maps_show_aio_io_uring_and_mapped_files() {
@@ -1084,10 +1074,11 @@ mod tests {
         std::fs::write(&data, b"x").unwrap();
         let md = std::fs::metadata(&data).unwrap();
         let (maj, min) = (libc::major(md.dev()), libc::minor(md.dev()));
-        let exe = std::fs::metadata("/proc/self/exe").unwrap();
+        let exe_path = std::env::current_exe().unwrap();
+        let exe = std::fs::metadata(&exe_path).unwrap();
         let maps = format!(
-            "55ab43406000-55ab43423000 r--p 00000000 {emaj:02x}:{emin:02x} {eino}                   /proc/self/exe\n\
-             55ab43423000-55ab434a3000 r-xp 0001d000 {emaj:02x}:{emin:02x} {eino}                   /proc/self/exe\n\
+            "55ab43406000-55ab43423000 r--p 00000000 {emaj:02x}:{emin:02x} {eino}                   {exe}\n\
+             55ab43423000-55ab434a3000 r-xp 0001d000 {emaj:02x}:{emin:02x} {eino}                   {exe}\n\
              7fa438622000-7fa439633000 rw-s 00000000 00:01 587                        /dev/zero (deleted)\n\
              7fa4382a9000-7fa438421000 rw-s 00000000 00:01 32768                      /SYSV00000000 (deleted)\n\
              7fa4425fc000-7fa4425fd000 rw-s 00000000 00:13 140202                     /[aio] (deleted)\n\
@@ -1097,6 +1088,7 @@ mod tests {
             emaj = libc::major(exe.dev()),
             emin = libc::minor(exe.dev()),
             eino = exe.ino(),
+            exe = exe_path.display(),
             ino = md.ino(),
             path = data.display(),
         );

@@ -505,21 +505,19 @@ impl Loaded {
     }
 }
 
-/// The thread ids of a process, from /proc (empty when it is gone).
+/// The thread ids of a process (empty when it is gone).
 fn threads_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
-                .collect()
-        })
+    candor_procfs::Kernel::system()
+        .pid_tasks(candor_procfs::Pid::Id(pid))
         .unwrap_or_default()
 }
 
-/// A thread's name from /proc, in the kernel's 16-byte form.
+/// A thread's name, in the kernel's 16-byte form.
 fn thread_comm(pid: u32, tid: u32) -> [u8; 16] {
-    let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-    quiet_comm(Some(name.trim_end_matches('\n')))
+    let name = candor_procfs::Kernel::system()
+        .task_comm(candor_procfs::Pid::Id(pid), tid)
+        .unwrap_or_default();
+    quiet_comm(Some(&name))
 }
 
 /// An error with its causes, on one line.

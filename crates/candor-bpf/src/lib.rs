@@ -43,7 +43,8 @@ pub enum Unavailable {
     #[error("eBPF needs root (or CAP_BPF and CAP_PERFMON); run candor as root to use it")]
     NotPermitted,
     #[error(
-        "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing), which the BPF programs need"
+        "the kernel has no BTF ({} is missing), which the BPF programs need",
+        candor_procfs::paths::BTF_VMLINUX
     )]
     NoBtf,
     #[error("the kernel has no tracepoint {0}")]
@@ -214,7 +215,7 @@ impl Tracer {
     /// contention, the completion program's own run count was now and then 127 for 128
     /// completions the tracepoint reported, with no recursion miss counted; this is how
     /// candor notices.) Compares the programs' in-flight count with the kernel's
-    /// (/sys/dev/block/M:m/inflight); both leave flushes out, and devices with iostats off
+    /// (the device's sysfs `inflight`); both leave flushes out, and devices with iostats off
     /// (whose requests the kernel does not count) are skipped. A request caught between
     /// the two readings, or completed by the device but not yet by the kernel's soft
     /// interrupt, looks lost for a moment, so an excess is read again up to five times
@@ -327,30 +328,11 @@ impl Tracer {
 
 /// The kernel's count of requests in flight on a whole disk (reads + writes), from sysfs.
 fn kernel_inflight(dev: DevId) -> Option<u64> {
-    let stats = std::fs::read_to_string(format!(
-        "/sys/dev/block/{}:{}/queue/iostats",
-        dev.major, dev.minor
-    ))
-    .ok()?;
-    if stats.trim() != "1" {
-        return None;
-    }
-    let s = std::fs::read_to_string(format!(
-        "/sys/dev/block/{}:{}/inflight",
-        dev.major, dev.minor
-    ))
-    .ok()?;
-    parse_inflight(&s)
-}
-
-fn parse_inflight(s: &str) -> Option<u64> {
-    let mut n = 0u64;
-    let mut fields = 0;
-    for f in s.split_whitespace() {
-        n += f.parse::<u64>().ok()?;
-        fields += 1;
-    }
-    (fields == 2).then_some(n)
+    candor_procfs::Kernel::system()
+        .block(dev.major, dev.minor)
+        .inflight()
+        .ok()
+        .flatten()
 }
 
 /// Gives a path to phases of files reached without an openat the tracer saw (a dup2'd
@@ -383,14 +365,6 @@ pub fn monotonic_ns() -> u64 {
 #[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sysfs_inflight_is_reads_plus_writes() {
-        assert_eq!(parse_inflight("       3        5\n"), Some(8));
-        assert_eq!(parse_inflight("0 0\n"), Some(0));
-        assert_eq!(parse_inflight("7\n"), None);
-        assert_eq!(parse_inflight("a b\n"), None);
-    }
 
     #[test]
     fn a_duplicated_descriptor_gets_the_path_of_its_file() {

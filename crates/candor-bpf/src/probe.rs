@@ -2,6 +2,7 @@
 //! tracepoint the programs use with the record layout they expect. The table of
 //! tracepoints here is also what the loader attaches, so the two never disagree.
 
+use candor_procfs::paths;
 use std::path::{Path, PathBuf};
 
 /// How a program is attached.
@@ -328,7 +329,7 @@ pub struct HostSupport {
     pub cap_bpf: bool,
     pub cap_perfmon: bool,
     pub cap_sys_admin: bool,
-    /// /sys/kernel/btf/vmlinux exists (needed to relocate kernel struct offsets).
+    /// The kernel's BTF exists ([`candor_procfs::paths::BTF_VMLINUX`], needed to relocate kernel struct offsets).
     pub btf: bool,
     /// Where tracefs is mounted, if it is.
     pub tracefs: Option<PathBuf>,
@@ -375,18 +376,21 @@ impl HostSupport {
 
 /// The tracefs mount point, if tracefs is mounted at one of its usual places.
 pub fn tracefs_path() -> Option<PathBuf> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+    [paths::TRACEFS, paths::TRACEFS_DEBUG]
         .into_iter()
         .map(PathBuf::from)
         .find(|p| p.join("events").is_dir())
 }
 
-/// Mounts tracefs at /sys/kernel/tracing when it is not mounted anywhere (root only).
+/// Mounts tracefs at its place ([`paths::TRACEFS`]) when it is not mounted anywhere (root
+/// only).
 pub fn ensure_tracefs() -> Option<PathBuf> {
     if let Some(p) = tracefs_path() {
         return Some(p);
     }
-    let target = c"/sys/kernel/tracing";
+    let Ok(target) = std::ffi::CString::new(paths::TRACEFS) else {
+        return None;
+    };
     let fstype = c"tracefs";
     // SAFETY: all pointers are valid NUL-terminated strings; data may be null.
     let rc = unsafe {
@@ -404,15 +408,12 @@ pub fn ensure_tracefs() -> Option<PathBuf> {
     tracefs_path()
 }
 
-/// Effective capability bits of this process, from /proc/self/status.
+/// Effective capability bits of this process, from its status.
 fn effective_caps() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    candor_procfs::Kernel::system()
+        .pid_status(candor_procfs::Pid::Me)
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
+        .and_then(|s| u64::from_str_radix(s.get("CapEff")?, 16).ok())
         .unwrap_or(0)
 }
 
@@ -448,7 +449,7 @@ pub fn probe() -> HostSupport {
         cap_sys_admin: bit(21),
         cap_perfmon: bit(38),
         cap_bpf: bit(39),
-        btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+        btf: Path::new(paths::BTF_VMLINUX).exists(),
         tracefs,
         tracepoints,
         built: crate::imp::built(),

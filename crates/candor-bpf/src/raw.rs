@@ -191,7 +191,7 @@ pub struct TreeIo {
     pub full_wbytes: u64,
     pub full_rcalls: u64,
     pub full_wcalls: u64,
-    /// task->ioac at each thread's exit, summed: /proc/PID/io without reaped children.
+    /// task->ioac at each thread's exit, summed: a process's io counters without reaped children.
     pub rchar: u64,
     pub wchar: u64,
     pub syscr: u64,

@@ -37,36 +37,30 @@ impl DevId {
 
     /// The kernel name of the device ("vda", "loop0"), from sysfs; None when unknown.
     pub fn name(self) -> Option<String> {
-        let uevent = std::fs::read_to_string(format!(
-            "/sys/dev/block/{}:{}/uevent",
-            self.major, self.minor
-        ))
-        .ok()?;
-        uevent
-            .lines()
-            .find_map(|l| l.strip_prefix("DEVNAME="))
-            .map(str::to_string)
+        self.sysfs().uevent_name().ok()
+    }
+
+    /// The device's directory in sysfs.
+    fn sysfs(self) -> candor_procfs::BlockDev {
+        candor_procfs::Kernel::system().block(self.major, self.minor)
     }
 
     /// The device of a kernel block name ("vda", "loop0"), from sysfs.
     pub fn from_name(name: &str) -> Option<DevId> {
-        let s = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).ok()?;
-        parse_major_minor(s.trim())
+        let (major, minor) = candor_procfs::Kernel::system()
+            .block_named(name)
+            .number()
+            .ok()?;
+        Some(DevId { major, minor })
     }
 
     /// The whole disk of a partition (what block tracepoints report); the device itself
     /// when it is not a partition or sysfs does not say.
     pub fn whole_disk(self) -> DevId {
-        let sys = std::path::PathBuf::from(format!("/sys/dev/block/{}:{}", self.major, self.minor));
-        if sys.join("partition").exists() {
-            if let Some(d) = std::fs::read_to_string(sys.join("../dev"))
-                .ok()
-                .and_then(|s| parse_major_minor(s.trim()))
-            {
-                return d;
-            }
+        match self.sysfs().disk_number() {
+            Ok((major, minor)) => DevId { major, minor },
+            Err(_) => self,
         }
-        self
     }
 
     /// The whole disk under a path's filesystem (a partition's disk; the device itself
@@ -76,20 +70,11 @@ impl DevId {
         use std::os::unix::fs::MetadataExt;
         let md = std::fs::metadata(path).ok()?;
         let dev = DevId::from_st_dev(md.dev());
-        let sys = std::path::PathBuf::from(format!("/sys/dev/block/{}:{}", dev.major, dev.minor));
-        if !sys.exists() {
+        if !dev.sysfs().exists() {
             return None;
         }
         Some(dev.whole_disk())
     }
-}
-
-fn parse_major_minor(s: &str) -> Option<DevId> {
-    let (a, b) = s.split_once(':')?;
-    Some(DevId {
-        major: a.parse().ok()?,
-        minor: b.parse().ok()?,
-    })
 }
 
 impl std::fmt::Display for DevId {
@@ -666,7 +651,5 @@ pub(crate) mod tests {
                 minor: 17
             }
         );
-        assert_eq!(parse_major_minor("7:0"), Some(DevId { major: 7, minor: 0 }));
-        assert_eq!(parse_major_minor("x"), None);
     }
 }

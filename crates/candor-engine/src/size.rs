@@ -14,55 +14,10 @@ impl fmt::Display for SizeError {
 
 impl std::error::Error for SizeError {}
 
-/// Parses one size. Zero is refused: no test can move zero bytes.
+/// Parses one size (`candor_model::units::parse_size`). Zero is refused: no test can move
+/// zero bytes.
 pub fn parse_size(text: &str) -> Result<u64, SizeError> {
-    let t = text.trim();
-    let bad = || {
-        SizeError(format!(
-            "'{text}' is not a size: write a number with an optional unit b, k, m, g or t (binary), e.g. 4k or 1g"
-        ))
-    };
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let lower = t.to_ascii_lowercase();
-    let lower = lower
-        .strip_suffix("ib")
-        .map(|s| s.to_string())
-        .unwrap_or(lower);
-    let (num, mult): (&str, u64) = match lower.chars().last() {
-        Some('b') => (&lower[..lower.len() - 1], 1),
-        Some('k') => (&lower[..lower.len() - 1], 1 << 10),
-        Some('m') => (&lower[..lower.len() - 1], 1 << 20),
-        Some('g') => (&lower[..lower.len() - 1], 1 << 30),
-        Some('t') => (&lower[..lower.len() - 1], 1 << 40),
-        Some(c) if c.is_ascii_digit() || c == '.' => (&lower[..], 1),
-        _ => return Err(bad()),
-    };
-    let num = num.trim();
-    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
-        return Err(bad());
-    }
-    let value = if num.contains('.') {
-        let f: f64 = num.parse().map_err(|_| bad())?;
-        let v = f * mult as f64;
-        if !v.is_finite() || v >= u64::MAX as f64 {
-            return Err(SizeError(format!("'{text}' is too large")));
-        }
-        v.round() as u64
-    } else {
-        let n: u64 = num
-            .parse()
-            .map_err(|_| SizeError(format!("'{text}' is too large")))?;
-        n.checked_mul(mult)
-            .ok_or_else(|| SizeError(format!("'{text}' is too large")))?
-    };
-    if value == 0 {
-        return Err(SizeError(format!(
-            "'{text}' is zero: sizes must be at least one byte"
-        )));
-    }
-    Ok(value)
+    candor_model::units::parse_size(text).map_err(SizeError)
 }
 
 /// Parses a comma-separated list of sizes (`4k,64k,1m`), keeping the order given and

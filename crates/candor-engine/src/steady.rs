@@ -251,7 +251,7 @@ fn rate(bps: f64) -> String {
 }
 
 fn pct(share: f64) -> String {
-    format!("{:.1}%", 100.0 * share)
+    candor_model::units::percent(share, candor_model::units::PercentStyle::Tenths)
 }
 
 /// "412.0 MB/s average, 8.1% range, 2.3% slope excursion".

@@ -95,33 +95,10 @@ pub fn parse_fs_list(text: &str) -> Result<Vec<FsKind>, String> {
     Ok(out)
 }
 
-/// Parses a size such as `4g`, `512M`, `300MiB` or `1073741824` (binary units: k = 1024).
+/// Parses `--size`: `4g`, `512M`, `300MiB`, `1.5g` or `1073741824` (binary units: k = 1024;
+/// `candor_model::units::parse_size`, as every size option takes it).
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let bad = || {
-        format!("--size {text:?} is not a size; write a number with an optional unit, such as 4g or 512m")
-    };
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    if digits.is_empty() {
-        return Err(bad());
-    }
-    let number: u64 = digits.parse().map_err(|_| bad())?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => return Err(bad()),
-    };
-    let bytes = number
-        .checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("--size {text:?} is too large"))?;
-    if bytes == 0 {
-        return Err("--size must be more than zero".to_string());
-    }
-    Ok(bytes)
+    candor_model::units::parse_size(text).map_err(|e| format!("--size: {e}"))
 }
 
 /// Checks `size` against every requested filesystem's minimum.
@@ -162,7 +139,12 @@ mod tests {
         assert_eq!(parse_size("300MiB").unwrap(), 300 << 20);
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("1t").unwrap(), 1 << 40);
-        for bad in ["", "g", "4x", "-1g", "1.5g", "4 g", "0", "99999999999t"] {
+        assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
+        assert_eq!(
+            parse_size("4x").unwrap_err(),
+            "--size: '4x' is not a size: write a number with an optional unit b, k, m, g or t (binary), e.g. 4k or 1g"
+        );
+        for bad in ["", "g", "4x", "-1g", "0", "99999999999t"] {
             assert!(parse_size(bad).is_err(), "{bad} should be refused");
         }
     }

@@ -1,7 +1,9 @@
 //! The words and rows of `candor audit` that the saved document carries (`RunDoc::audit`)
 //! and the reports read back: one type each, written by the audit and read by the reports.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Which way the data went in a claimed figure: the one direction type (`vocab.rs`).
 pub use crate::vocab::Direction;
@@ -74,4 +76,50 @@ pub struct ReconciliationRow {
     pub explanation: String,
     /// Indexes of the phases behind the row.
     pub phases: Vec<usize>,
+}
+
+/// A saved `candor audit` (`RunDoc::audit`): the audited command, the sentence of how it
+/// ended and the reconciliation rows typed; the rest of what the audit saved (its phases,
+/// processes, claims, account, witness...) kept by name as it was written.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct AuditDoc {
+    pub command: Vec<String>,
+    pub exit_message: Option<String>,
+    /// Rows that do not read as one (a file edited by hand) are left out.
+    #[serde(deserialize_with = "readable_rows")]
+    pub reconciliation: Vec<ReconciliationRow>,
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, Value>,
+}
+
+impl AuditDoc {
+    /// A saved audit read into its type; None when it is not an object that reads as one.
+    pub fn from_saved(v: Value) -> Option<AuditDoc> {
+        serde_json::from_value(v).ok()
+    }
+}
+
+fn readable_rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ReconciliationRow>, D::Error> {
+    let rows: Vec<Value> = crate::bounded::vec(d)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| serde_json::from_value(r).ok())
+        .collect())
+}
+
+/// `RunDoc::audit` as read from a file (within the readers' limits).
+pub(crate) fn opt_audit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AuditDoc>, D::Error> {
+    Ok(crate::bounded::opt_value(d)?.and_then(AuditDoc::from_saved))
+}
+
+/// `RunDoc::audit` as saved: every object's keys in alphabetical order, as files of schema
+/// version 2 (which kept it as a free JSON value) have them.
+pub(crate) fn save_audit<S: Serializer>(v: &Option<AuditDoc>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        None => s.serialize_none(),
+        Some(a) => serde_json::to_value(a)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(s),
+    }
 }

@@ -27,7 +27,7 @@ impl Default for Placement {
     }
 }
 
-/// Growth of the /proc/diskstats counters of the counted devices over an interval.
+/// Growth of the diskstats counters of the counted devices over an interval.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 #[serde(default)]
 pub struct DiskDelta {
@@ -163,7 +163,7 @@ pub struct Facts {
 #[serde(default)]
 pub struct FsFacts {
     pub fs_type: String,
-    /// The mount options, as /proc/self/mountinfo gives them (both sets, comma separated).
+    /// The mount options, as this process's mountinfo gives them (both sets, comma separated).
     pub mount_options: String,
     /// The compression set on the directory the test's files are made in, and how it was
     /// set ("btrfs property compression=zstd", "chattr +c"); None when none is set or it
@@ -227,7 +227,7 @@ pub struct CallFacts {
     /// counted in the timed region, per kind (every kind, even those the runner did not
     /// name). None when they were not counted.
     pub counted: Option<BTreeMap<String, CallCount>>,
-    /// Without the per-kind count: /proc/<pid>/io's read-like (syscr) and write-like
+    /// Without the per-kind count: the process's io counters' read-like (syscr) and write-like
     /// (syscw) calls of candor's whole process over the timed region, the witness's own
     /// reads of /proc included.
     pub syscr: Option<u64>,

@@ -13,6 +13,7 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+mod ranks;
 pub mod refusal;
 mod source;
 mod steady;
@@ -29,6 +30,7 @@ pub use load::{
     load_result, load_result_within, parse_result, LoadError, DEFAULT_MAX_INPUT, LARGEST_FIGURE,
 };
 pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
+pub use ranks::{Moments, NodeFigures, NodeTraffic, RankFigures, Spread};
 pub use source::{Chosen, WitnessSource};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
 pub use time::{rfc3339, rfc3339_now};
@@ -36,7 +38,7 @@ pub use verify::{BadKind, BadKinds, VerifyOutcome};
 pub use vocab::{Access, Direction, Fadvise, Intent, Status, Verdict};
 
 /// Bumped when a field changes meaning or is removed; additions keep the version.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The value of `tool` in every file candor writes.
 pub const TOOL: &str = "candor";
@@ -73,8 +75,11 @@ pub struct RunDoc {
     /// Present for runs made over MPI.
     pub mpi: Option<MpiInfo>,
     /// Present for `candor audit`.
-    #[serde(deserialize_with = "crate::bounded::opt_value")]
-    pub audit: Option<serde_json::Value>,
+    #[serde(
+        deserialize_with = "crate::audit::opt_audit",
+        serialize_with = "crate::audit::save_audit"
+    )]
+    pub audit: Option<audit::AuditDoc>,
     /// Where the run's clock started (`Repetition::started_s` counts from it), so that
     /// `candor merge` can put runs of several machines on one time line.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,7 +99,7 @@ pub struct RunClock {
     /// The same instant on CLOCK_REALTIME, ns since 1970: comparable between machines as far
     /// as their clocks agree (NTP: typically within a millisecond).
     pub realtime_ns: u64,
-    /// /proc/sys/kernel/random/boot_id: runs with the same one share the monotonic clock.
+    /// The kernel's random boot_id: runs with the same one share the monotonic clock.
     pub boot_id: String,
 }
 
@@ -358,8 +363,11 @@ pub struct TestResult {
     /// Data verification outcome (--verify).
     pub verify: Option<VerifyOutcome>,
     /// Per-rank figures of an MPI run.
-    #[serde(deserialize_with = "crate::bounded::opt_value")]
-    pub ranks: Option<serde_json::Value>,
+    #[serde(
+        deserialize_with = "crate::ranks::opt_spread",
+        serialize_with = "crate::ranks::save_spread"
+    )]
+    pub ranks: Option<Spread>,
     /// Extra figures of workloads that are not records on a file (metadata, copy).
     #[serde(deserialize_with = "crate::bounded::value_map")]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -457,10 +465,10 @@ pub struct Witness {
     /// |headline - witness throughput| / headline, when the witness can compute one.
     pub precision: Option<f64>,
     pub memory: Option<MemoryDelta>,
-    /// Deltas of selected /proc/vmstat counters.
+    /// Deltas of selected vmstat counters.
     #[serde(deserialize_with = "crate::bounded::map")]
     pub vmstat: BTreeMap<String, i64>,
-    /// /proc/pressure/io "some" and "full" total stall, microseconds, during the test.
+    /// The io pressure's "some" and "full" total stall, microseconds, during the test.
     pub io_pressure_us: Option<[u64; 2]>,
     pub file_cache: Option<FileCache>,
     #[serde(deserialize_with = "crate::bounded::vec")]
@@ -498,7 +506,7 @@ pub struct AppIo {
     pub write_bytes: u64,
 }
 
-/// Growth of a process's /proc/<pid>/io over an interval (candor's own over a test, the
+/// Growth of a process's io counters (procfs) over an interval (candor's own over a test, the
 /// witness's own reads of /proc taken out of rchar).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 #[serde(default)]

@@ -104,6 +104,97 @@ pub fn trim_zeros(s: String) -> String {
     }
 }
 
+/// A size as people type it: `4k`, `64K`, `1m`, `1.5g`, `300MiB`, `512` (bytes). Units are
+/// binary (k = 1024), as in iozone and fio's `bs`. Zero is refused: nothing is zero bytes
+/// long. The error is one sentence about `text`, for the caller to put after its option.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || {
+        format!(
+            "'{text}' is not a size: write a number with an optional unit b, k, m, g or t (binary), e.g. 4k or 1g"
+        )
+    };
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let lower = t.to_ascii_lowercase();
+    let lower = lower
+        .strip_suffix("ib")
+        .map(|s| s.to_string())
+        .unwrap_or(lower);
+    let (num, mult): (&str, u64) = match lower.chars().last() {
+        Some('b') => (&lower[..lower.len() - 1], 1),
+        Some('k') => (&lower[..lower.len() - 1], 1 << 10),
+        Some('m') => (&lower[..lower.len() - 1], 1 << 20),
+        Some('g') => (&lower[..lower.len() - 1], 1 << 30),
+        Some('t') => (&lower[..lower.len() - 1], 1 << 40),
+        Some(c) if c.is_ascii_digit() || c == '.' => (&lower[..], 1),
+        _ => return Err(bad()),
+    };
+    let num = num.trim();
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    let value = if num.contains('.') {
+        let f: f64 = num.parse().map_err(|_| bad())?;
+        let v = f * mult as f64;
+        if !v.is_finite() || v >= u64::MAX as f64 {
+            return Err(format!("'{text}' is too large"));
+        }
+        v.round() as u64
+    } else {
+        let n: u64 = num.parse().map_err(|_| format!("'{text}' is too large"))?;
+        n.checked_mul(mult)
+            .ok_or_else(|| format!("'{text}' is too large"))?
+    };
+    if value == 0 {
+        return Err(format!("'{text}' is zero: sizes must be at least one byte"));
+    }
+    Ok(value)
+}
+
+/// How a share (0.934 of something) is written as a percentage: the one percentage
+/// formatter, its style chosen by what the text is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PercentStyle {
+    /// Whole, with one decimal below 10%: "93%", "0.4%"; "-" for no number (tables, notes).
+    Adaptive,
+    /// One decimal: "8.1%" (criteria such as the steady state's range and slope).
+    Tenths,
+    /// Whole, never rounding a part to 0% or less than all to 100%: "1%", "99%"
+    /// (sentences that tell a part from none and from all).
+    WholeInside,
+}
+
+/// `share` as a percentage in `style`.
+pub fn percent(share: f64, style: PercentStyle) -> String {
+    match style {
+        PercentStyle::Adaptive => {
+            if !share.is_finite() {
+                return "-".to_string();
+            }
+            let p = share * 100.0;
+            if p != 0.0 && p.abs() < 10.0 {
+                format!("{}%", trim_zeros(format!("{p:.1}")))
+            } else {
+                format!("{p:.0}%")
+            }
+        }
+        PercentStyle::Tenths => format!("{:.1}%", 100.0 * share),
+        PercentStyle::WholeInside => {
+            let p = (share * 100.0).round();
+            let p = if share > 0.0 && p < 1.0 {
+                1.0
+            } else if share < 1.0 && p > 99.0 {
+                99.0
+            } else {
+                p
+            };
+            format!("{p:.0}%")
+        }
+    }
+}
+
 /// The unit rates are written in: decimal (MB/s, 10^6 bytes per second) or binary (MiB/s,
 /// 2^20 bytes per second).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,5 +383,22 @@ mod tests {
         assert_eq!(trim_zeros("1.50".into()), "1.5");
         assert_eq!(trim_zeros("2.00".into()), "2");
         assert_eq!(trim_zeros("100".into()), "100");
+    }
+
+    #[test]
+    fn percentages_in_each_style() {
+        use super::{percent, PercentStyle::*};
+        assert_eq!(percent(0.934, Adaptive), "93%");
+        assert_eq!(percent(0.0042, Adaptive), "0.4%");
+        assert_eq!(percent(0.05, Adaptive), "5%");
+        assert_eq!(percent(0.0, Adaptive), "0%");
+        assert_eq!(percent(f64::NAN, Adaptive), "-");
+        assert_eq!(percent(0.081, Tenths), "8.1%");
+        assert_eq!(percent(1.0, Tenths), "100.0%");
+        assert_eq!(percent(0.001, WholeInside), "1%");
+        assert_eq!(percent(0.999, WholeInside), "99%");
+        assert_eq!(percent(0.0, WholeInside), "0%");
+        assert_eq!(percent(1.0, WholeInside), "100%");
+        assert_eq!(percent(0.456, WholeInside), "46%");
     }
 }

@@ -1,10 +1,10 @@
-//! Saved results of the previous schema version still load, with the fields typed since
-//! (`verify`) read into their types and the ones added since (`direction`, `access`) told
+//! Saved results of the previous schema versions still load, with the fields typed since
+//! (`verify` in version 2, `ranks` in version 3) read into their types and the ones added since (`direction`, `access`) told
 //! from what the file has; a result written now reads back as it was written.
 
 use candor_model::{
-    load_result, parse_result, Access, BadKind, BadKinds, Direction, RunDoc, TestResult,
-    VerifyOutcome, SCHEMA_VERSION,
+    load_result, parse_result, Access, BadKind, BadKinds, Direction, RankFigures, RunDoc, Spread,
+    Status, Summary, TestResult, VerifyOutcome, SCHEMA_VERSION,
 };
 use std::path::PathBuf;
 
@@ -113,7 +113,7 @@ fn typed_fields_round_trip() {
     };
     let mut doc = RunDoc::new("run", vec!["candor".into()], "2026-01-01T00:00:00Z".into());
     assert_eq!(doc.schema_version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     doc.results.push(r.clone());
     let text = serde_json::to_string_pretty(&doc).unwrap();
     assert!(text.contains("\"direction\": \"mixed\""), "{text}");
@@ -123,7 +123,7 @@ fn typed_fields_round_trip() {
         "{text}"
     );
     let back = parse_result(&text, "r.json").expect("reads back");
-    assert_eq!(back.schema_version, 2);
+    assert_eq!(back.schema_version, 3);
     assert_eq!(back.results, vec![r]);
 }
 
@@ -136,4 +136,132 @@ fn a_metadata_result_saves_no_direction() {
     let text = serde_json::to_string(&r).unwrap();
     assert!(!text.contains("\"direction\""), "{text}");
     assert!(!text.contains("\"access\""), "{text}");
+}
+
+/// An MPI result saved with schema_version 2, whose `ranks` was a free JSON value (the
+/// report tests' four-rank document as version 2 saved it).
+fn v2_ranks() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2-ranks.json")
+}
+
+#[test]
+fn a_version_2_file_loads_with_its_ranks_typed() {
+    let doc = load_result(&v2_ranks()).expect("a version 2 file loads");
+    assert_eq!(doc.schema_version, 2);
+    let with: Vec<&Spread> = doc
+        .results
+        .iter()
+        .filter_map(|r| r.ranks.as_ref())
+        .collect();
+    assert_eq!(with.len(), 2);
+    let s = with[0];
+    assert_eq!((s.ranks, s.nodes), (4, 2));
+    assert_eq!((s.slowest_rank, s.fastest_rank), (Some(3), Some(0)));
+    assert_eq!(s.lagging_ranks, vec![3]);
+    assert_eq!(
+        s.notes,
+        vec![
+            "2 ranks shared n1: each rank's device counters include its neighbours' traffic",
+            "on n2 the reads were served by the page cache (71% hits), not the filesystem's storage",
+        ]
+    );
+    assert_eq!(s.per_rank.len(), 4);
+    let last = &s.per_rank[3];
+    assert_eq!(
+        (last.rank, last.node.as_str(), last.status),
+        (3, "n2", Status::Ok)
+    );
+    assert_eq!(last.bytes, 3_145_728);
+    assert_eq!(last.throughput.mean, 24_180_000.0);
+    assert_eq!(last.throughput.n, 3);
+    assert_eq!(
+        last.throughput.samples,
+        vec![23_696_400.0, 24_421_800.0, 24_421_800.0]
+    );
+}
+
+#[test]
+fn ranks_are_saved_as_version_2_saved_them() {
+    // Version 2 kept `ranks` as a JSON value, so its keys were saved in alphabetical order
+    // (nested ones too); the typed field saves the same bytes.
+    let spread = Spread {
+        ranks: 2,
+        nodes: 1,
+        aggregate_bps: vec![1e8],
+        slowest_rank: Some(1),
+        per_rank: vec![RankFigures {
+            rank: 1,
+            node: "n1".into(),
+            throughput: Summary {
+                mean: 5e7,
+                ..Default::default()
+            },
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = TestResult {
+        ranks: Some(spread.clone()),
+        ..Default::default()
+    };
+    let text = serde_json::to_string(&r).unwrap();
+    let as_value = serde_json::to_string(&serde_json::to_value(&spread).unwrap()).unwrap();
+    assert!(as_value.starts_with("{\"aggregate_bps\":[100000000.0],\"fastest_rank\":null,"));
+    assert!(text.contains(&format!("\"ranks\":{as_value}")), "{text}");
+    let back: TestResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.ranks, Some(spread));
+}
+
+#[test]
+fn ranks_that_read_as_nothing_are_left_out() {
+    let r: TestResult = serde_json::from_str("{\"ranks\": \"four\"}").unwrap();
+    assert_eq!(r.ranks, None);
+    let r: TestResult =
+        serde_json::from_str("{\"ranks\": [{\"rank\": 2, \"throughput\": 5.0}]}").unwrap();
+    let s = r.ranks.expect("a bare list of ranks");
+    assert_eq!(
+        (s.ranks, s.per_rank[0].rank, s.per_rank[0].throughput.mean),
+        (1, 2, 5.0)
+    );
+}
+
+/// The report tests' audit document as version 2 saved it (`audit` a free JSON value).
+fn v2_audit() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2-audit.json")
+}
+
+#[test]
+fn a_version_2_audit_loads_with_its_command_and_rows_typed() {
+    let doc = load_result(&v2_audit()).expect("a version 2 audit loads");
+    assert_eq!(doc.schema_version, 2);
+    let a = doc.audit.expect("the audit");
+    assert_eq!(a.command, ["iozone", "-i0", "-i1", "-s", "64m", "-r", "4k"]);
+    assert_eq!(a.exit_message, None);
+    assert_eq!(a.reconciliation.len(), 2);
+    let w = &a.reconciliation[0];
+    assert_eq!((w.test.as_str(), w.direction), ("write", Direction::Write));
+    assert_eq!((w.verdict.as_str(), w.ratio), ("overstated", Some(3.0058)));
+    assert_eq!(w.claimed_bps, 904_761_344.0);
+}
+
+/// A `candor audit --witness procfs -o FILE -- dd if=/dev/zero of=F bs=1M count=8
+/// conv=fsync` document: its audit reads into the type and saves back to the same value,
+/// the parts kept by name included.
+#[test]
+fn an_audit_saves_back_what_it_read() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit-dd.json");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the fixture")).unwrap();
+    let doc = load_result(&path).expect("the audit loads");
+    let a = doc.audit.as_ref().expect("the audit");
+    assert_eq!(a.command[0], "dd");
+    assert_eq!(a.reconciliation.len(), 1);
+    assert_eq!(a.reconciliation[0].direction, Direction::Write);
+    assert!(a.rest.contains_key("account") && a.rest.contains_key("phases"));
+    let saved = serde_json::to_value(&doc).unwrap();
+    assert_eq!(saved["audit"], raw["audit"]);
+    assert_eq!(
+        serde_json::to_string(&saved["audit"]).unwrap(),
+        serde_json::to_string(&raw["audit"]).unwrap()
+    );
 }

@@ -6,11 +6,11 @@
 //! beside the merged figures (`TestResult::ranks`), with the spread between ranks.
 
 use crate::clock::to_rank0;
-use candor_model::{Cpu, HistogramDump, Latency, Repetition, Summary, TestResult};
-use candor_model::{DiskDelta, Facts, Intent, RequestStat, Status, Verdict, Witness};
+use candor_model::{Cpu, HistogramDump, Latency, Repetition, TestResult};
+use candor_model::{DiskDelta, Facts, Intent, RequestStat, Witness};
+pub use candor_model::{Moments, NodeFigures, NodeTraffic, RankFigures, Spread};
 use candor_stats::{summarize, Welford};
 use candor_witness::combine;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A rank lags when its throughput is below this share of the median rank's.
@@ -29,116 +29,20 @@ pub struct RankPart {
     pub result: TestResult,
 }
 
-/// What one rank did in one test (saved under `ranks.per_rank`).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default)]
-pub struct RankFigures {
-    pub rank: u32,
-    pub node: String,
-    pub status: Status,
-    pub error: Option<String>,
-    /// Over all repetitions.
-    pub bytes: u64,
-    pub ops: u64,
-    /// Per repetition.
-    pub rep_bytes: Vec<u64>,
-    /// Per repetition: the rank's bytes over its own span, bytes/s.
-    pub throughput: Summary,
-    /// Per repetition, seconds from rank 0's run start, on rank 0's clock.
-    pub started_s: Vec<f64>,
-    pub ended_s: Vec<f64>,
-    pub latency_ns: Latency,
-    pub latency_histogram: HistogramDump,
-    pub truncated: bool,
-    pub stonewalled: bool,
-    pub verdict: Option<Verdict>,
-    pub cache_hit_ratio: Option<f64>,
-    pub write_amplification: Option<f64>,
-    pub device_read_bytes: Option<u64>,
-    pub device_write_bytes: Option<u64>,
-}
-
-/// One node's witness of one test: the combination of its ranks' witnesses.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default)]
-pub struct NodeFigures {
-    pub node: String,
-    pub ranks: Vec<u32>,
-    pub verdict: Option<Verdict>,
-    pub cache_hit_ratio: Option<f64>,
-    /// A read test meant for the device that this node's page cache served (mostly) anyway.
-    pub served_by_cache: bool,
-    /// The node's device traffic, the job's own and foreign.
-    pub traffic: Option<NodeTraffic>,
-}
-
-/// One node's device bytes over a test (begin -> finish of its ranks' widest windows),
-/// split between the job and everything else. The job's own are every rank's requests on
-/// the node, the writeback of the pages they dirtied and the filesystem's work for them
-/// (journal and transaction commits); the other ranks of the job are never foreign.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default)]
-pub struct NodeTraffic {
-    pub own_read_bytes: u64,
-    pub own_write_bytes: u64,
-    /// Other processes' device bytes, every direction.
-    pub foreign_bytes: u64,
-    /// Whether foreign bytes made this node's figures `disturbed`.
-    pub disturbed: bool,
-    /// True when eBPF attributed every request to its submitter; false when the procfs
-    /// counters bounded the split (docs/witness.md, Attribution).
-    pub exact: bool,
-}
-
-impl NodeTraffic {
-    /// The split of a node's combined witness; None when it kept no facts.
-    pub fn of(w: &Witness) -> Option<NodeTraffic> {
-        let f = w.extra.facts.as_ref()?;
-        if !matches!(f.placement, candor_model::Placement::Device { .. }) {
-            return None;
-        }
-        let a = candor_witness::rules::attribute(f);
-        Some(NodeTraffic {
-            own_read_bytes: a.own_read,
-            own_write_bytes: a.own_write_total,
-            foreign_bytes: a.foreign_read + a.foreign_write,
-            disturbed: w.disturbed,
-            exact: a.exact,
-        })
+/// The split of a node's combined witness; None when it kept no facts.
+pub fn node_traffic(w: &Witness) -> Option<NodeTraffic> {
+    let f = w.extra.facts.as_ref()?;
+    if !matches!(f.placement, candor_model::Placement::Device { .. }) {
+        return None;
     }
-}
-
-/// Mean, standard deviation and count, as combined from the ranks' Welford states.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default)]
-pub struct Moments {
-    pub mean: f64,
-    pub stddev: f64,
-    pub n: u64,
-}
-
-/// The spread between ranks (saved as `TestResult::ranks`).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default)]
-pub struct Spread {
-    pub ranks: u32,
-    pub nodes: u32,
-    /// Per repetition: all bytes over (latest end - earliest start), bytes/s.
-    pub aggregate_bps: Vec<f64>,
-    /// Per repetition: the sum of the ranks' own rates (what the ranks saw), bytes/s.
-    pub sum_of_rank_bps: Vec<f64>,
-    /// Per repetition: latest start - earliest start, seconds (how well the barrier aligned).
-    pub start_skew_s: Vec<f64>,
-    /// Every rank's repetitions, combined: mean and spread of a rank's throughput.
-    pub rank_throughput: Moments,
-    pub slowest_rank: Option<u32>,
-    pub fastest_rank: Option<u32>,
-    /// Ranks whose mean throughput is below `LAG_SHARE` of the median rank's.
-    pub lagging_ranks: Vec<u32>,
-    pub per_rank: Vec<RankFigures>,
-    pub per_node: Vec<NodeFigures>,
-    /// Plain sentences about this test's figures.
-    pub notes: Vec<String>,
+    let a = candor_witness::rules::attribute(f);
+    Some(NodeTraffic {
+        own_read_bytes: a.own_read,
+        own_write_bytes: a.own_write_total,
+        foreign_bytes: a.foreign_read + a.foreign_write,
+        disturbed: w.disturbed,
+        exact: a.exact,
+    })
 }
 
 fn rate(bytes: u64, secs: f64) -> f64 {
@@ -631,7 +535,7 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
             verdict: w.as_ref().map(|w| w.verdict),
             cache_hit_ratio: hit,
             served_by_cache: served,
-            traffic: w.as_ref().and_then(NodeTraffic::of),
+            traffic: w.as_ref().and_then(node_traffic),
         });
     }
 
@@ -653,13 +557,14 @@ pub fn merge(parts: &[RankPart], node_names: &[String]) -> TestResult {
         per_node,
         notes,
     };
-    out.ranks = serde_json::to_value(&spread).ok();
+    out.ranks = Some(spread);
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candor_model::{Status, Summary, Verdict};
     use candor_stats::Histogram;
 
     /// A small deterministic generator (xorshift), so the test needs no crate.
@@ -765,7 +670,7 @@ mod tests {
         assert!((rep.seconds - 1.6).abs() < 1e-9, "{}", rep.seconds);
         let want = (160u64 << 20) as f64 / 1.6;
         assert!((r.throughput.mean - want).abs() < 1e-3);
-        let s: Spread = serde_json::from_value(r.ranks.clone().unwrap()).unwrap();
+        let s: Spread = r.ranks.clone().unwrap();
         assert_eq!((s.ranks, s.nodes), (2, 2));
         assert!((s.start_skew_s[0] - 0.1).abs() < 1e-9);
         assert_eq!(s.slowest_rank, Some(1));
@@ -890,7 +795,7 @@ mod tests {
             );
         }
         let w = combine_parallel(vec![(0, each[0].clone()), (0, each[1].clone())]).unwrap();
-        let t = NodeTraffic::of(&w).unwrap();
+        let t = node_traffic(&w).unwrap();
         assert_eq!(
             t.own_write_bytes,
             202 * mib,
@@ -914,10 +819,10 @@ mod tests {
         };
         let w = combine_parallel(vec![(0, quiet(&each[0])), (0, quiet(&each[1]))]).unwrap();
         assert!(!w.disturbed, "{}", w.explanation);
-        assert_eq!(NodeTraffic::of(&w).unwrap().foreign_bytes, 0);
+        assert_eq!(node_traffic(&w).unwrap().foreign_bytes, 0);
 
-        // procfs: the device wrote 201 MiB; each rank's /proc/self/io explains its 100,
-        // the other rank's /proc/<pid>/io the other 100, and nothing else moved.
+        // procfs: the device wrote 201 MiB; each rank's own io counters explain its 100,
+        // the other rank's the other 100, and nothing else moved.
         let procfs = |others: u64| {
             let mut w = witness(100, 201, 1.0);
             let f = w.extra.facts.as_mut().unwrap();
@@ -934,7 +839,7 @@ mod tests {
             assert!(!candor_witness::rules::judge(w.extra.facts.as_ref().unwrap()).disturbed);
         }
         let w = combine_parallel(vec![(0, procfs(0)), (0, procfs(0))]).unwrap();
-        let t = NodeTraffic::of(&w).unwrap();
+        let t = node_traffic(&w).unwrap();
         assert!(!w.disturbed, "{}", w.explanation);
         assert_eq!(
             (t.own_write_bytes, t.foreign_bytes, t.exact),
@@ -944,7 +849,7 @@ mod tests {
         let mut a = procfs(20 * mib);
         a.extra.facts.as_mut().unwrap().device_total.write_bytes = 221 * mib;
         let w = combine_parallel(vec![(0, a), (0, procfs(20 * mib))]).unwrap();
-        let t = NodeTraffic::of(&w).unwrap();
+        let t = node_traffic(&w).unwrap();
         assert!(w.disturbed);
         assert_eq!(t.foreign_bytes, 20 * mib);
     }

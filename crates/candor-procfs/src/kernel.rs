@@ -4,7 +4,7 @@
 
 use crate::mounts::{parse_mountinfo, parse_mounts, parse_swaps, Mount, MountEntry};
 use crate::{parse_diskstats, parse_meminfo, parse_pressure, parse_vmstat, DiskStat, MemInfo};
-use crate::{FdInfo, PidIo};
+use crate::{paths, FdInfo, PidIo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -214,63 +214,63 @@ impl Kernel {
 
     /// Every mount this process sees (/proc/self/mountinfo).
     pub fn mountinfo(&self) -> Result<Vec<Mount>> {
-        self.read("proc/self/mountinfo")
+        self.read(paths::SELF_MOUNTINFO)
             .map(|t| parse_mountinfo(&t))
     }
 
     /// /proc/mounts.
     pub fn mounts(&self) -> Result<Vec<MountEntry>> {
-        self.read("proc/mounts").map(|t| parse_mounts(&t))
+        self.read(paths::MOUNTS).map(|t| parse_mounts(&t))
     }
 
     /// The device paths of the active swap areas (/proc/swaps).
     pub fn swaps(&self) -> Result<Vec<String>> {
-        self.read("proc/swaps").map(|t| parse_swaps(&t))
+        self.read(paths::SWAPS).map(|t| parse_swaps(&t))
     }
 
     /// /proc/cpuinfo.
     pub fn cpuinfo(&self) -> Result<CpuInfo> {
-        self.read("proc/cpuinfo").map(|t| parse_cpuinfo(&t))
+        self.read(paths::CPUINFO).map(|t| parse_cpuinfo(&t))
     }
 
     /// This boot's id (/proc/sys/kernel/random/boot_id): runs that share it share the
     /// monotonic clock.
     pub fn boot_id(&self) -> Result<String> {
-        self.read_trim("proc/sys/kernel/random/boot_id")
+        self.read_trim(paths::BOOT_ID)
     }
 
     pub fn hostname(&self) -> Result<String> {
-        self.read_trim("proc/sys/kernel/hostname")
+        self.read_trim(paths::HOSTNAME)
     }
 
     /// The kernel's release (/proc/sys/kernel/osrelease).
     pub fn os_release(&self) -> Result<String> {
-        self.read_trim("proc/sys/kernel/osrelease")
+        self.read_trim(paths::OS_RELEASE)
     }
 
     pub fn meminfo(&self) -> Result<MemInfo> {
-        self.parsed("proc/meminfo", true, "meminfo (no MemTotal)", parse_meminfo)
+        self.parsed(paths::MEMINFO, true, "meminfo (no MemTotal)", parse_meminfo)
     }
 
     pub fn vmstat(&self) -> Result<BTreeMap<String, i64>> {
-        self.read_counted("proc/vmstat").map(|t| parse_vmstat(&t))
+        self.read_counted(paths::VMSTAT).map(|t| parse_vmstat(&t))
     }
 
     /// /proc/pressure/io: "some" and "full" total stall, microseconds.
     pub fn pressure_io(&self) -> Result<[u64; 2]> {
-        self.parsed("proc/pressure/io", true, "pressure totals", parse_pressure)
+        self.parsed(paths::PRESSURE_IO, true, "pressure totals", parse_pressure)
     }
 
     /// Every block device's line of /proc/diskstats.
     pub fn diskstats(&self) -> Result<Vec<DiskStat>> {
-        self.read_counted("proc/diskstats")
+        self.read_counted(paths::DISKSTATS)
             .map(|t| parse_diskstats(&t))
     }
 
     /// The running processes' ids (the numeric names in /proc).
     pub fn pids(&self) -> Result<Vec<u32>> {
         let mut pids: Vec<u32> = self
-            .list("proc")?
+            .list(paths::PROC)?
             .iter()
             .filter_map(|n| n.parse().ok())
             .collect();
@@ -279,7 +279,7 @@ impl Kernel {
     }
 
     fn pid_path(pid: Pid, file: &str) -> String {
-        format!("proc/{pid}/{file}")
+        paths::pid(pid, file)
     }
 
     /// A process's name, state and parent.
@@ -363,6 +363,27 @@ impl Kernel {
         self.read(Self::pid_path(pid, "maps"))
     }
 
+    /// One thread's command name.
+    pub fn task_comm(&self, pid: Pid, tid: u32) -> Result<String> {
+        self.read(Self::pid_path(pid, &format!("task/{tid}/comm")))
+            .map(|t| t.trim_end_matches('\n').to_string())
+    }
+
+    /// A process's descriptors by number, each as the path of its link below the root
+    /// (`proc/PID/fd/N`): what to open or stat to reach the open file itself, whatever its
+    /// name (a deleted file, a pipe).
+    pub fn pid_fd_links(&self, pid: Pid) -> Result<Vec<(u32, PathBuf)>> {
+        let dir = Self::pid_path(pid, "fd");
+        let mut fds: Vec<(u32, PathBuf)> = self
+            .list(&dir)?
+            .iter()
+            .filter_map(|n| n.parse::<u32>().ok())
+            .map(|fd| (fd, self.path(format!("{dir}/{fd}"))))
+            .collect();
+        fds.sort();
+        Ok(fds)
+    }
+
     /// A process's threads' ids.
     pub fn pid_tasks(&self, pid: Pid) -> Result<Vec<u32>> {
         let mut t: Vec<u32> = self
@@ -374,11 +395,9 @@ impl Kernel {
         Ok(t)
     }
 
-    const DROP_CACHES: &'static str = "proc/sys/vm/drop_caches";
-
     /// The path `drop_caches` writes, for messages.
     pub fn drop_caches_path(&self) -> PathBuf {
-        self.path(Self::DROP_CACHES)
+        self.path(paths::DROP_CACHES)
     }
 
     /// Whether this process may write drop_caches (opening it drops nothing; writing does).
@@ -402,7 +421,7 @@ impl Kernel {
 
     /// The block device MAJ:MIN (/sys/dev/block/MAJ:MIN).
     pub fn block(&self, major: u32, minor: u32) -> BlockDev {
-        BlockDev::at(self.path(format!("sys/dev/block/{major}:{minor}")))
+        BlockDev::at(self.path(paths::block(major, minor)))
     }
 
     /// The block device by its kernel name (/sys/block/NAME, /sys/class/block/NAME for a
@@ -569,6 +588,62 @@ impl BlockDev {
             .map(|n| n.to_string_lossy().into_owned())
     }
 
+    /// The device's name as its `uevent` gives it (`DEVNAME`).
+    pub fn uevent_name(&self) -> Result<String> {
+        let path = self.dir.join("uevent");
+        read_path(&path)?
+            .lines()
+            .find_map(|l| l.strip_prefix("DEVNAME="))
+            .map(str::to_string)
+            .ok_or(Error::Malformed {
+                path,
+                what: "a uevent with DEVNAME",
+            })
+    }
+
+    /// The device's number, from its `dev` attribute ("MAJ:MIN").
+    pub fn number(&self) -> Result<(u32, u32)> {
+        self.number_at("dev")
+    }
+
+    /// The number of a partition's disk (the `dev` of the directory above); a whole disk's
+    /// own when it is not a partition.
+    pub fn disk_number(&self) -> Result<(u32, u32)> {
+        if self.is_partition() {
+            self.number_at("../dev")
+        } else {
+            self.number()
+        }
+    }
+
+    fn number_at(&self, rel: &str) -> Result<(u32, u32)> {
+        let path = self.dir.join(rel);
+        let t = read_path(&path)?;
+        let malformed = || Error::Malformed {
+            path: path.clone(),
+            what: "a device number",
+        };
+        let (ma, mi) = t.trim().split_once(':').ok_or_else(malformed)?;
+        Ok((
+            ma.parse().map_err(|_| malformed())?,
+            mi.parse().map_err(|_| malformed())?,
+        ))
+    }
+
+    /// Requests in flight (reads + writes, `inflight`) when the device keeps I/O statistics
+    /// (`queue/iostats` is 1); None when it does not.
+    pub fn inflight(&self) -> Result<Option<u64>> {
+        if self.queue("iostats")? != "1" {
+            return Ok(None);
+        }
+        let path = self.dir.join("inflight");
+        let n = parse_inflight(&read_path(&path)?).ok_or(Error::Malformed {
+            path,
+            what: "two counts of requests in flight",
+        })?;
+        Ok(Some(n))
+    }
+
     /// Whether this is a loop device with a backing file.
     pub fn is_bound_loop(&self) -> bool {
         self.has("loop/backing_file")
@@ -605,6 +680,17 @@ fn list_path(path: &Path) -> Result<Vec<String>> {
         .collect();
     names.sort();
     Ok(names)
+}
+
+/// A block device's `inflight` ("reads writes") as their sum.
+pub fn parse_inflight(text: &str) -> Option<u64> {
+    let mut n = 0u64;
+    let mut fields = 0;
+    for f in text.split_whitespace() {
+        n += f.parse::<u64>().ok()?;
+        fields += 1;
+    }
+    (fields == 2).then_some(n)
 }
 
 /// CPU description from the text of /proc/cpuinfo.
@@ -652,4 +738,16 @@ pub fn cache_size(text: &str) -> Option<u64> {
         _ => (t, 1),
     };
     num.parse::<u64>().ok().map(|n| n * mult)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sysfs_inflight_is_reads_plus_writes() {
+        use super::parse_inflight;
+        assert_eq!(parse_inflight("       3        5\n"), Some(8));
+        assert_eq!(parse_inflight("0 0\n"), Some(0));
+        assert_eq!(parse_inflight("7\n"), None);
+        assert_eq!(parse_inflight("a b\n"), None);
+    }
 }

@@ -13,12 +13,14 @@ mod io;
 mod kernel;
 mod mem;
 mod mounts;
+pub mod paths;
 mod pid;
 
 pub use diskstats::{parse_diskstats, read_diskstats, DiskStat, SECTOR_BYTES};
 pub use io::{others_delta, read_others_io, read_pid_io, read_self_io, OthersIo, PidIo};
 pub use kernel::{
-    cache_size, parse_cpuinfo, BlockDev, Cache, CpuInfo, Error, Kernel, Pid, PidStat, Result,
+    cache_size, parse_cpuinfo, parse_inflight, BlockDev, Cache, CpuInfo, Error, Kernel, Pid,
+    PidStat, Result,
 };
 pub use mem::{
     parse_meminfo, parse_pressure, parse_vmstat, read_meminfo, read_pressure, read_vmstat, MemInfo,
@@ -39,7 +41,7 @@ static READ_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Whether `path` (absolute) is one of the kernel's files under /proc or /sys, which hold
 /// no stored data.
 pub fn is_kernel_file(path: &str) -> bool {
-    path.starts_with("/proc/") || path.starts_with("/sys/")
+    path.starts_with(paths::PROC_DIR) || path.starts_with(paths::SYS_DIR)
 }
 
 /// How many bytes this process has read from /proc through these readers so far.

@@ -118,6 +118,13 @@ fn a_process() {
         ]
     );
     assert_eq!(k.pid_maps(p).expect("maps").lines().count(), 37);
+    assert_eq!(k.task_comm(p, 4242).expect("task comm"), "sleep");
+    assert_eq!(
+        k.pid_fd_links(p).expect("fd links"),
+        vec![(0, at("proc/4242/fd/0")), (3, at("proc/4242/fd/3"))]
+    );
+    let e = k.task_comm(p, 4243).unwrap_err();
+    assert_eq!(e.path(), at("proc/4242/task/4243/comm"));
     assert_eq!(k.pids().expect("pids"), vec![4242, 4243]);
 }
 
@@ -156,6 +163,17 @@ fn block_devices() {
     assert_eq!(k.block_named("loop0p1").attr("dev").expect("dev"), "259:0");
     assert_eq!(k.block_named("vda").attr("dev").expect("dev"), "254:0");
     assert_eq!(k.block_names().expect("names"), vec!["loop0", "vda"]);
+    // Names and numbers as the devices' own files give them.
+    assert_eq!(vda.uevent_name().expect("uevent"), "vda");
+    assert_eq!(vda.number().expect("dev"), (254, 0));
+    assert_eq!(vda.disk_number().expect("disk"), (254, 0));
+    assert_eq!(p1.disk_number().expect("disk"), (7, 0));
+    assert_eq!(k.block_named("loop0p1").number().expect("dev"), (259, 0));
+    // In flight: the captured counts (0 reads, 0 writes) with iostats on; a device whose
+    // queue has no iostats says which file it could not read.
+    assert_eq!(vda.inflight().expect("inflight"), Some(0));
+    let e = lo.inflight().unwrap_err();
+    assert_eq!(e.path(), at("sys/dev/block/7:0/../queue/iostats"));
     assert!(!k.block(8, 0).exists());
 }
 

@@ -61,10 +61,12 @@ fn parse_flags(s: &str) -> u32 {
         .fold(0, |a, b| a | b)
 }
 
+use candor_procfs::paths::{PROC_DIR, SYS_DIR};
+
 /// Directories whose files are the system's, not the application's (when no traced
 /// directory is named).
 const SYSTEM: [&str; 13] = [
-    "/usr/", "/lib/", "/lib64/", "/lib32/", "/etc/", "/proc/", "/sys/", "/dev/", "/run/", "/bin/",
+    "/usr/", "/lib/", "/lib64/", "/lib32/", "/etc/", PROC_DIR, SYS_DIR, "/dev/", "/run/", "/bin/",
     "/sbin/", "/snap/", "/boot/",
 ];
 

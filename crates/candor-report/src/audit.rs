@@ -10,24 +10,14 @@ use candor_model::RunDoc;
 /// The audit's claims against their observations, when the document is an audit. A row
 /// that does not read as one (a file edited by hand) is left out.
 pub fn claims(doc: &RunDoc) -> Option<Vec<ReconciliationRow>> {
-    let rows = doc.audit.as_ref()?.get("reconciliation")?.as_array()?;
-    Some(
-        rows.iter()
-            .filter_map(|r| serde_json::from_value::<ReconciliationRow>(r.clone()).ok())
-            .collect(),
-    )
+    Some(doc.audit.as_ref()?.reconciliation.clone())
 }
 
 /// The audited command and how it ended, in one line.
 pub fn command_line(doc: &RunDoc) -> Option<String> {
     let a = doc.audit.as_ref()?;
-    let cmd: Vec<&str> = a
-        .get("command")
-        .and_then(|c| c.as_array())
-        .map(|c| c.iter().filter_map(|x| x.as_str()).collect())
-        .unwrap_or_default();
-    let mut l = format!("Audited: {}", cmd.join(" "));
-    if let Some(m) = a.get("exit_message").and_then(|m| m.as_str()) {
+    let mut l = format!("Audited: {}", a.command.join(" "));
+    if let Some(m) = &a.exit_message {
         l.push_str(&format!(" ({m})"));
     }
     Some(l)
@@ -138,7 +128,7 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
     };
     let b = |v: &serde_json::Value| format_bytes(v.as_u64().unwrap_or(0), ByteStyle::TENTHS);
     let mut lines = Vec::new();
-    if let Some(a) = audit.get("account").filter(|a| a.is_object()) {
+    if let Some(a) = audit.rest.get("account").filter(|a| a.is_object()) {
         for (word, key) in [("read", "read"), ("written", "write")] {
             let t = &a[key];
             let mut l = format!("{word:<8} {}", b(&t["bytes"]));
@@ -204,6 +194,7 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
         }
     }
     for u in audit
+        .rest
         .get("unread")
         .and_then(|u| u.as_array())
         .cloned()
@@ -238,12 +229,13 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candor_model::audit::AuditDoc;
 
     #[test]
     fn claims_are_read_from_the_saved_audit() {
         let mut doc = RunDoc::default();
         assert_eq!(claims(&doc), None);
-        doc.audit = Some(serde_json::json!({
+        doc.audit = AuditDoc::from_saved(serde_json::json!({
             "command": ["iozone", "-i0", "-s", "64m"],
             "exit_message": null,
             "reconciliation": [{
@@ -271,7 +263,7 @@ mod tests {
     #[test]
     fn the_account_and_the_unread_figures_are_in_the_report() {
         let doc = RunDoc {
-            audit: Some(serde_json::json!({
+            audit: AuditDoc::from_saved(serde_json::json!({
                 "command": ["fs_mark", "-n", "200"],
                 "reconciliation": [],
                 "unread": [{"program": "fs_mark", "line": 11, "text": "92 200 4096 312.7 1174",
@@ -316,7 +308,7 @@ mod tests {
     #[test]
     fn metadata_figures_are_in_operations_per_second() {
         let doc = RunDoc {
-            audit: Some(serde_json::json!({
+            audit: AuditDoc::from_saved(serde_json::json!({
             "command": ["mdtest", "-n", "1000"],
             "reconciliation": [{
                 "test": "file creation", "program": "mdtest", "threads": 2, "claimed_Bps": 0.0,

@@ -450,6 +450,11 @@ impl CompareFormat {
     pub fn parse(s: &str) -> Option<CompareFormat> {
         Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
     }
+
+    /// `candor compare --format NAME`: the format, or the sentence every `--format` gives.
+    pub fn from_arg(name: &str) -> Result<CompareFormat, String> {
+        Self::parse(name).ok_or_else(|| crate::not_a_format(name, &Self::names()))
+    }
 }
 
 pub fn render(c: &Comparison, format: CompareFormat) -> String {

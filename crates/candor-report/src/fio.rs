@@ -41,9 +41,36 @@ fn obj(pairs: Vec<(&str, J)>) -> J {
     J::O(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
+/// The members of an object (each with its key) or the items of an array, one a line,
+/// between `brackets`.
+fn write_items<'a>(
+    brackets: (char, char),
+    items: impl ExactSizeIterator<Item = (Option<&'a str>, &'a J)>,
+    indent: usize,
+    out: &mut String,
+) {
+    let pad = |n: usize| "  ".repeat(n);
+    out.push(brackets.0);
+    out.push('\n');
+    let n = items.len();
+    for (i, (k, x)) in items.enumerate() {
+        out.push_str(&pad(indent + 1));
+        if let Some(k) = k {
+            out.push_str(&Value::from(k).to_string());
+            out.push_str(" : ");
+        }
+        write(x, indent + 1, out);
+        if i + 1 < n {
+            out.push(',');
+        }
+        out.push('\n');
+    }
+    out.push_str(&pad(indent));
+    out.push(brackets.1);
+}
+
 /// Writes `j` as fio does: two spaces per level, `"key" : value`.
 fn write(j: &J, indent: usize, out: &mut String) {
-    let pad = |n: usize| "  ".repeat(n);
     match j {
         J::V(Value::Object(m)) => {
             // A plain serde value (candor's own structures) keeps its sorted keys.
@@ -60,34 +87,11 @@ fn write(j: &J, indent: usize, out: &mut String) {
         J::V(x) => out.push_str(&x.to_string()),
         J::O(pairs) if pairs.is_empty() => out.push_str("{}"),
         J::O(pairs) => {
-            out.push_str("{\n");
-            for (i, (k, x)) in pairs.iter().enumerate() {
-                out.push_str(&pad(indent + 1));
-                out.push_str(&Value::from(k.as_str()).to_string());
-                out.push_str(" : ");
-                write(x, indent + 1, out);
-                if i + 1 < pairs.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            out.push_str(&pad(indent));
-            out.push('}');
+            let items = pairs.iter().map(|(k, x)| (Some(k.as_str()), x));
+            write_items(('{', '}'), items, indent, out);
         }
         J::A(items) if items.is_empty() => out.push_str("[]"),
-        J::A(items) => {
-            out.push_str("[\n");
-            for (i, x) in items.iter().enumerate() {
-                out.push_str(&pad(indent + 1));
-                write(x, indent + 1, out);
-                if i + 1 < items.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            out.push_str(&pad(indent));
-            out.push(']');
-        }
+        J::A(items) => write_items(('[', ']'), items.iter().map(|x| (None, x)), indent, out),
     }
 }
 

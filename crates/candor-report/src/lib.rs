@@ -108,8 +108,7 @@ impl Format {
     /// `--format NAME` as every command takes it: the format, or the sentence that says
     /// which names there are.
     pub fn from_arg(name: &str) -> Result<Format, String> {
-        Format::parse(name)
-            .ok_or_else(|| format!("'{name}' is not a format: choose from {}", Format::names()))
+        Format::parse(name).ok_or_else(|| not_a_format(name, &Format::names()))
     }
 
     pub fn name(self) -> &'static str {
@@ -126,7 +125,11 @@ impl Format {
     }
 }
 
-/// Renders a result in a text format.
+/// The one sentence for a `--format` name that is none of `names`.
+pub fn not_a_format(name: &str, names: &str) -> String {
+    format!("'{name}' is not a format: choose from {names}")
+}
+
 /// Renders a result in a text format. Text meant for a terminal carries no control
 /// character from the file (`escape::terminal`); JSON escapes its own.
 pub fn render(doc: &RunDoc, format: Format) -> String {

@@ -15,52 +15,30 @@ pub struct RankRate {
     pub samples: Vec<f64>,
 }
 
-/// The per-rank entries of `TestResult::ranks`: the `per_rank` list of an MPI result (or a
-/// bare list), each with "rank", "node" and "throughput" (a summary or a number), or "bytes"
-/// and "seconds".
+/// The per-rank entries of `TestResult::ranks` (`Spread::per_rank`): each rank's mean
+/// throughput, its 95% interval (the mean itself when none was saved) and its samples.
 pub fn rank_rates(r: &TestResult) -> Option<Vec<RankRate>> {
-    let v = r.ranks.as_ref()?;
-    let arr = v
-        .get("per_rank")
-        .and_then(|p| p.as_array())
-        .or_else(|| v.as_array())?;
-    let mut out = Vec::new();
-    for (i, e) in arr.iter().enumerate() {
-        let rank = e.get("rank").and_then(|x| x.as_u64()).unwrap_or(i as u64);
-        let node = e
-            .get("node")
-            .and_then(|x| x.as_str())
-            .unwrap_or_default()
-            .to_string();
-        let t = e.get("throughput");
-        let mean = t
-            .and_then(|t| {
-                t.as_f64()
-                    .or_else(|| t.get("mean").and_then(|m| m.as_f64()))
+    let spread = r.ranks.as_ref()?;
+    Some(
+        spread
+            .per_rank
+            .iter()
+            .map(|p| {
+                let t = &p.throughput;
+                RankRate {
+                    rank: u64::from(p.rank),
+                    node: p.node.clone(),
+                    mean: t.mean,
+                    ci95: if t.ci95 == [0.0, 0.0] {
+                        [t.mean, t.mean]
+                    } else {
+                        t.ci95
+                    },
+                    samples: t.samples.clone(),
+                }
             })
-            .or_else(|| {
-                let b = e.get("bytes")?.as_f64()?;
-                let s = e.get("seconds")?.as_f64()?;
-                (s > 0.0).then(|| b / s)
-            })?;
-        let ci = t
-            .and_then(|t| t.get("ci95"))
-            .and_then(|c| Some([c.get(0)?.as_f64()?, c.get(1)?.as_f64()?]))
-            .unwrap_or([mean, mean]);
-        let samples = t
-            .and_then(|t| t.get("samples"))
-            .and_then(|s| s.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default();
-        out.push(RankRate {
-            rank,
-            node,
-            mean,
-            ci95: ci,
-            samples,
-        });
-    }
-    Some(out)
+            .collect(),
+    )
 }
 
 /// The per-rank spread of an MPI result in one sentence, with the ranks that lagged and the
@@ -87,17 +65,8 @@ pub fn rank_spread(r: &TestResult) -> Option<String> {
         at(fast),
         units::rate_text(fast.mean)
     );
-    let v = r.ranks.as_ref();
-    let lagging: Vec<String> = v
-        .and_then(|v| v.get("lagging_ranks"))
-        .and_then(|l| l.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_u64())
-                .map(|x| x.to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let spread = r.ranks.as_ref()?;
+    let lagging: Vec<String> = spread.lagging_ranks.iter().map(u32::to_string).collect();
     if !lagging.is_empty() {
         s.push_str(&format!(
             "; lagging (below 90% of the median rank): {}",
@@ -105,10 +74,8 @@ pub fn rank_spread(r: &TestResult) -> Option<String> {
         ));
     }
     s.push('.');
-    if let Some(notes) = v.and_then(|v| v.get("notes")).and_then(|n| n.as_array()) {
-        for n in notes.iter().filter_map(|n| n.as_str()) {
-            s.push_str(&format!(" {}.", sentence_case(n)));
-        }
+    for n in &spread.notes {
+        s.push_str(&format!(" {}.", sentence_case(n)));
     }
     Some(s)
 }

@@ -7,7 +7,7 @@
 pub use candor_model::units::{
     decimals, decimals_like, in_rate_units, rate, rate_label, rate_text, rate_units, RateUnits,
 };
-use candor_model::units::{format_bytes, trim_zeros, ByteStyle};
+use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::Summary;
 
 /// Bytes per second in the chosen rate unit (MB/s unless `--units binary`), with as many
@@ -137,15 +137,7 @@ pub fn size_long(bytes: u64) -> String {
 
 /// A share as a percentage: 0.934 -> "93%", 0.0042 -> "0.4%".
 pub fn pct(share: f64) -> String {
-    if !share.is_finite() {
-        return "-".to_string();
-    }
-    let p = share * 100.0;
-    if p != 0.0 && p.abs() < 10.0 {
-        format!("{}%", trim_zeros(format!("{p:.1}")))
-    } else {
-        format!("{p:.0}%")
-    }
+    candor_model::units::percent(share, candor_model::units::PercentStyle::Adaptive)
 }
 
 /// A ratio: 1.00x, 0.53x, 12.4x.

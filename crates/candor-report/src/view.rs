@@ -881,7 +881,7 @@ mod tests {
     #[test]
     fn ranks_are_read_in_either_shape() {
         let r = TestResult {
-            ranks: Some(serde_json::json!([
+            ranks: candor_model::Spread::from_saved(serde_json::json!([
                 {"rank": 0, "throughput": {"mean": 2e8}},
                 {"rank": 1, "bytes": 1e8, "seconds": 1.0},
             ])),
@@ -897,7 +897,7 @@ mod tests {
         assert!(s.contains("slowest rank 1 at 100 MB/s"), "{s}");
         // The shape an MPI run saves: an object with per_rank, lagging ranks and notes.
         let r = TestResult {
-            ranks: Some(serde_json::json!({
+            ranks: candor_model::Spread::from_saved(serde_json::json!({
                 "ranks": 2,
                 "per_rank": [
                     {"rank": 0, "node": "n1", "throughput": {"mean": 3e8, "ci95": [2.9e8, 3.1e8], "samples": [2.9e8, 3.1e8]}},

@@ -4,14 +4,15 @@
 //! differs means the operation count behind the figure is not what the kernel saw: the
 //! result is then `unverified`, and the sentence names the difference. Without eBPF the
 //! kernel counts only read-like and write-like calls of the whole process
-//! (/proc/<pid>/io syscr, syscw): at least the test's own, so fewer is a mismatch too.
+//! (the process's io counters' syscr, syscw): at least the test's own, so fewer is a mismatch too.
 //! docs/witness.md, "Metadata tests", gives the rules.
 
 use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::{CallCheck, CallCount, CallFacts, KindCheck};
+use candor_procfs::paths::PID_IO;
 use std::collections::BTreeMap;
 
-/// The kinds of the runner's calls that `/proc/<pid>/io` counts among syscr (read-like:
+/// The kinds of the runner's calls that a process's io counters count among syscr (read-like:
 /// the read family) and syscw (write-like: the write family).
 const READ_LIKE: [&str; 1] = ["read"];
 const WRITE_LIKE: [&str; 1] = ["write"];
@@ -101,7 +102,7 @@ pub fn check(c: &CallFacts) -> Option<CallCheck> {
     Some(out)
 }
 
-/// Without a per-kind count: what /proc/<pid>/io's syscr and syscw can still say.
+/// Without a per-kind count: what the process's io counters' syscr and syscw can still say.
 fn not_counted(c: &CallFacts) -> CallCheck {
     let reason = c
         .not_counted
@@ -161,7 +162,7 @@ fn not_counted(c: &CallFacts) -> CallCheck {
     if !short.is_empty() {
         out.verdict = "mismatch".into();
         out.sentence = format!(
-            "The kernel saw {} (/proc/<pid>/io): the operations behind this figure are not the ones the kernel counted.",
+            "The kernel saw {} ({PID_IO}): the operations behind this figure are not the ones the kernel counted.",
             short.join("; ")
         );
         return out;
@@ -171,7 +172,7 @@ fn not_counted(c: &CallFacts) -> CallCheck {
         format!("The test's system calls could not be counted by the kernel: {reason}.")
     } else {
         format!(
-            "The test's system calls could not be counted per kind ({reason}); /proc/<pid>/io counted {} (the whole process, the witness's own reads included), no fewer than the runner made.",
+            "The test's system calls could not be counted per kind ({reason}); {PID_IO} counted {} (the whole process, the witness's own reads included), no fewer than the runner made.",
             seen.join(" and ")
         )
     };

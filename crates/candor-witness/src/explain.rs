@@ -8,15 +8,7 @@ use candor_model::{Facts, Intent, Operations, Verdict};
 
 /// A share as a whole percentage that never rounds a part to 0% or 100%.
 pub(crate) fn pct(x: f64) -> String {
-    let p = (x * 100.0).round();
-    let p = if x > 0.0 && p < 1.0 {
-        1.0
-    } else if x < 1.0 && p > 99.0 {
-        99.0
-    } else {
-        p
-    };
-    format!("{p:.0}%")
+    candor_model::units::percent(x, candor_model::units::PercentStyle::WholeInside)
 }
 
 #[cfg(test)]

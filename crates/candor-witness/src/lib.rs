@@ -520,7 +520,7 @@ impl Watch {
         if self.begin.disk.is_none() || last.disk.is_none() {
             if let Placement::Device { name } = &self.placement {
                 facts.placement = Placement::Unobservable {
-                    reason: format!("/proc/diskstats has no line for {name}"),
+                    reason: format!("{} has no line for {name}", candor_procfs::paths::DISKSTATS),
                 };
             }
         }
@@ -743,7 +743,7 @@ mod tests {
     /// process's own reads are the test's.
     #[test]
     fn a_watch_on_a_real_file_fills_every_procfs_figure() {
-        // The mkfs and mount of other tests of this process would join /proc/self/io when
+        // The mkfs and mount of other tests of this process would join its io counters when
         // reaped, as device reads of this one: none runs while this watch does.
         let _one = crate::testkit::scratch_lock();
         const SIZE: u64 = 16 << 20;

@@ -55,11 +55,11 @@ fn quiet_or(bytes: u64) -> u64 {
 
 /// Splits the device traffic into the test's own, the job's (the other processes of the
 /// same job on this machine: MPI ranks beside this one) and foreign. With eBPF the split is
-/// exact. Otherwise the device's bytes beyond candor's own /proc/self/io are the job's
-/// first, up to what the job's other processes moved by their /proc/<pid>/io; then, when
-/// every other process's /proc/<pid>/io is readable (root), foreign only up to what the
+/// exact. Otherwise the device's bytes beyond candor's own io counters (procfs) are the
+/// job's first, up to what the job's other processes moved by their io counters; then, when
+/// every other process's io counters are readable (root), foreign only up to what the
 /// processes outside the job moved (the rest is the filesystem working for the job); when
-/// it is not, whatever lies beyond the allowance is foreign. With no /proc/self/io at all,
+/// it is not, whatever lies beyond the allowance is foreign. With no io counters at all,
 /// everything is taken as the test's own (and nothing can be said about foreign traffic).
 pub fn attribute(f: &Facts) -> Attribution {
     if let Some(e) = f.exact {
@@ -98,7 +98,7 @@ pub fn attribute(f: &Facts) -> Attribution {
         // make the journal's few KiB for the job foreign: at most the quiet amount beyond
         // the job's own is the filesystem's too.
         // Reads are the exception: the filesystem reads for the test in the test's own
-        // context (its /proc/self/io counts them), so reads beyond the test's, the job's and
+        // context (its io counters count them), so reads beyond the test's, the job's and
         // the read allowance that no visible process accounts for are another's too (one
         // that began and ended between the samples, a kernel thread), as without root. Were
         // they the test's, a cached read test beside them would be judged partly the
@@ -667,8 +667,8 @@ mod tests {
     #[test]
     fn the_other_ranks_of_the_job_are_neither_own_nor_foreign() {
         // Four ranks on one machine wrote 16 MiB each; the device wrote their 64 MiB and
-        // 1 MiB of journal. This rank's /proc/self/io explains its 16 MiB, the other
-        // ranks' /proc/<pid>/io their 48, and nothing else moved a byte.
+        // 1 MiB of journal. This rank's io counters explain its 16 MiB, the other
+        // ranks' theirs 48, and nothing else moved a byte.
         let mut f = write_facts(16 * MIB, 65 * MIB, 65 * MIB, 16 * MIB);
         f.job_io = Some([0, 48 * MIB]);
         f.others_io = Some([0, 0]);

@@ -16,7 +16,7 @@ pub static SCRATCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub fn scratch_lock() -> std::sync::MutexGuard<'static, ()> {
     SCRATCH.lock().unwrap_or_else(|e| e.into_inner())
 }
-/// This machine's RAM (24 GiB less the kernel's share), as /proc/meminfo gives it.
+/// This machine's RAM (24 GiB less the kernel's share), as meminfo gives it.
 pub const RAM: u64 = 24730032 * 1024;
 
 pub fn dev() -> Placement {

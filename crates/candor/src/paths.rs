@@ -174,7 +174,8 @@ mod tests {
     #[test]
     fn proc_and_sys_are_pseudo_filesystems_and_tmp_is_not() {
         assert_eq!(pseudo_fs(Path::new("/proc")), Some("proc"));
-        assert_eq!(pseudo_fs(Path::new("/proc/self/fd")), Some("proc"));
+        let self_fd = candor_procfs::paths::pid("self", "fd");
+        assert_eq!(pseudo_fs(Path::new(&self_fd)), Some("proc"));
         assert_eq!(pseudo_fs(Path::new("/sys")), Some("sysfs"));
         assert_eq!(pseudo_fs(&std::env::temp_dir()), None);
     }
@@ -192,7 +193,8 @@ mod tests {
         std::os::unix::fs::symlink("/dev/null", d.join("null")).unwrap();
         let e = check_output_file("-o", &d.join("null"), "JSON result").unwrap_err();
         assert!(e.message.contains("a symbolic link"), "{}", e.message);
-        let e = check_output_file("-o", Path::new("/proc/x.json"), "JSON result").unwrap_err();
+        let in_proc = candor_procfs::paths::under_proc("x.json");
+        let e = check_output_file("-o", Path::new(&in_proc), "JSON result").unwrap_err();
         assert!(
             e.message.contains("proc pseudo-filesystem"),
             "{}",

@@ -191,7 +191,7 @@ fn bad_thresholds_are_refused_in_one_sentence() {
         (
             "--format",
             "gitlab",
-            "candor: unknown format \"gitlab\": use one of table, markdown, csv, json, github\n",
+            "candor: 'gitlab' is not a format: choose from table, markdown, csv, json, github\n",
         ),
     ] {
         let o = compare(&sample, &sample, &[flag, value]);

@@ -302,7 +302,7 @@ fn bad_names_and_sizes_exit_2_with_one_sentence() {
         (vec!["--fs", "ext4,zfs"], "zfs"),
         (vec!["--fs", "ext4,ext4"], "twice"),
         (vec!["--size", "4x"], "not a size"),
-        (vec!["--size", "0"], "more than zero"),
+        (vec!["--size", "0"], "is zero"),
         (vec!["--fs", "xfs", "--size", "100m"], "too small for xfs"),
     ] {
         let mut full = vec!["lab", "create", "--dir", &d];

@@ -270,7 +270,7 @@ fn four_ranks_aggregate_barrier_and_merged_percentiles() {
             r.test,
             r.error
         );
-        let ranks = r.ranks.as_ref().expect("per-rank figures");
+        let ranks = &ranks_json(r);
         assert_eq!(ranks["ranks"], 4);
         let per = ranks["per_rank"].as_array().unwrap();
         assert_eq!(per.len(), 4);
@@ -420,10 +420,7 @@ fn skewed_clocks_are_estimated_and_every_rank_is_put_on_rank_0s_clock() {
             r.test,
             r.error
         );
-        let per = r.ranks.as_ref().unwrap()["per_rank"]
-            .as_array()
-            .unwrap()
-            .clone();
+        let per = ranks_json(r)["per_rank"].as_array().unwrap().clone();
         for k in 0..2 {
             let starts: Vec<f64> = per.iter().map(|p| f64s(p, "started_s")[k]).collect();
             let first = starts.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -485,7 +482,7 @@ fn two_ranks_report_the_spread_and_the_node_cache() {
     let mpi = doc.mpi.as_ref().unwrap();
     assert_eq!((mpi.ranks, mpi.nodes), (2, 1));
     for r in &doc.results {
-        let ranks = r.ranks.as_ref().unwrap();
+        let ranks = &ranks_json(r);
         let slowest = ranks["slowest_rank"].as_u64().unwrap();
         let fastest = ranks["fastest_rank"].as_u64().unwrap();
         let per = ranks["per_rank"].as_array().unwrap();
@@ -516,7 +513,7 @@ fn stonewall_stops_every_rank_when_the_first_finishes() {
             r.test,
             r.error
         );
-        let ranks = r.ranks.as_ref().unwrap();
+        let ranks = &ranks_json(r);
         let per = ranks["per_rank"].as_array().unwrap();
         for k in 0..2 {
             let moved: Vec<u64> = per
@@ -577,7 +574,7 @@ fn reorder_reads_another_rank_files_and_says_where_the_bytes_came_from() {
             r.test,
             r.error
         );
-        let ranks = r.ranks.as_ref().unwrap();
+        let ranks = &ranks_json(r);
         for p in ranks["per_rank"].as_array().unwrap() {
             assert_eq!(
                 p["rep_bytes"],
@@ -666,7 +663,7 @@ fn shared_file_gives_every_rank_its_segment_of_one_file() {
             r.test,
             r.error
         );
-        for p in r.ranks.as_ref().unwrap()["per_rank"].as_array().unwrap() {
+        for p in ranks_json(r)["per_rank"].as_array().unwrap() {
             assert_eq!(p["rep_bytes"], serde_json::json!([8 << 20, 8 << 20]));
         }
         // The reads were of data the ranks wrote into their segments: had a segment been
@@ -784,7 +781,7 @@ fn candor_merge_of_the_ranks_own_results_gives_the_mpi_run_figures() {
         assert_eq!(a.latency_ns, b.latency_ns, "{}", a.test);
         assert_eq!(a.latency_histogram, b.latency_histogram, "{}", a.test);
         assert_eq!(a.cpu, b.cpu, "{}", a.test);
-        let (sa, sb) = (a.ranks.as_ref().unwrap(), b.ranks.as_ref().unwrap());
+        let (sa, sb) = (ranks_json(a), ranks_json(b));
         assert_eq!(sa["aggregate_bps"], sb["aggregate_bps"], "{}", a.test);
         assert_eq!(sa["per_rank"], sb["per_rank"], "{}", a.test);
         assert_eq!(
@@ -883,7 +880,7 @@ fn ranks_on(ranks: u32, target: &Path, witness: &str, args: &[&str]) -> candor_m
 
 /// The merged result's spread, typed.
 fn spread(r: &candor_model::TestResult) -> candor_mpi::merge::Spread {
-    serde_json::from_value(r.ranks.clone().expect("per-rank figures")).expect("a Spread")
+    r.ranks.clone().expect("per-rank figures")
 }
 
 /// Ranks of one job on one quiet machine: every rank's traffic is the job's, so no result,
@@ -1076,4 +1073,9 @@ fn a_foreign_writer_beside_an_mpi_job_is_disturbed() {
         );
         let _ = std::fs::remove_file(&other);
     }
+}
+
+/// A result's per-rank figures as saved in its JSON.
+fn ranks_json(r: &candor_model::TestResult) -> serde_json::Value {
+    serde_json::to_value(r.ranks.as_ref().expect("per-rank figures")).expect("JSON")
 }

@@ -500,32 +500,46 @@ pub fn full_pio(
                 )
             }
         } as isize;
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(EngineError::new(
-                if write { "pwrite" } else { "pread" },
-                path,
-                Some(off),
-                e,
-            ));
+        match part_moved(n, write, ("pwrite", "pread"), path, off)? {
+            Some(n) => done += n,
+            None => continue,
         }
-        if n == 0 {
-            return Err(EngineError::new(
-                "pread",
-                path,
-                Some(off),
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the file ended before the record did",
-                ),
-            ));
-        }
-        done += n as usize;
     }
     Ok(())
+}
+
+/// What one call that moves part of a record returned (`n`, as the system call gives it):
+/// the bytes it moved, None when a signal interrupted it (call again), or the error, named
+/// by the call (`calls`: the write's and the read's names); a read that finds the file's end
+/// before the record's is one.
+#[inline(always)]
+pub fn part_moved(
+    n: isize,
+    write: bool,
+    calls: (&'static str, &'static str),
+    path: &Path,
+    off: u64,
+) -> Result<Option<usize>, EngineError> {
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(None);
+        }
+        let call = if write { calls.0 } else { calls.1 };
+        return Err(EngineError::new(call, path, Some(off), e));
+    }
+    if n == 0 {
+        return Err(EngineError::new(
+            calls.1,
+            path,
+            Some(off),
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file ended before the record did",
+            ),
+        ));
+    }
+    Ok(Some(n as usize))
 }
 
 /// How a synchronous engine moves one record: the only part in which psync, sync and

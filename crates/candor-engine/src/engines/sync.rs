@@ -1,9 +1,8 @@
 //! sync: lseek + read/write, as iozone does; the lseek is skipped when the file position is
 //! already where the next record starts (sequential tests), as a program would.
 
-use super::shared::{EngineError, MoveRecord};
+use super::shared::{part_moved, EngineError, MoveRecord};
 use crate::buffer::AlignedBuf;
-use std::io;
 use std::path::Path;
 
 pub struct Seek {
@@ -52,32 +51,14 @@ impl MoveRecord for Seek {
                     libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr().add(done), len - done)
                 }
             };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
+            match part_moved(n as isize, w, ("write", "read"), path, off) {
+                Ok(Some(n)) => done += n,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.pos = u64::MAX;
+                    return Err(e);
                 }
-                self.pos = u64::MAX;
-                return Err(EngineError::new(
-                    if w { "write" } else { "read" },
-                    path,
-                    Some(off),
-                    e,
-                ));
             }
-            if n == 0 {
-                self.pos = u64::MAX;
-                return Err(EngineError::new(
-                    "read",
-                    path,
-                    Some(off),
-                    io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the file ended before the record did",
-                    ),
-                ));
-            }
-            done += n as usize;
         }
         self.pos = off + len as u64;
         Ok(())

@@ -9,6 +9,7 @@ use crate::size::parse_size;
 use crate::verify::BufferPattern;
 use crate::workload::Hint;
 use candor_model::refusal::refusing;
+use candor_procfs::paths::DROP_CACHES;
 use candor_report::Format;
 use candor_witness::Mode;
 use std::path::PathBuf;
@@ -139,11 +140,14 @@ pub struct RunOptions {
     #[arg(long, help_heading = TIMING)]
     pub keep_cache: bool,
 
-    /// Also write /proc/sys/vm/drop_caches before read tests meant for the device (root).
+    /// Also write the kernel's drop_caches before read tests meant for the device (root).
     ///
     /// Every clean page on the machine is dropped, not only the test's files' (root only;
     /// refused otherwise).
-    #[arg(long, help_heading = TIMING)]
+    #[arg(long, help_heading = TIMING,
+          help = format!("Also write {DROP_CACHES} before read tests meant for the device (root)"),
+          long_help = format!("Also write {DROP_CACHES} before read tests meant for the device (root).\n\n\
+              Every clean page on the machine is dropped, not only the test's files' (root only; refused otherwise)."))]
     pub drop_caches: bool,
 
     /// Repetitions of each test (mean, standard deviation, 95% confidence interval).

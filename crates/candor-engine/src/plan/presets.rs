@@ -285,6 +285,20 @@ pub fn default_format(preset: Option<&str>) -> &'static str {
         .unwrap_or("table")
 }
 
+/// One thread's point of a preset's own list: the test by name (a name missing from the
+/// catalog is candor's own error), its sizes, depth and engine.
+fn point(
+    test: &str,
+    file_size: u64,
+    record_size: u64,
+    iodepth: u32,
+    engine: EngineKind,
+) -> Result<Point, PlanError> {
+    let spec = workload::find(test)
+        .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
+    Ok(Point::new(spec, file_size, record_size, 1, iodepth, engine))
+}
+
 impl Pairs {
     /// The points, one thread each, on the synchronous engine (copy reads and writes by
     /// itself).
@@ -292,16 +306,7 @@ impl Pairs {
         self.points
             .iter()
             .map(|&(test, file_size, record_size)| {
-                let spec = workload::find(test)
-                    .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
-                Ok(Point::new(
-                    spec,
-                    file_size,
-                    record_size,
-                    1,
-                    1,
-                    EngineKind::Sync,
-                ))
+                point(test, file_size, record_size, 1, EngineKind::Sync)
             })
             .collect()
     }
@@ -318,16 +323,7 @@ impl Fixed {
         self.points
             .iter()
             .map(|&(test, record_size, iodepth)| {
-                let spec = workload::find(test)
-                    .ok_or_else(|| PlanError::failed(format!("internal: test {test} missing")))?;
-                Ok(Point::new(
-                    spec,
-                    file_size,
-                    record_size,
-                    1,
-                    iodepth,
-                    EngineKind::IoUring,
-                ))
+                point(test, file_size, record_size, iodepth, EngineKind::IoUring)
             })
             .collect()
     }

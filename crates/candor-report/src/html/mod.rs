@@ -99,6 +99,11 @@ impl Section {
             esc(id),
             esc(title)
         );
+        self.listed(id, title);
+    }
+
+    /// Keeps a group's `<h3>` heading for the contents.
+    fn listed(&mut self, id: &str, title: &str) {
         self.groups.push(Heading {
             level: 3,
             id: id.to_string(),
@@ -116,11 +121,7 @@ impl Section {
             esc(id),
             esc(title)
         );
-        self.groups.push(Heading {
-            level: 3,
-            id: id.to_string(),
-            text: esc(title),
-        });
+        self.listed(id, title);
     }
 
     /// The section as one piece of markup: its heading, unfolded, then its body.

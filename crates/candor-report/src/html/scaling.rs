@@ -267,11 +267,7 @@ pub(super) fn scaling(doc: &RunDoc, b: &mut Section) {
             let mut tables = String::new();
             for s in sweeps {
                 let r = s.points[0];
-                let point = format!(
-                    "{}/{}",
-                    units::size(r.file_size),
-                    units::size(r.record_size)
-                );
+                let point = crate::view::sizes(r.file_size, r.record_size);
                 let c = svg::line_chart_in(
                     &chart(
                         format!("scale-tp-{next}"),
@@ -369,9 +365,7 @@ pub(super) fn ranks(doc: &RunDoc, b: &mut Section) {
         let lagging: Vec<u64> = r
             .ranks
             .as_ref()
-            .and_then(|v| v.get("lagging_ranks"))
-            .and_then(|l| l.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+            .map(|s| s.lagging_ranks.iter().map(|&x| u64::from(x)).collect())
             .unwrap_or_default();
         let rows: Vec<IntervalRow> = ranks
             .iter()

@@ -6,6 +6,7 @@ use super::MAX_TIMELINES;
 use crate::svg::{self, esc, AxisKind, LineChart, Series};
 use crate::view;
 use candor_model::{RunDoc, TestResult};
+use candor_procfs::paths::{MEMINFO, SELF_IO};
 use std::fmt::Write;
 
 /// A timeline this long shows a course over time; shorter ones are drawn after the others.
@@ -58,7 +59,7 @@ fn charts(
     add("device write", |p| p.device_write_bps, 0, false);
     add("device read", |p| p.device_read_bps, 3, false);
     // I/O that does not pass through read(2)/write(2) (io_uring, mmap) is not counted in
-    // /proc/self/io, so the timeline has no application rate: the mean rate of the
+    // the process's io counters, so the timeline has no application rate: the mean rate of the
     // repetition the timeline belongs to (the last one) stands in, dashed and named so.
     let sampled_app = tl
         .iter()
@@ -92,7 +93,7 @@ fn charts(
         );
         caption = format!(
             "The application's own rate was not sampled: {} I/O does not pass through \
-             read(2)/write(2), which /proc/self/io counts. Dashed: its mean over {over}; thin \
+             read(2)/write(2), which {SELF_IO} counts. Dashed: its mean over {over}; thin \
              lines: what the device did, each step the rate over one sampling interval.",
             if r.engine.is_empty() {
                 "this engine's"
@@ -189,7 +190,9 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut Section) {
             fig(c1, &caption),
             fig(
                 c2,
-                "Dirty: written by applications, not yet on the device (/proc/meminfo Dirty)."
+                &format!(
+                    "Dirty: written by applications, not yet on the device ({MEMINFO} Dirty)."
+                )
             )
         );
         b.group(
@@ -275,7 +278,7 @@ pub(super) fn timelines(doc: &RunDoc, b: &mut Section) {
         notes.dedup();
         let body = format!(
             "<p class=\"sub\">{legend}{}</p><div class=\"multi\">{io}</div>\
-             <details><summary>Dirty memory, one chart per result (MiB; /proc/meminfo Dirty: written, not yet on the device)</summary>\
+             <details><summary>Dirty memory, one chart per result (MiB; {MEMINFO} Dirty: written, not yet on the device)</summary>\
              <div class=\"multi\">{dirty}</div></details>",
             notes
                 .iter()

@@ -482,7 +482,7 @@ pub fn mpi_doc() -> RunDoc {
         if k == 0 {
             notes.push("on n2 the reads were served by the page cache (71% hits), not the filesystem's storage".into());
         }
-        r.ranks = Some(serde_json::json!({
+        r.ranks = candor_model::Spread::from_saved(serde_json::json!({
             "ranks": 4,
             "nodes": 2,
             "slowest_rank": 3,
@@ -602,7 +602,7 @@ pub fn audit_doc() -> RunDoc {
     d.complete = true;
     d.host = host();
     d.targets = vec![target("/var/tmp", "ext4", "vda", "virtio_blk", true)];
-    d.audit = Some(serde_json::json!({
+    d.audit = candor_model::audit::AuditDoc::from_saved(serde_json::json!({
         "command": ["iozone", "-i0", "-i1", "-s", "64m", "-r", "4k"],
         "exit_message": null,
         "reconciliation": [

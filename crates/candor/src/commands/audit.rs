@@ -5,6 +5,7 @@ use crate::exit::{refusing, CmdResult, Failure};
 use crate::output::save_atomic;
 use candor_audit::{report, Exit, Options, SourceChoice};
 use candor_model::{rfc3339_now, RunDoc};
+use candor_procfs::paths::{DISKSTATS, PROC};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,8 +23,9 @@ pub struct Args {
     /// How to observe: eBPF when it loads (root), else /proc sampling; or force one.
     #[arg(long, value_name = "auto|procfs|bpf", default_value = "auto", value_parser = refusing(parse_source))]
     pub witness: SourceChoice,
-    /// Sampling period of /proc and /proc/diskstats, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 5)]
+    /// Sampling period of procfs and of diskstats, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5,
+          help = format!("Sampling period of {PROC} and {DISKSTATS}, milliseconds"))]
     pub interval: u64,
     /// Do not pass the command's output through (it is still parsed).
     #[arg(short, long)]
@@ -128,7 +130,7 @@ pub fn run(args: Args) -> CmdResult {
             .insert("interval_ms".into(), serde_json::json!(args.interval));
         doc.options
             .insert("stop_at_exit".into(), serde_json::json!(args.stop_at_exit));
-        doc.audit = Some(report::audit_value(&audit));
+        doc.audit = candor_model::audit::AuditDoc::from_saved(report::audit_value(&audit));
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| Failure::failed(format!("could not encode the audit: {e}")))?;
         save_atomic(path, &text)

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// table, markdown, csv, json or github (a Markdown summary for a CI job's page; default: table).
-    #[arg(long, value_name = "FORMAT", default_value = "table", value_parser = refusing(parse_format))]
+    #[arg(long, value_name = "FORMAT", default_value = "table", value_parser = refusing(CompareFormat::from_arg))]
     pub format: CompareFormat,
     /// Exit 1 when a side's throughput is more than PCT% below the first side's and the
     /// difference is significant (the test the table shows).
@@ -45,15 +45,6 @@ pub struct Args {
     /// Read result files of at most SIZE (e.g. 512m, 2g): a larger file is refused unread.
     #[arg(long, value_name = "SIZE", default_value = "256m", value_parser = refusing(crate::commands::report::parse_max_input))]
     pub max_input_size: u64,
-}
-
-fn parse_format(name: &str) -> Result<CompareFormat, String> {
-    CompareFormat::parse(name).ok_or_else(|| {
-        format!(
-            "unknown format {name:?}: use one of {}",
-            CompareFormat::names()
-        )
-    })
 }
 
 pub fn run(args: Args) -> CmdResult {

@@ -6,6 +6,7 @@
 
 use crate::exit::{CmdResult, Failure, OK};
 use candor_bpf::probe::TracepointState;
+use candor_procfs::paths;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -71,7 +72,7 @@ pub fn run(args: Args) -> CmdResult {
         "kernel BTF",
         host.btf,
         if host.btf {
-            "/sys/kernel/btf/vmlinux"
+            paths::BTF_VMLINUX
         } else {
             "missing: the kernel was built without CONFIG_DEBUG_INFO_BTF"
         },
@@ -81,7 +82,10 @@ pub fn run(args: Args) -> CmdResult {
         None if host.root => line(
             "tracefs",
             true,
-            "not mounted; candor mounts it at /sys/kernel/tracing when it loads the tracer",
+            format!(
+                "not mounted; candor mounts it at {} when it loads the tracer",
+                paths::TRACEFS
+            ),
         ),
         None => line(
             "tracefs",
@@ -215,8 +219,10 @@ pub fn run(args: Args) -> CmdResult {
              beside it (--witness auto)."
         ),
         Some(why) => println!(
-            "candor will use: the procfs witness (/proc/diskstats, /proc/self/io, meminfo, \
-             vmstat, cachestat); no BPF witness because {why}."
+            "candor will use: the procfs witness ({}, {}, meminfo, \
+             vmstat, cachestat); no BPF witness because {why}.",
+            paths::DISKSTATS,
+            paths::SELF_IO
         ),
     }
     Ok(OK)

@@ -9,6 +9,7 @@ use crate::output::Output;
 use candor_engine::rundir::{clean_stale, new_run_id, RunDir};
 use candor_engine::signals;
 use candor_model::{rfc3339_now, Cpu, Intent, Repetition, RunDoc, Status, TestResult};
+use candor_procfs::paths;
 use candor_replay::play::{self, Played, Timing};
 use candor_replay::{format, Trace};
 use candor_report::Format;
@@ -89,8 +90,9 @@ pub struct Args {
     #[arg(long)]
     pub keep_cache: bool,
 
-    /// Also write /proc/sys/vm/drop_caches before each repetition (root).
-    #[arg(long, conflicts_with = "keep_cache")]
+    /// Also write the kernel's drop_caches before each repetition (root).
+    #[arg(long, conflicts_with = "keep_cache",
+          help = format!("Also write {} before each repetition (root)", paths::DROP_CACHES))]
     pub drop_caches: bool,
 
     /// Witness source: auto, procfs, bpf or off.
@@ -106,17 +108,12 @@ pub struct Args {
     pub html: Option<PathBuf>,
 
     /// The format printed on stdout: table, json, csv, markdown, openmetrics, fio-json...
-    #[arg(long, value_name = "FORMAT", value_parser = refusing(parse_format))]
+    #[arg(long, value_name = "FORMAT", value_parser = refusing(Format::from_arg))]
     pub format: Option<Format>,
 
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-fn parse_format(name: &str) -> Result<Format, String> {
-    Format::parse(name)
-        .ok_or_else(|| format!("unknown format {name:?}: use one of {}", Format::names()))
 }
 
 /// Reads the trace the arguments name; the rest of the paths are the targets.
@@ -264,9 +261,10 @@ pub fn run(a: Args) -> CmdResult {
     };
     // SAFETY: geteuid has no preconditions.
     if a.drop_caches && unsafe { libc::geteuid() } != 0 {
-        return Err(Failure::usage(
-            "--drop-caches writes /proc/sys/vm/drop_caches and needs root: run as root or leave it out",
-        ));
+        return Err(Failure::usage(format!(
+            "--drop-caches writes {} and needs root: run as root or leave it out",
+            paths::DROP_CACHES
+        )));
     }
     let paths: Vec<PathBuf> = if targets.is_empty() {
         vec![PathBuf::from(".")]
@@ -488,7 +486,7 @@ fn one_rep(
     if a.drop_caches {
         // SAFETY: sync has no preconditions.
         unsafe { libc::sync() };
-        let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+        let _ = candor_procfs::Kernel::system().drop_caches();
     }
     let files: Vec<PathBuf> = trace
         .header

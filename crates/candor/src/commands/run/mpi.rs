@@ -104,22 +104,10 @@ pub fn warnings(r: &TestResult) -> Vec<String> {
     let Some(v) = r.ranks.as_ref() else {
         return Vec::new();
     };
-    let label = format!(
-        "{} ({} ranks)",
-        r.test,
-        v.get("ranks").and_then(|x| x.as_u64()).unwrap_or(0)
-    );
-    let mut out: Vec<String> = v
-        .get("notes")
-        .and_then(|n| n.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str())
-                .map(|x| format!("{label}: {x}"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(l) = v.get("lagging_ranks").and_then(|l| l.as_array()) {
+    let label = format!("{} ({} ranks)", r.test, v.ranks);
+    let mut out: Vec<String> = v.notes.iter().map(|x| format!("{label}: {x}")).collect();
+    {
+        let l = &v.lagging_ranks;
         if !l.is_empty() {
             let ranks: Vec<String> = l.iter().map(|x| x.to_string()).collect();
             out.push(format!(
