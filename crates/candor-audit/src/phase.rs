@@ -51,6 +51,13 @@ pub struct Phase {
     /// were served by the page cache).
     pub storage_read_bytes: Option<u64>,
     pub storage_write_bytes: Option<u64>,
+    /// How the storage bytes were found (eBPF): "request" (every block request that moved
+    /// the file's data, counted once: the kernel named the file, through a page of its
+    /// page cache or a call on it in O_DIRECT mode) or "share" (an estimate: the tree's
+    /// requests that named no file, over the window of the phases overlapping it, shared
+    /// by the bytes each moved). None with procfs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_by: Option<String>,
     /// Device traffic during the phase on the file's device (all processes).
     pub device: Option<String>,
     pub device_read_bytes: Option<u64>,

@@ -90,7 +90,9 @@ volatile const char candor_quiet_comm[16] = {};
 /* Phases the ring buffer had no room for that were merged into `lost_phases` (not lost:
  * user space reads them from there at the end). */
 #define DIAG_PHASES_MERGED 5
-#define NDIAG 6
+/* Block requests of the tree not counted per file because `blk_files` was full. */
+#define DIAG_BLK_FILES_FULL 6
+#define NDIAG 7
 
 struct sys_stat {
 	__u64 count;
@@ -248,7 +250,24 @@ struct req_val {
 	/* Bytes the device has still to complete: the request's length when it was first
 	 * issued, less its partial completions. */
 	__u32 left;
-	__u32 pad2;
+	/* The file the request moves data of, when the kernel says (0 otherwise): its
+	 * filesystem's device (s_dev) and inode. See req_file. */
+	__u32 fdev;
+	__u64 ino;
+};
+
+/* The tree's block bytes per file, each request counted once, by the file whose data it
+ * moved (`req_file`): what each file's phases are given as their storage bytes. */
+struct blk_file_key {
+	__u32 fdev;
+	__u8 dir;
+	__u8 pad[3];
+	__u64 ino;
+};
+
+struct blk_file_stat {
+	__u64 bytes;
+	__u64 requests;
 };
 
 /* Requests live in an array indexed by a hash of their address: a request is found with
@@ -351,6 +370,13 @@ struct {
 } blk_stats SEC(".maps");
 
 /* Never written: a zeroed value to create blk_stats entries from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct blk_file_key);
+	__type(value, struct blk_file_stat);
+} blk_files SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -1182,6 +1208,93 @@ static __always_inline int rq_info_btf(struct request *rq, struct rq_info *out)
 	return 0;
 }
 
+#define PAGE_MAPPING_ANON 1
+
+/* The file whose data the request moves, when the kernel says so (*ino stays 0 when not):
+ * - a thread of the tree inside a read or write call on a regular file in O_DIRECT mode:
+ *   that file (its bio pages are the program's buffer, which says nothing of the file);
+ * - otherwise the owner of the first page of its first bio, when that page is in a regular
+ *   file's page cache (buffered reads and readahead, writeback of dirty pages);
+ * - otherwise none: anonymous pages (a buffer through AIO or io_uring in O_DIRECT mode),
+ *   the block device's own cache (metadata, the journal).
+ * Every read goes through bpf_probe_read_kernel: the page's mapping carries a flag in its
+ * low bit, and a tail page of a large folio names its head, both plain numbers. */
+static __always_inline void req_file(struct request *rqp, __u8 owner, __u32 *fdev, __u64 *ino)
+{
+	*fdev = 0;
+	*ino = 0;
+	if (owner == OWNER_TRACKED && candor_phases) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		struct sys_start *sp = bpf_map_lookup_elem(&starts, &tid);
+		if (sp && sp->ts && (is_read_slot(sp->slot) || is_write_slot(sp->slot))) {
+			__u32 d = 0, ff = 0, blk = 0;
+			__u64 i = 0;
+			if (!fd_inode(sp->fd, &d, &i, &ff, &blk) && !blk && (ff & X86_O_DIRECT)) {
+				*fdev = d;
+				*ino = i;
+				return;
+			}
+		}
+	}
+	struct bio *bio = 0;
+	struct bio_vec *bv = 0;
+	struct page *pg = 0;
+	unsigned long head = 0, mapping = 0;
+	struct inode *host = 0;
+	struct super_block *sb = 0;
+	__u16 mode = 0;
+	__u32 d = 0;
+	__u64 i = 0;
+	if (bpf_probe_read_kernel(&bio, sizeof(bio), &rqp->bio) || !bio)
+		return;
+	if (bpf_probe_read_kernel(&bv, sizeof(bv), &bio->bi_io_vec) || !bv)
+		return;
+	if (bpf_probe_read_kernel(&pg, sizeof(pg), &bv->bv_page) || !pg)
+		return;
+	if (bpf_probe_read_kernel(&head, sizeof(head), &pg->compound_head))
+		return;
+	if (head & 1)
+		pg = (struct page *)(head - 1);
+	if (bpf_probe_read_kernel(&mapping, sizeof(mapping), &pg->mapping) || !mapping ||
+	    (mapping & PAGE_MAPPING_ANON))
+		return;
+	if (bpf_probe_read_kernel(&host, sizeof(host), &((struct address_space *)mapping)->host) ||
+	    !host)
+		return;
+	if (bpf_probe_read_kernel(&mode, sizeof(mode), &host->i_mode) ||
+	    (mode & 0170000) != 0100000)
+		return;
+	if (bpf_probe_read_kernel(&i, sizeof(i), &host->i_ino))
+		return;
+	if (bpf_probe_read_kernel(&sb, sizeof(sb), &host->i_sb) || !sb)
+		return;
+	if (bpf_probe_read_kernel(&d, sizeof(d), &sb->s_dev))
+		return;
+	*fdev = d;
+	*ino = i;
+}
+
+/* Adds a completed part of a request to its file's count, when the request is the tree's
+ * (its processes' or the writeback of pages they dirtied) and names a file. */
+static __always_inline void file_blk_add(struct req_val *v, __u64 bytes)
+{
+	if (!v->ino || v->dir > 1 || (v->owner != OWNER_TRACKED && v->owner != OWNER_WRITEBACK))
+		return;
+	struct blk_file_key k = { .fdev = v->fdev, .dir = v->dir, .ino = v->ino };
+	struct blk_file_stat *st = bpf_map_lookup_elem(&blk_files, &k);
+	if (!st) {
+		struct blk_file_stat z = {};
+		bpf_map_update_elem(&blk_files, &k, &z, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&blk_files, &k);
+		if (!st) {
+			diag_inc(DIAG_BLK_FILES_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&st->bytes, bytes);
+	__sync_fetch_and_add(&st->requests, 1);
+}
+
 /* A number naming the request: its address minus the (fixed) address of the slot array.
  * The verifier refuses to shift or hash a typed pointer, and to read a spilled pointer
  * back in halves, but lets a privileged program subtract two pointers, which gives a
@@ -1234,6 +1347,7 @@ static __always_inline void req_recover(struct req_val *old)
 	__sync_fetch_and_add(&st->completions, 1);
 	__sync_fetch_and_add(&st->bytes, old->left);
 	__sync_fetch_and_add(&st->size[l2_bucket(old->left)], 1);
+	file_blk_add(old, old->left);
 	diag_inc(DIAG_COMPLETIONS_RECOVERED);
 }
 
@@ -1244,6 +1358,9 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 	if (rq_info_btf(rqp, &ri))
 		return 0;
 	__u8 owner = owner_now();
+	__u32 fdev = 0;
+	__u64 ino = 0;
+	req_file(rqp, owner, &fdev, &ino);
 	__u32 i = rq_index(rq);
 	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
 	if (s) {
@@ -1258,13 +1375,16 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 			s->owner = owner;
 			s->issued = 0;
 			s->left = 0;
+			s->fdev = fdev;
+			s->ino = ino;
 			return s;
 		}
 	}
 	struct req_val *old = bpf_map_lookup_elem(&reqs, &rq);
 	if (old)
 		req_recover(old);
-	struct req_val v = { .rq = rq, .dev = ri.dev, .dir = ri.dir, .owner = owner };
+	struct req_val v = { .rq = rq, .dev = ri.dev, .dir = ri.dir, .owner = owner,
+			     .fdev = fdev, .ino = ino };
 	if (bpf_map_update_elem(&reqs, &rq, &v, BPF_ANY)) {
 		diag_inc(DIAG_REQS_FULL);
 		return 0;
@@ -1316,6 +1436,7 @@ int candor_rq_issue(__u64 *ctx)
 		v->dev = ri.dev;
 		v->dir = ri.dir;
 		v->owner = owner_now();
+		req_file(rqp, v->owner, &v->fdev, &v->ino);
 	}
 	v->issued = 1;
 	v->left = rqp->__data_len;
@@ -1404,6 +1525,7 @@ int candor_rq_complete(__u64 *ctx)
 	__sync_fetch_and_add(&st->completions, 1);
 	__sync_fetch_and_add(&st->bytes, bytes);
 	__sync_fetch_and_add(&st->size[l2_bucket(bytes)], 1);
+	file_blk_add(&v, bytes);
 	if (error)
 		__sync_fetch_and_add(&st->errors, 1);
 	if (v.issue_ns && now >= v.issue_ns) {
@@ -1606,10 +1728,6 @@ struct io_kiocb {
 	__u8 opcode;
 	struct io_cqe cqe;
 	void *ctx;
-} __attribute__((preserve_access_index));
-
-struct address_space {
-	struct inode *host;
 } __attribute__((preserve_access_index));
 
 struct folio {
