@@ -963,7 +963,9 @@ static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 
 	bpf_map_delete_elem(&fds, k);
 }
 
-/* Linux AIO's iocbs, at io_submit's exit (in the asynchronous I/O section below). */
+/* Linux AIO's iocbs, at io_submit's exit, and the events io_getevents reaped (in the
+ * asynchronous I/O section below). */
+static __always_inline void aio_reaped_all(const void *regs, __u64 reaped, __u32 tgid);
 static __always_inline void aio_submitted(const void *regs, __u64 accepted, __u32 tgid,
 					  __u64 from, __u64 now);
 /* fcntl(F_SETFL) changed O_DIRECT on a descriptor: a phase is in one mode, so the phase
@@ -1049,6 +1051,8 @@ int candor_sys_exit(__u64 *ctx)
 	}
 	if (slot == SLOT_IO_SUBMIT && ret > 0 && candor_phases)
 		aio_submitted((const void *)ctx[0], ret, tgid, s.ts, now);
+	if (slot == SLOT_IO_GETEVENTS && ret > 0 && candor_phases)
+		aio_reaped_all((const void *)ctx[0], ret, tgid);
 	if (ret < 0 || slot >= SLOT_FIRST_META)
 		return 0;
 	if (slot == SLOT_LSEEK) {
@@ -1614,7 +1618,8 @@ int candor_wb_end(struct wb_ctx *ctx)
  * audit ends; no event per I/O):
  * - Linux AIO: the iocbs io_submit accepted (its result says how many), read from the
  *   caller's memory at the call's exit, each counted at its submitted size on the file
- *   its descriptor names. At most AIO_BOUND iocbs per call are read (one bpf_loop); the
+ *   its descriptor names, then corrected to what completed when io_getevents reaps it
+ *   (`aio_pending`, `aio_reaped`). At most AIO_BOUND iocbs per call are read (one bpf_loop); the
  *   rest are counted in `chan_lost` (calls, no bytes).
  * - io_uring: every completion of a read, write or fsync request on a ring the tracked set
  *   created, with the result the kernel posted (bytes moved), on the request's file
@@ -1682,6 +1687,30 @@ struct {
 	__type(key, __u32);
 	__type(value, struct chan_lost_stat);
 } chan_lost SEC(".maps");
+
+/* Linux AIO requests submitted and not yet reaped: (process, the iocb's address in the
+ * process, which io_event.obj names) -> the file and direction it was counted on and the
+ * size asked. At io_getevents' exit each reaped event's result (io_event.res: the bytes
+ * moved, or a negative error) replaces the size asked. */
+struct aio_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 iocb;
+};
+
+struct aio_val {
+	__u32 dev;
+	__u32 dir;
+	__u64 ino;
+	__u64 size;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct aio_key);
+	__type(value, struct aio_val);
+} aio_pending SEC(".maps");
 
 /* Never written: a zeroed value to create chan_files entries from (too big for the stack). */
 struct {
@@ -1902,7 +1931,63 @@ static long aio_one(__u32 i, void *data)
 	if (blk)
 		flags |= PHASE_BLKDEV;
 	chan_add(lc->tgid, dev, ino, flags, CHAN_AIO, dir, bytes, 1, lc->from, lc->now);
+	if (dir < 2 && bytes) {
+		struct aio_key ak = { .tgid = lc->tgid, .iocb = p };
+		struct aio_val av = { .dev = dev, .dir = dir, .ino = ino, .size = bytes };
+		bpf_map_update_elem(&aio_pending, &ak, &av, BPF_ANY);
+	}
 	return 0;
+}
+
+/* The fields of struct io_event (include/uapi/linux/aio_abi.h). */
+struct chan_io_event {
+	__u64 data;
+	__u64 obj;
+	__s64 res;
+	__s64 res2;
+};
+
+struct aio_reap {
+	__u64 events;
+	__u32 tgid;
+};
+
+/* One reaped event (bpf_loop's callback): a request that moved less than it asked (short,
+ * past the end of the file, failed) takes the difference off its file's bytes. */
+static long aio_reaped(__u32 i, void *data)
+{
+	struct aio_reap *rc = data;
+	struct chan_io_event ev = {};
+	if (chan_probe_read_user(&ev, sizeof(ev),
+				 (const void *)(rc->events + (__u64)(i & (AIO_BOUND - 1)) * sizeof(ev))))
+		return 0;
+	struct aio_key ak = { .tgid = rc->tgid, .iocb = ev.obj };
+	struct aio_val *av = bpf_map_lookup_elem(&aio_pending, &ak);
+	if (!av)
+		return 0;
+	__u64 got = ev.res > 0 ? (__u64)ev.res : 0;
+	if (got < av->size) {
+		struct chan_key k = { .tgid = rc->tgid, .dev = av->dev, .ino = av->ino,
+				      .chan = CHAN_AIO };
+		struct chan_stat *s = bpf_map_lookup_elem(&chan_files, &k);
+		if (s) {
+			__u64 less = av->size - got;
+			if (av->dir == 0)
+				__sync_fetch_and_add(&s->rbytes, -less);
+			else
+				__sync_fetch_and_add(&s->wbytes, -less);
+		}
+	}
+	bpf_map_delete_elem(&aio_pending, &ak);
+	return 0;
+}
+
+/* io_getevents(ctx, min_nr, nr, events, timeout) and io_pgetevents (the same first four
+ * arguments) returned `reaped` events into `events`, the fourth argument (r10). */
+static __always_inline void aio_reaped_all(const void *regs, __u64 reaped, __u32 tgid)
+{
+	struct aio_reap rc = { .events = reg(regs, PT_REGS_R10), .tgid = tgid };
+	chan_bpf_loop(reaped > AIO_BOUND ? AIO_BOUND : reaped, aio_reaped, &rc, 0);
 }
 
 static __always_inline void aio_submitted(const void *regs, __u64 accepted, __u32 tgid,
