@@ -405,10 +405,21 @@ struct {
 	__type(value, __u64);
 } inflight SEC(".maps");
 
+/* An inode under writeback: the device of its backing_dev_info (the disk its requests go
+ * to, in the block programs' encoding, parsed from the tracepoint's "MAJ:MIN" name; 0 for
+ * a name of another form) and its number. Inode numbers repeat across filesystems: by
+ * number alone, another filesystem's inode 12 written back while the set's inode 12 was
+ * marked was the set's. */
+struct wb_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u64);
+	__type(key, struct wb_key);
 	__type(value, __u8);
 } wb_inodes SEC(".maps");
 
@@ -416,7 +427,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct wb_key);
 } wb_cur SEC(".maps");
 
 /* Histogram buckets; the same arithmetic is in src/hist.rs. */
@@ -1157,9 +1168,9 @@ static __always_inline __u8 owner_now(void)
 		return OWNER_JOB;
 	/* A flusher writing an inode back: the set's if the set dirtied it, the job's if
 	 * another process of the job did, else someone else's data. */
-	__u64 *ino = bpf_map_lookup_elem(&wb_cur, &tid);
-	if (ino) {
-		__u8 *by = bpf_map_lookup_elem(&wb_inodes, ino);
+	struct wb_key *wk = bpf_map_lookup_elem(&wb_cur, &tid);
+	if (wk) {
+		__u8 *by = bpf_map_lookup_elem(&wb_inodes, wk);
 		if (!by)
 			return OWNER_FOREIGN;
 		return *by == SET_OWN ? OWNER_WRITEBACK : OWNER_JOB;
@@ -1578,6 +1589,37 @@ struct wb_ctx {
 	__u64 ino;
 };
 
+/* The device a backing_dev_info's name gives ("7:2" -> major 7, minor 2, encoded as the
+ * block programs' devices are), or 0 when the name is not "MAJ:MIN". */
+static __always_inline __u32 bdi_dev(const char *from)
+{
+	char name[32] = {};
+	/* Copied off the context first: a context may be read at constant offsets only. */
+	if (bpf_probe_read_kernel(name, sizeof(name), from))
+		return 0;
+	__u32 major = 0, minor = 0, colon = 0, digits = 0;
+	for (int i = 0; i < 32; i++) {
+		char c = name[i];
+		if (c == 0)
+			break;
+		if (c == ':' && !colon && digits) {
+			colon = 1;
+			digits = 0;
+		} else if (c >= '0' && c <= '9') {
+			if (colon)
+				minor = minor * 10 + (c - '0');
+			else
+				major = major * 10 + (c - '0');
+			digits++;
+		} else {
+			return 0;
+		}
+	}
+	if (!colon || !digits)
+		return 0;
+	return (major << 20) | (minor & 0xfffff);
+}
+
 SEC("tracepoint/writeback/writeback_dirty_folio")
 int candor_dirty_folio(struct wb_ctx *ctx)
 {
@@ -1585,21 +1627,21 @@ int candor_dirty_folio(struct wb_ctx *ctx)
 	__u8 set = set_of(tgid);
 	if (!set)
 		return 0;
-	__u64 ino = ctx->ino;
+	struct wb_key k = { .dev = bdi_dev(ctx->name), .ino = ctx->ino };
 	/* The set's own mark wins over the job's (a file both wrote: --shared-file). */
-	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &ino);
+	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &k);
 	if (by && (*by == SET_OWN || *by == set))
 		return 0;
-	bpf_map_update_elem(&wb_inodes, &ino, &set, BPF_ANY);
+	bpf_map_update_elem(&wb_inodes, &k, &set, BPF_ANY);
 	return 0;
 }
 
 SEC("tracepoint/writeback/writeback_single_inode_start")
 int candor_wb_start(struct wb_ctx *ctx)
 {
-	__u64 ino = ctx->ino;
+	struct wb_key k = { .dev = bdi_dev(ctx->name), .ino = ctx->ino };
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&wb_cur, &tid, &ino, BPF_ANY);
+	bpf_map_update_elem(&wb_cur, &tid, &k, BPF_ANY);
 	return 0;
 }
 

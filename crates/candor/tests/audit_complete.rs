@@ -653,3 +653,58 @@ fn two_files_written_at_once_get_their_own_device_writes() {
         .sum();
     assert!(all <= own, "phases' writes {all} against the tree's {own}");
 }
+
+/// Two fresh ext4 filesystems of their own, whose first files get the same inode number:
+/// the audited tree writes one on the first and syncs; the test itself (outside the tree)
+/// has dirtied the other just before. The flusher writes both back, and the second
+/// device's writes are another process's (foreign), not the tree's: a flusher's request is
+/// the tree's only for an inode the tree dirtied on that very device (inodes used to be
+/// known by number alone, and the tree was credited with the other device's writeback).
+#[test]
+fn writeback_of_another_filesystems_inode_of_the_same_number_is_foreign() {
+    if !ready() {
+        return;
+    }
+    let Some(a) = common::scratch("ext4", 128 << 20) else {
+        return;
+    };
+    let Some(b) = common::scratch("ext4", 128 << 20) else {
+        return;
+    };
+    let _g = serial();
+    let (fa, fb) = (a.path().join("f"), b.path().join("f"));
+    std::fs::write(&fb, vec![3u8; 4 << 20]).expect("the other file");
+    std::fs::write(&fa, b"").expect("the tree's file");
+    use std::os::unix::fs::MetadataExt;
+    let ino = |p: &Path| std::fs::metadata(p).expect("a file").ino();
+    assert_eq!(
+        ino(&fa),
+        ino(&fb),
+        "fresh filesystems give their first file one number"
+    );
+    let dir = scratch();
+    // syncfs of the other filesystem from the tree: its flusher writes the other inode
+    // back while the tree's inode of the same number is marked as the tree's.
+    let cmd = format!(
+        "dd if=/dev/zero of={} bs=1M count=4 status=none && sync -f {} && sync -f {}",
+        fa.display(),
+        fa.display(),
+        fb.display()
+    );
+    let (out, v) = common::audit_json(dir.path(), "bpf", &["-q"], &["sh", "-c", &cmd]);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let name = |s: &str| s.trim_start_matches("/dev/").to_string();
+    let t = &v["audit"]["account"]["device_traffic"];
+    assert!(
+        u(&t[name(&a.loop_device)]["own_write_bytes"]) >= 4 << 20,
+        "the tree's own file: {t:#}"
+    );
+    // What the tree's own syncfs writes of the other filesystem in its own context (its
+    // superblock, a few blocks) is the tree's; the other file's 4 MiB is not.
+    let other = &t[name(&b.loop_device)];
+    assert!(
+        other.is_null() || u(&other["own_write_bytes"]) < 1 << 20,
+        "the other device ({}): its writeback is not the tree's: {t:#}",
+        b.loop_device
+    );
+}
