@@ -426,9 +426,20 @@ fn device_bytes_are_attributed_once() {
         .iter()
         .map(|p| p["storage_write_bytes"].as_u64().unwrap_or(0))
         .sum();
+    let others: Vec<String> = phases
+        .iter()
+        .filter(|p| p["storage_write_bytes"].as_u64().unwrap_or(0) > 0)
+        .filter(|p| !p["path"].as_str().unwrap_or("").starts_with(&fm))
+        .map(|p| {
+            format!(
+                "{} dev {} {} ({})",
+                p["path"], p["dev"], p["storage_write_bytes"], p["storage_by"]
+            )
+        })
+        .collect();
     assert!(
         on_files > 0 && on_all <= own,
-        "phases' device writes {on_all} ({on_files} on fs_mark's files) against the tree's {own}"
+        "phases' device writes {on_all} ({on_files} on fs_mark's files) against the tree's {own}: {others:?}"
     );
 }
 
