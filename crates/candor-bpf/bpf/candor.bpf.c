@@ -1238,7 +1238,11 @@ static __always_inline void req_file(struct request *rqp, __u8 owner, __u32 *fde
 {
 	*fdev = 0;
 	*ino = 0;
-	if (owner == OWNER_TRACKED && candor_phases) {
+	/* Only the set's requests are counted per file, and only by the audit (phases on):
+	 * `candor run` and other processes' requests pay nothing here. */
+	if (!candor_phases || (owner != OWNER_TRACKED && owner != OWNER_WRITEBACK))
+		return;
+	if (owner == OWNER_TRACKED) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 		struct sys_start *sp = bpf_map_lookup_elem(&starts, &tid);
 		if (sp && sp->ts && (is_read_slot(sp->slot) || is_write_slot(sp->slot))) {
