@@ -27,6 +27,10 @@ pub struct Totals {
 pub struct FileLine {
     pub path: String,
     pub kind: String,
+    /// What was done to it: "read", "write", "mixed" (both) or "unknown" (nothing moved),
+    /// with the share of its bytes that were read.
+    pub direction: String,
+    pub read_share: Option<f64>,
     pub opens: usize,
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -37,6 +41,9 @@ pub struct FileLine {
 pub struct Account {
     pub read: Totals,
     pub write: Totals,
+    /// What the tree did over all its files, by bytes: "read", "write", "mixed: 93% read /
+    /// 7% write by bytes" or "nothing moved".
+    pub kind: String,
     pub fsync_count: Option<u64>,
     pub fsync_time_s: Option<f64>,
     /// Reads by where they came from: the device (the tree's own block reads, each counted
@@ -260,6 +267,13 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
             .cmp(&(a.read_bytes + a.write_bytes))
             .then(a.path.cmp(&b.path))
     });
+    a.kind = crate::phase::kind_words(a.read.bytes, a.write.bytes);
+    for f in &mut files {
+        f.direction = crate::phase::direction_of(f.read_bytes, f.write_bytes)
+            .as_str()
+            .into();
+        f.read_share = crate::phase::read_share(f.read_bytes, f.write_bytes);
+    }
     a.files = files;
     // The verdict, from the single counts.
     let pct = |x: u64, of: u64| {
@@ -391,6 +405,9 @@ pub fn render(a: &Account) -> String {
             if t.files == 1 { "" } else { "s" }
         ));
     }
+    if !a.kind.is_empty() {
+        s.push_str(&format!("  kind     {}\n", a.kind));
+    }
     match (a.fsync_count, a.fsync_time_s) {
         (Some(n), Some(t)) => s.push_str(&format!("  fsync    {n} calls, {t:.3} s\n")),
         _ => s.push_str("  fsync    not counted (the eBPF tracer counts them)\n"),
@@ -444,7 +461,7 @@ pub fn render(a: &Account) -> String {
         s.push_str("  files, most bytes first:\n");
         for f in a.files.iter().take(SHOWN) {
             s.push_str(&format!(
-                "    {:>10} read  {:>10} written  {:>4} open{}  {:>4} fsync  {}{}\n",
+                "    {:>10} read  {:>10} written  {:>4} open{}  {:>4} fsync  {}{}{}\n",
                 b(f.read_bytes),
                 b(f.write_bytes),
                 f.opens,
@@ -455,7 +472,15 @@ pub fn render(a: &Account) -> String {
                 } else {
                     ""
                 },
-                f.path
+                f.path,
+                if f.direction == "mixed" {
+                    format!(
+                        " ({})",
+                        crate::phase::kind_words(f.read_bytes, f.write_bytes)
+                    )
+                } else {
+                    String::new()
+                }
             ));
         }
         let rest = &a.files[a.files.len().min(SHOWN)..];

@@ -3,6 +3,7 @@
 //! open..close. Times are exact and the time inside the I/O calls is known.
 
 use crate::phase::{Observed, Phase, PhaseSource};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 pub struct BpfSource {
@@ -93,19 +94,72 @@ impl BpfSource {
         (r, w, foreign)
     }
 
-    /// Each phase's device bytes, every request counted once: the phases of a device whose
-    /// windows (between the readings that bracket them) overlap form one group, the
-    /// tree's traffic over the group's window is shared among its phases in proportion to
-    /// the bytes each moved in that direction, and groups never overlap. So the sums over
-    /// phases never exceed the tree's own traffic on the device; traffic in a direction no
-    /// phase of its group moved (a file's writeback after the group ended, the program's
-    /// own loading) stays in the device's totals only.
-    fn storage(&self, phases: &[candor_bpf::Phase]) -> Vec<Option<(u64, u64, u64)>> {
+    /// Each phase's device bytes (read, written, other processes' bytes in its window) and
+    /// how they were found, every request counted once.
+    ///
+    /// - A file whose requests the kernel named (`files`: a page of its page cache, or a
+    ///   call on it in O_DIRECT mode; see `Tracer::block_files`) gets exactly those bytes,
+    ///   shared among its phases by the bytes each moved in that direction: "request".
+    /// - The other phases of a device whose windows (between the readings that bracket
+    ///   them) overlap form one group: the tree's traffic over the group's window, less
+    ///   the bytes of the group's files counted by request, is shared among them in
+    ///   proportion to the bytes each moved in that direction: "share", an estimate.
+    ///
+    /// Groups never overlap, so the sums over phases never exceed the tree's own traffic
+    /// on the device; traffic in a direction no phase of its group moved (the program's
+    /// own loading, metadata) stays in the device's totals only.
+    #[allow(clippy::type_complexity)]
+    fn storage(
+        &self,
+        phases: &[candor_bpf::Phase],
+        files: Option<&BTreeMap<(candor_bpf::DevId, u64), (u64, u64)>>,
+    ) -> Vec<Option<(u64, u64, u64, &'static str)>> {
         let mut out = vec![None; phases.len()];
+        // By request: each file's bytes among its phases.
+        let mut exact: Vec<Option<(u64, u64)>> = vec![None; phases.len()];
+        if let Some(files) = files {
+            let mut of_file = BTreeMap::<(candor_bpf::DevId, u64), Vec<usize>>::new();
+            for (i, p) in phases.iter().enumerate() {
+                if !p.block_device && files.contains_key(&(p.dev, p.inode)) {
+                    of_file.entry((p.dev, p.inode)).or_default().push(i);
+                }
+            }
+            for (key, idx) in &of_file {
+                let (r, w) = files[key];
+                let reads = share_whole(
+                    r,
+                    &idx.iter()
+                        .map(|&i| {
+                            (
+                                phases[i].read_bytes,
+                                phases[i].read_bytes + phases[i].write_bytes,
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let writes = share_whole(
+                    w,
+                    &idx.iter()
+                        .map(|&i| {
+                            (
+                                phases[i].write_bytes,
+                                phases[i].read_bytes + phases[i].write_bytes,
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                for (n, &i) in idx.iter().enumerate() {
+                    exact[i] = Some((reads[n], writes[n]));
+                }
+            }
+        }
         let mut spans: Vec<(candor_bpf::DevId, usize, usize, usize)> = Vec::new();
         for (i, p) in phases.iter().enumerate() {
             let end = p.close_ns.or(p.last_io_ns).unwrap_or(p.open_ns);
             let Some((a, b)) = window_index(&self.snapshots, p.open_ns, end) else {
+                if let Some((r, w)) = exact[i] {
+                    out[i] = Some((r, w, 0, "request"));
+                }
                 continue;
             };
             spans.push((p.dev, a, b, i));
@@ -121,23 +175,40 @@ impl BpfSource {
             }
             let group = &spans[k..j];
             let (r, w, foreign) = self.storage_between(dev, start, end);
-            let members: Vec<&candor_bpf::Phase> = group.iter().map(|g| &phases[g.3]).collect();
+            // What the group's files counted by request took is not the others' to share.
+            let (er, ew) = group
+                .iter()
+                .filter_map(|g| exact[g.3])
+                .fold((0u64, 0u64), |a, b| (a.0 + b.0, a.1 + b.1));
+            let (r, w) = (r.saturating_sub(er), w.saturating_sub(ew));
+            let members: Vec<(&candor_bpf::Phase, bool)> = group
+                .iter()
+                .map(|g| (&phases[g.3], exact[g.3].is_some()))
+                .collect();
             let reads = share_out(
                 r,
                 &members
                     .iter()
-                    .map(|p| (p.read_bytes, p.direct))
+                    .map(|(p, e)| (if *e { 0 } else { p.read_bytes }, p.direct && !e))
                     .collect::<Vec<_>>(),
             );
             let writes = share_out(
                 w,
                 &members
                     .iter()
-                    .map(|p| (p.write_bytes, p.direct || p.fsyncs > 0))
+                    .map(|(p, e)| {
+                        (
+                            if *e { 0 } else { p.write_bytes },
+                            (p.direct || p.fsyncs > 0) && !e,
+                        )
+                    })
                     .collect::<Vec<_>>(),
             );
             for (n, g) in group.iter().enumerate() {
-                out[g.3] = Some((reads[n], writes[n], foreign));
+                out[g.3] = Some(match exact[g.3] {
+                    Some((er, ew)) => (er, ew, foreign, "request"),
+                    None => (reads[n], writes[n], foreign, "share"),
+                });
             }
             k = j;
         }
@@ -246,6 +317,37 @@ fn share_out(total: u64, phases: &[(u64, bool)]) -> Vec<u64> {
             }
         })
         .collect()
+}
+
+/// Shares `total` whole among phases, by each one's bytes in the direction (the first of
+/// each pair), or by all its bytes (the second) when none moved any that way, or to the
+/// first when none moved anything: the shares add up to `total` exactly (what rounding
+/// leaves goes to the largest).
+fn share_whole(total: u64, phases: &[(u64, u64)]) -> Vec<u64> {
+    if phases.is_empty() {
+        return Vec::new();
+    }
+    let by_dir: u64 = phases.iter().map(|p| p.0).sum();
+    let by_all: u64 = phases.iter().map(|p| p.1).sum();
+    let weights: Vec<u64> = if by_dir > 0 {
+        phases.iter().map(|p| p.0).collect()
+    } else if by_all > 0 {
+        phases.iter().map(|p| p.1).collect()
+    } else {
+        let mut w = vec![0; phases.len()];
+        w[0] = 1;
+        w
+    };
+    let all: u64 = weights.iter().sum();
+    let mut out: Vec<u64> = weights
+        .iter()
+        .map(|&x| (total as u128 * x as u128 / all as u128) as u64)
+        .collect();
+    let left = total - out.iter().sum::<u64>();
+    if let Some(i) = (0..weights.len()).max_by_key(|&i| weights[i]) {
+        out[i] += left;
+    }
+    out
 }
 
 /// The indexes of the two snapshots `window` picks.
@@ -421,17 +523,31 @@ impl PhaseSource for BpfSource {
             }
         };
         let lost = self.channel_phases();
-        let storage = self.storage(&self.raw);
+        let files = match self.tracer.block_files() {
+            Ok(f) => Some(
+                f.into_iter()
+                    .map(|(k, r, w)| (k, (r, w)))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            Err(e) => {
+                self.notes.push(format!(
+                    "{e}: each phase's storage bytes are the tree's requests over its window shared by bytes (an estimate), not counted per request"
+                ));
+                None
+            }
+        };
+        let storage = self.storage(&self.raw, files.as_ref());
         let mut phases: Vec<Phase> = self
             .raw
             .iter()
             .zip(storage)
             .map(|(p, st)| {
                 let mut q = convert(p, self.t0_ns, &self.cwd, now);
-                if let Some((r, w, foreign)) = st {
+                if let Some((r, w, foreign, by)) = st {
                     q.foreign_device_bytes = Some(foreign);
                     q.storage_read_bytes = Some(r);
                     q.storage_write_bytes = Some(w);
+                    q.storage_by = Some(by.into());
                 }
                 q
             })

@@ -51,6 +51,13 @@ pub struct Phase {
     /// were served by the page cache).
     pub storage_read_bytes: Option<u64>,
     pub storage_write_bytes: Option<u64>,
+    /// How the storage bytes were found (eBPF): "request" (every block request that moved
+    /// the file's data, counted once: the kernel named the file, through a page of its
+    /// page cache or a call on it in O_DIRECT mode) or "share" (an estimate: the tree's
+    /// requests that named no file, over the window of the phases overlapping it, shared
+    /// by the bytes each moved). None with procfs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_by: Option<String>,
     /// Device traffic during the phase on the file's device (all processes).
     pub device: Option<String>,
     pub device_read_bytes: Option<u64>,
@@ -82,17 +89,22 @@ impl Phase {
         self.read_bytes + self.write_bytes
     }
 
-    /// The main direction: the one with more bytes (or nothing moved).
+    /// What the phase did: `Read` or `Write` when it moved bytes one way only, `Mixed`
+    /// when it moved bytes both ways (however small one side: [`Phase::read_share`] says
+    /// how much of each), `Unknown` when it moved nothing.
     pub fn direction(&self) -> crate::Direction {
-        use crate::Direction;
-        match (self.read_bytes, self.write_bytes) {
-            (0, 0) => Direction::Unknown,
-            (r, 0) if r > 0 => Direction::Read,
-            (0, w) if w > 0 => Direction::Write,
-            (r, w) if r >= 8 * w => Direction::Read,
-            (r, w) if w >= 8 * r => Direction::Write,
-            _ => Direction::Mixed,
-        }
+        direction_of(self.read_bytes, self.write_bytes)
+    }
+
+    /// The share of the phase's bytes that were read (None when it moved nothing).
+    pub fn read_share(&self) -> Option<f64> {
+        read_share(self.read_bytes, self.write_bytes)
+    }
+
+    /// The phase's kind in words: "read", "write", "mixed: 93% read / 7% write by bytes"
+    /// or "nothing moved".
+    pub fn kind_words(&self) -> String {
+        kind_words(self.read_bytes, self.write_bytes)
     }
 
     /// Seconds inside the I/O calls of the main direction, when the source timed them.
@@ -102,6 +114,51 @@ impl Phase {
             (Some(r), None) => Some(r),
             (None, Some(w)) => Some(w),
             _ => None,
+        }
+    }
+}
+
+/// What bytes moved `read` and `written` did: reads only, writes only, both, or nothing.
+pub fn direction_of(read: u64, written: u64) -> crate::Direction {
+    use crate::Direction;
+    match (read > 0, written > 0) {
+        (true, true) => Direction::Mixed,
+        (true, false) => Direction::Read,
+        (false, true) => Direction::Write,
+        (false, false) => Direction::Unknown,
+    }
+}
+
+/// read / (read + written), None when nothing moved.
+pub fn read_share(read: u64, written: u64) -> Option<f64> {
+    let all = read + written;
+    (all > 0).then(|| read as f64 / all as f64)
+}
+
+/// The kind in words, with the shares of a mix by bytes: "mixed: 93% read / 7% write by
+/// bytes". A share is never rounded to 0% or 100% while that side moved a byte.
+pub fn kind_words(read: u64, written: u64) -> String {
+    use crate::Direction;
+    match direction_of(read, written) {
+        Direction::Read => "read".into(),
+        Direction::Write => "write".into(),
+        Direction::Unknown => "nothing moved".into(),
+        Direction::Mixed => {
+            let r = read_share(read, written).unwrap_or(0.0) * 100.0;
+            let shown = |x: f64| -> String {
+                if x > 0.0 && x < 0.5 {
+                    "<1".into()
+                } else if x < 100.0 && x > 99.5 {
+                    ">99".into()
+                } else {
+                    format!("{x:.0}")
+                }
+            };
+            format!(
+                "mixed: {}% read / {}% write by bytes",
+                shown(r),
+                shown(100.0 - r)
+            )
         }
     }
 }
@@ -407,4 +464,27 @@ pub trait PhaseSource {
     /// still waiting in the pipes), for a source to call right after it reads the counters.
     fn output_probe(&mut self, _probe: Box<dyn Fn() -> u64 + Send>) {}
     fn finish(&mut self) -> Observed;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Direction;
+
+    #[test]
+    fn the_kind_is_what_the_phase_did() {
+        assert_eq!(direction_of(13, 1), Direction::Mixed);
+        assert_eq!(direction_of(1, 0), Direction::Read);
+        assert_eq!(direction_of(0, 9), Direction::Write);
+        assert_eq!(direction_of(0, 0), Direction::Unknown);
+        assert_eq!(
+            kind_words(851968, 65536),
+            "mixed: 93% read / 7% write by bytes"
+        );
+        assert_eq!(kind_words(1, 1000), "mixed: <1% read / >99% write by bytes");
+        assert_eq!(kind_words(5, 0), "read");
+        assert_eq!(kind_words(0, 0), "nothing moved");
+        assert_eq!(read_share(3, 1), Some(0.75));
+        assert_eq!(read_share(0, 0), None);
+    }
 }

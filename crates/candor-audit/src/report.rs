@@ -278,6 +278,26 @@ pub fn witness(a: &Audit) -> Witness {
     w
 }
 
+/// The phases as saved: each with its kind from what it did (`kind`: "read", "write",
+/// "mixed" or "unknown"; `read_share`: the share of its bytes that were read;
+/// `kind_words`: "mixed: 93% read / 7% write by bytes").
+fn phases_value(phases: &[crate::Phase]) -> Value {
+    Value::Array(
+        phases
+            .iter()
+            .map(|p| {
+                let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+                if let Value::Object(m) = &mut v {
+                    m.insert("kind".into(), json!(p.direction().as_str()));
+                    m.insert("read_share".into(), json!(p.read_share()));
+                    m.insert("kind_words".into(), json!(p.kind_words()));
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
 /// The value stored under `audit` in the RunDoc.
 pub fn audit_value(a: &Audit) -> Value {
     let rows: Vec<&Row> = a.rows.iter().collect();
@@ -298,7 +318,7 @@ pub fn audit_value(a: &Audit) -> Value {
         "block_requests_recovered": a.observed.block_requests_recovered,
         "devices": a.devices,
         "processes": a.observed.processes,
-        "phases": a.observed.phases,
+        "phases": phases_value(&a.observed.phases),
         "claims": a.claims,
         "unread": a.unread,
         "calls": a.observed.calls,

@@ -90,7 +90,9 @@ volatile const char candor_quiet_comm[16] = {};
 /* Phases the ring buffer had no room for that were merged into `lost_phases` (not lost:
  * user space reads them from there at the end). */
 #define DIAG_PHASES_MERGED 5
-#define NDIAG 6
+/* Block requests of the tree not counted per file because `blk_files` was full. */
+#define DIAG_BLK_FILES_FULL 6
+#define NDIAG 7
 
 struct sys_stat {
 	__u64 count;
@@ -248,7 +250,24 @@ struct req_val {
 	/* Bytes the device has still to complete: the request's length when it was first
 	 * issued, less its partial completions. */
 	__u32 left;
-	__u32 pad2;
+	/* The file the request moves data of, when the kernel says (0 otherwise): its
+	 * filesystem's device (s_dev) and inode. See req_file. */
+	__u32 fdev;
+	__u64 ino;
+};
+
+/* The tree's block bytes per file, each request counted once, by the file whose data it
+ * moved (`req_file`): what each file's phases are given as their storage bytes. */
+struct blk_file_key {
+	__u32 fdev;
+	__u8 dir;
+	__u8 pad[3];
+	__u64 ino;
+};
+
+struct blk_file_stat {
+	__u64 bytes;
+	__u64 requests;
 };
 
 /* Requests live in an array indexed by a hash of their address: a request is found with
@@ -352,6 +371,13 @@ struct {
 
 /* Never written: a zeroed value to create blk_stats entries from (too big for the stack). */
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct blk_file_key);
+	__type(value, struct blk_file_stat);
+} blk_files SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -379,10 +405,21 @@ struct {
 	__type(value, __u64);
 } inflight SEC(".maps");
 
+/* An inode under writeback: the device of its backing_dev_info (the disk its requests go
+ * to, in the block programs' encoding, parsed from the tracepoint's "MAJ:MIN" name; 0 for
+ * a name of another form) and its number. Inode numbers repeat across filesystems: by
+ * number alone, another filesystem's inode 12 written back while the set's inode 12 was
+ * marked was the set's. */
+struct wb_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u64);
+	__type(key, struct wb_key);
 	__type(value, __u8);
 } wb_inodes SEC(".maps");
 
@@ -390,7 +427,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct wb_key);
 } wb_cur SEC(".maps");
 
 /* Histogram buckets; the same arithmetic is in src/hist.rs. */
@@ -937,7 +974,9 @@ static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 
 	bpf_map_delete_elem(&fds, k);
 }
 
-/* Linux AIO's iocbs, at io_submit's exit (in the asynchronous I/O section below). */
+/* Linux AIO's iocbs, at io_submit's exit, and the events io_getevents reaped (in the
+ * asynchronous I/O section below). */
+static __always_inline void aio_reaped_all(const void *regs, __u64 reaped, __u32 tgid);
 static __always_inline void aio_submitted(const void *regs, __u64 accepted, __u32 tgid,
 					  __u64 from, __u64 now);
 /* fcntl(F_SETFL) changed O_DIRECT on a descriptor: a phase is in one mode, so the phase
@@ -1023,6 +1062,8 @@ int candor_sys_exit(__u64 *ctx)
 	}
 	if (slot == SLOT_IO_SUBMIT && ret > 0 && candor_phases)
 		aio_submitted((const void *)ctx[0], ret, tgid, s.ts, now);
+	if (slot == SLOT_IO_GETEVENTS && ret > 0 && candor_phases)
+		aio_reaped_all((const void *)ctx[0], ret, tgid);
 	if (ret < 0 || slot >= SLOT_FIRST_META)
 		return 0;
 	if (slot == SLOT_LSEEK) {
@@ -1127,9 +1168,9 @@ static __always_inline __u8 owner_now(void)
 		return OWNER_JOB;
 	/* A flusher writing an inode back: the set's if the set dirtied it, the job's if
 	 * another process of the job did, else someone else's data. */
-	__u64 *ino = bpf_map_lookup_elem(&wb_cur, &tid);
-	if (ino) {
-		__u8 *by = bpf_map_lookup_elem(&wb_inodes, ino);
+	struct wb_key *wk = bpf_map_lookup_elem(&wb_cur, &tid);
+	if (wk) {
+		__u8 *by = bpf_map_lookup_elem(&wb_inodes, wk);
 		if (!by)
 			return OWNER_FOREIGN;
 		return *by == SET_OWN ? OWNER_WRITEBACK : OWNER_JOB;
@@ -1180,6 +1221,97 @@ static __always_inline int rq_info_btf(struct request *rq, struct rq_info *out)
 	default: out->dir = 3;
 	}
 	return 0;
+}
+
+#define PAGE_MAPPING_ANON 1
+
+/* The file whose data the request moves, when the kernel says so (*ino stays 0 when not):
+ * - a thread of the tree inside a read or write call on a regular file in O_DIRECT mode:
+ *   that file (its bio pages are the program's buffer, which says nothing of the file);
+ * - otherwise the owner of the first page of its first bio, when that page is in a regular
+ *   file's page cache (buffered reads and readahead, writeback of dirty pages);
+ * - otherwise none: anonymous pages (a buffer through AIO or io_uring in O_DIRECT mode),
+ *   the block device's own cache (metadata, the journal).
+ * Every read goes through bpf_probe_read_kernel: the page's mapping carries a flag in its
+ * low bit, and a tail page of a large folio names its head, both plain numbers. */
+static __always_inline void req_file(struct request *rqp, __u8 owner, __u32 *fdev, __u64 *ino)
+{
+	*fdev = 0;
+	*ino = 0;
+	/* Only the set's requests are counted per file, and only by the audit (phases on):
+	 * `candor run` and other processes' requests pay nothing here. */
+	if (!candor_phases || (owner != OWNER_TRACKED && owner != OWNER_WRITEBACK))
+		return;
+	if (owner == OWNER_TRACKED) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		struct sys_start *sp = bpf_map_lookup_elem(&starts, &tid);
+		if (sp && sp->ts && (is_read_slot(sp->slot) || is_write_slot(sp->slot))) {
+			__u32 d = 0, ff = 0, blk = 0;
+			__u64 i = 0;
+			if (!fd_inode(sp->fd, &d, &i, &ff, &blk) && !blk && (ff & X86_O_DIRECT)) {
+				*fdev = d;
+				*ino = i;
+				return;
+			}
+		}
+	}
+	struct bio *bio = 0;
+	struct bio_vec *bv = 0;
+	struct page *pg = 0;
+	unsigned long head = 0, mapping = 0;
+	struct inode *host = 0;
+	struct super_block *sb = 0;
+	__u16 mode = 0;
+	__u32 d = 0;
+	__u64 i = 0;
+	if (bpf_probe_read_kernel(&bio, sizeof(bio), &rqp->bio) || !bio)
+		return;
+	if (bpf_probe_read_kernel(&bv, sizeof(bv), &bio->bi_io_vec) || !bv)
+		return;
+	if (bpf_probe_read_kernel(&pg, sizeof(pg), &bv->bv_page) || !pg)
+		return;
+	if (bpf_probe_read_kernel(&head, sizeof(head), &pg->compound_head))
+		return;
+	if (head & 1)
+		pg = (struct page *)(head - 1);
+	if (bpf_probe_read_kernel(&mapping, sizeof(mapping), &pg->mapping) || !mapping ||
+	    (mapping & PAGE_MAPPING_ANON))
+		return;
+	if (bpf_probe_read_kernel(&host, sizeof(host), &((struct address_space *)mapping)->host) ||
+	    !host)
+		return;
+	if (bpf_probe_read_kernel(&mode, sizeof(mode), &host->i_mode) ||
+	    (mode & 0170000) != 0100000)
+		return;
+	if (bpf_probe_read_kernel(&i, sizeof(i), &host->i_ino))
+		return;
+	if (bpf_probe_read_kernel(&sb, sizeof(sb), &host->i_sb) || !sb)
+		return;
+	if (bpf_probe_read_kernel(&d, sizeof(d), &sb->s_dev))
+		return;
+	*fdev = d;
+	*ino = i;
+}
+
+/* Adds a completed part of a request to its file's count, when the request is the tree's
+ * (its processes' or the writeback of pages they dirtied) and names a file. */
+static __always_inline void file_blk_add(struct req_val *v, __u64 bytes)
+{
+	if (!v->ino || v->dir > 1 || (v->owner != OWNER_TRACKED && v->owner != OWNER_WRITEBACK))
+		return;
+	struct blk_file_key k = { .fdev = v->fdev, .dir = v->dir, .ino = v->ino };
+	struct blk_file_stat *st = bpf_map_lookup_elem(&blk_files, &k);
+	if (!st) {
+		struct blk_file_stat z = {};
+		bpf_map_update_elem(&blk_files, &k, &z, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&blk_files, &k);
+		if (!st) {
+			diag_inc(DIAG_BLK_FILES_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&st->bytes, bytes);
+	__sync_fetch_and_add(&st->requests, 1);
 }
 
 /* A number naming the request: its address minus the (fixed) address of the slot array.
@@ -1234,6 +1366,7 @@ static __always_inline void req_recover(struct req_val *old)
 	__sync_fetch_and_add(&st->completions, 1);
 	__sync_fetch_and_add(&st->bytes, old->left);
 	__sync_fetch_and_add(&st->size[l2_bucket(old->left)], 1);
+	file_blk_add(old, old->left);
 	diag_inc(DIAG_COMPLETIONS_RECOVERED);
 }
 
@@ -1244,6 +1377,9 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 	if (rq_info_btf(rqp, &ri))
 		return 0;
 	__u8 owner = owner_now();
+	__u32 fdev = 0;
+	__u64 ino = 0;
+	req_file(rqp, owner, &fdev, &ino);
 	__u32 i = rq_index(rq);
 	struct req_val *s = bpf_map_lookup_elem(&rq_slots, &i);
 	if (s) {
@@ -1258,13 +1394,16 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 			s->owner = owner;
 			s->issued = 0;
 			s->left = 0;
+			s->fdev = fdev;
+			s->ino = ino;
 			return s;
 		}
 	}
 	struct req_val *old = bpf_map_lookup_elem(&reqs, &rq);
 	if (old)
 		req_recover(old);
-	struct req_val v = { .rq = rq, .dev = ri.dev, .dir = ri.dir, .owner = owner };
+	struct req_val v = { .rq = rq, .dev = ri.dev, .dir = ri.dir, .owner = owner,
+			     .fdev = fdev, .ino = ino };
 	if (bpf_map_update_elem(&reqs, &rq, &v, BPF_ANY)) {
 		diag_inc(DIAG_REQS_FULL);
 		return 0;
@@ -1316,6 +1455,7 @@ int candor_rq_issue(__u64 *ctx)
 		v->dev = ri.dev;
 		v->dir = ri.dir;
 		v->owner = owner_now();
+		req_file(rqp, v->owner, &v->fdev, &v->ino);
 	}
 	v->issued = 1;
 	v->left = rqp->__data_len;
@@ -1404,6 +1544,7 @@ int candor_rq_complete(__u64 *ctx)
 	__sync_fetch_and_add(&st->completions, 1);
 	__sync_fetch_and_add(&st->bytes, bytes);
 	__sync_fetch_and_add(&st->size[l2_bucket(bytes)], 1);
+	file_blk_add(&v, bytes);
 	if (error)
 		__sync_fetch_and_add(&st->errors, 1);
 	if (v.issue_ns && now >= v.issue_ns) {
@@ -1452,6 +1593,37 @@ struct wb_ctx {
 	__u64 ino;
 };
 
+/* The device a backing_dev_info's name gives ("7:2" -> major 7, minor 2, encoded as the
+ * block programs' devices are), or 0 when the name is not "MAJ:MIN". */
+static __always_inline __u32 bdi_dev(const char *from)
+{
+	char name[32] = {};
+	/* Copied off the context first: a context may be read at constant offsets only. */
+	if (bpf_probe_read_kernel(name, sizeof(name), from))
+		return 0;
+	__u32 major = 0, minor = 0, colon = 0, digits = 0;
+	for (int i = 0; i < 32; i++) {
+		char c = name[i];
+		if (c == 0)
+			break;
+		if (c == ':' && !colon && digits) {
+			colon = 1;
+			digits = 0;
+		} else if (c >= '0' && c <= '9') {
+			if (colon)
+				minor = minor * 10 + (c - '0');
+			else
+				major = major * 10 + (c - '0');
+			digits++;
+		} else {
+			return 0;
+		}
+	}
+	if (!colon || !digits)
+		return 0;
+	return (major << 20) | (minor & 0xfffff);
+}
+
 SEC("tracepoint/writeback/writeback_dirty_folio")
 int candor_dirty_folio(struct wb_ctx *ctx)
 {
@@ -1459,21 +1631,21 @@ int candor_dirty_folio(struct wb_ctx *ctx)
 	__u8 set = set_of(tgid);
 	if (!set)
 		return 0;
-	__u64 ino = ctx->ino;
+	struct wb_key k = { .dev = bdi_dev(ctx->name), .ino = ctx->ino };
 	/* The set's own mark wins over the job's (a file both wrote: --shared-file). */
-	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &ino);
+	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &k);
 	if (by && (*by == SET_OWN || *by == set))
 		return 0;
-	bpf_map_update_elem(&wb_inodes, &ino, &set, BPF_ANY);
+	bpf_map_update_elem(&wb_inodes, &k, &set, BPF_ANY);
 	return 0;
 }
 
 SEC("tracepoint/writeback/writeback_single_inode_start")
 int candor_wb_start(struct wb_ctx *ctx)
 {
-	__u64 ino = ctx->ino;
+	struct wb_key k = { .dev = bdi_dev(ctx->name), .ino = ctx->ino };
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&wb_cur, &tid, &ino, BPF_ANY);
+	bpf_map_update_elem(&wb_cur, &tid, &k, BPF_ANY);
 	return 0;
 }
 
@@ -1492,7 +1664,8 @@ int candor_wb_end(struct wb_ctx *ctx)
  * audit ends; no event per I/O):
  * - Linux AIO: the iocbs io_submit accepted (its result says how many), read from the
  *   caller's memory at the call's exit, each counted at its submitted size on the file
- *   its descriptor names. At most AIO_BOUND iocbs per call are read (one bpf_loop); the
+ *   its descriptor names, then corrected to what completed when io_getevents reaps it
+ *   (`aio_pending`, `aio_reaped`). At most AIO_BOUND iocbs per call are read (one bpf_loop); the
  *   rest are counted in `chan_lost` (calls, no bytes).
  * - io_uring: every completion of a read, write or fsync request on a ring the tracked set
  *   created, with the result the kernel posted (bytes moved), on the request's file
@@ -1561,6 +1734,30 @@ struct {
 	__type(value, struct chan_lost_stat);
 } chan_lost SEC(".maps");
 
+/* Linux AIO requests submitted and not yet reaped: (process, the iocb's address in the
+ * process, which io_event.obj names) -> the file and direction it was counted on and the
+ * size asked. At io_getevents' exit each reaped event's result (io_event.res: the bytes
+ * moved, or a negative error) replaces the size asked. */
+struct aio_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 iocb;
+};
+
+struct aio_val {
+	__u32 dev;
+	__u32 dir;
+	__u64 ino;
+	__u64 size;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct aio_key);
+	__type(value, struct aio_val);
+} aio_pending SEC(".maps");
+
 /* Never written: a zeroed value to create chan_files entries from (too big for the stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1606,10 +1803,6 @@ struct io_kiocb {
 	__u8 opcode;
 	struct io_cqe cqe;
 	void *ctx;
-} __attribute__((preserve_access_index));
-
-struct address_space {
-	struct inode *host;
 } __attribute__((preserve_access_index));
 
 struct folio {
@@ -1784,7 +1977,63 @@ static long aio_one(__u32 i, void *data)
 	if (blk)
 		flags |= PHASE_BLKDEV;
 	chan_add(lc->tgid, dev, ino, flags, CHAN_AIO, dir, bytes, 1, lc->from, lc->now);
+	if (dir < 2 && bytes) {
+		struct aio_key ak = { .tgid = lc->tgid, .iocb = p };
+		struct aio_val av = { .dev = dev, .dir = dir, .ino = ino, .size = bytes };
+		bpf_map_update_elem(&aio_pending, &ak, &av, BPF_ANY);
+	}
 	return 0;
+}
+
+/* The fields of struct io_event (include/uapi/linux/aio_abi.h). */
+struct chan_io_event {
+	__u64 data;
+	__u64 obj;
+	__s64 res;
+	__s64 res2;
+};
+
+struct aio_reap {
+	__u64 events;
+	__u32 tgid;
+};
+
+/* One reaped event (bpf_loop's callback): a request that moved less than it asked (short,
+ * past the end of the file, failed) takes the difference off its file's bytes. */
+static long aio_reaped(__u32 i, void *data)
+{
+	struct aio_reap *rc = data;
+	struct chan_io_event ev = {};
+	if (chan_probe_read_user(&ev, sizeof(ev),
+				 (const void *)(rc->events + (__u64)(i & (AIO_BOUND - 1)) * sizeof(ev))))
+		return 0;
+	struct aio_key ak = { .tgid = rc->tgid, .iocb = ev.obj };
+	struct aio_val *av = bpf_map_lookup_elem(&aio_pending, &ak);
+	if (!av)
+		return 0;
+	__u64 got = ev.res > 0 ? (__u64)ev.res : 0;
+	if (got < av->size) {
+		struct chan_key k = { .tgid = rc->tgid, .dev = av->dev, .ino = av->ino,
+				      .chan = CHAN_AIO };
+		struct chan_stat *s = bpf_map_lookup_elem(&chan_files, &k);
+		if (s) {
+			__u64 less = av->size - got;
+			if (av->dir == 0)
+				__sync_fetch_and_add(&s->rbytes, -less);
+			else
+				__sync_fetch_and_add(&s->wbytes, -less);
+		}
+	}
+	bpf_map_delete_elem(&aio_pending, &ak);
+	return 0;
+}
+
+/* io_getevents(ctx, min_nr, nr, events, timeout) and io_pgetevents (the same first four
+ * arguments) returned `reaped` events into `events`, the fourth argument (r10). */
+static __always_inline void aio_reaped_all(const void *regs, __u64 reaped, __u32 tgid)
+{
+	struct aio_reap rc = { .events = reg(regs, PT_REGS_R10), .tgid = tgid };
+	chan_bpf_loop(reaped > AIO_BOUND ? AIO_BOUND : reaped, aio_reaped, &rc, 0);
 }
 
 static __always_inline void aio_submitted(const void *regs, __u64 accepted, __u32 tgid,

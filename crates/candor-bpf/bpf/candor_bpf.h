@@ -91,8 +91,28 @@ struct request_queue {
 	struct gendisk *disk;
 } __attribute__((preserve_access_index));
 
+struct address_space {
+	struct inode *host;
+} __attribute__((preserve_access_index));
+
+/* Both members sit in anonymous unions of the kernel's struct page; CO-RE finds them by
+ * name through those. */
+struct page {
+	unsigned long compound_head;
+	struct address_space *mapping;
+} __attribute__((preserve_access_index));
+
+struct bio_vec {
+	struct page *bv_page;
+} __attribute__((preserve_access_index));
+
+struct bio {
+	struct bio_vec *bi_io_vec;
+} __attribute__((preserve_access_index));
+
 struct request {
 	struct request_queue *q;
+	struct bio *bio;
 	unsigned int cmd_flags;
 	unsigned int __data_len;
 	unsigned long long __sector;

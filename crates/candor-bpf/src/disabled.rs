@@ -76,6 +76,13 @@ impl Loaded {
         match *self {}
     }
 
+    #[allow(clippy::type_complexity)]
+    pub fn block_files(
+        &self,
+    ) -> Result<Vec<(crate::raw::BlkFileKey, crate::raw::BlkFileStat)>, TraceError> {
+        match *self {}
+    }
+
     pub fn tree_io(&self) -> Result<Vec<(u32, crate::raw::TreeIo)>, TraceError> {
         match *self {}
     }

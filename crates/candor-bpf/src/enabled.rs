@@ -4,8 +4,9 @@
 
 use crate::probe::{self, Attach, TracepointState};
 use crate::raw::{
-    BlkKey, BlkStat, ChanKey, ChanLost, ChanStat, FdKey, FileKey, FileStat, L2Hist, LostKey,
-    RawPhase, RawSnapshot, SysStart, SysStat, TreeIo, NCHAN, NDIAG, SLOT_NAMES,
+    BlkFileKey, BlkFileStat, BlkKey, BlkStat, ChanKey, ChanLost, ChanStat, FdKey, FileKey,
+    FileStat, L2Hist, LostKey, RawPhase, RawSnapshot, SysStart, SysStat, TreeIo, NCHAN, NDIAG,
+    SLOT_NAMES,
 };
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
@@ -488,6 +489,13 @@ impl Loaded {
         let m: HashMap<_, LostKey, RawPhase> =
             HashMap::try_from(self.map("lost_phases")?).map_err(|e| err("lost_phases", e))?;
         Ok(m.iter().filter_map(Result::ok).map(|(_, v)| v).collect())
+    }
+
+    /// The tracked set's block bytes per file and direction (each request counted once).
+    pub fn block_files(&self) -> Result<Vec<(BlkFileKey, BlkFileStat)>, TraceError> {
+        let m: HashMap<_, BlkFileKey, BlkFileStat> =
+            HashMap::try_from(self.map("blk_files")?).map_err(|e| err("blk_files", e))?;
+        Ok(m.iter().filter_map(Result::ok).collect())
     }
 
     /// Per process: calls no phase holds, and the kernel's I/O counters at thread exit.

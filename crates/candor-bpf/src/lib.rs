@@ -318,6 +318,26 @@ impl Tracer {
         self.inner.tree_io()
     }
 
+    /// The tracked set's block bytes by the file whose data each request moved, each
+    /// request counted once: ((the file's device, inode), read bytes, written bytes). A
+    /// request names its file when the kernel says so: a page of the file's page cache
+    /// (buffered reads, readahead, writeback), or a call on a file in O_DIRECT mode it was
+    /// made in. Requests naming no file (metadata, the journal, AIO and io_uring buffers)
+    /// stay in the device's totals only.
+    #[allow(clippy::type_complexity)]
+    pub fn block_files(&self) -> Result<Vec<((DevId, u64), u64, u64)>, TraceError> {
+        let mut m = std::collections::BTreeMap::<(DevId, u64), (u64, u64)>::new();
+        for (k, v) in self.inner.block_files()? {
+            let e = m.entry((DevId::from_kernel(k.fdev), k.ino)).or_default();
+            match k.dir {
+                0 => e.0 += v.bytes,
+                1 => e.1 += v.bytes,
+                _ => {}
+            }
+        }
+        Ok(m.into_iter().map(|(k, (r, w))| (k, r, w)).collect())
+    }
+
     /// Files the tracked set has open right now, as phases so far (not removed).
     pub fn open_phases(&mut self) -> Result<Vec<Phase>, TraceError> {
         let mut phases: Vec<Phase> = self.inner.open()?.iter().map(Phase::decode).collect();

@@ -61,7 +61,9 @@ pub const DIAG_COMPLETIONS_RECOVERED: u32 = 4;
 /// Not a loss: phases that found the ring buffer full and were merged per process and
 /// file in the `lost_phases` table, which user space drains with the ring buffer.
 pub const DIAG_PHASES_MERGED: u32 = 5;
-pub const NDIAG: u32 = 6;
+/// Block requests of the tracked set not counted per file: the `blk_files` table was full.
+pub const DIAG_BLK_FILES_FULL: u32 = 6;
+pub const NDIAG: u32 = 7;
 
 /// Phase flags.
 pub const PHASE_OPENED: u32 = 1;
@@ -277,6 +279,26 @@ pub struct BlkKey {
     pub pad: u16,
 }
 
+/// `blk_files` key: a file (its filesystem's device, kernel encoding, and inode) and a
+/// direction (0 read, 1 write).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlkFileKey {
+    pub fdev: u32,
+    pub dir: u8,
+    pub pad: [u8; 3],
+    pub ino: u64,
+}
+
+/// The tracked set's completed block bytes and requests for one file and direction, each
+/// request counted once (by the file whose data it moved).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlkFileStat {
+    pub bytes: u64,
+    pub requests: u64,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlkStat {
@@ -389,6 +411,8 @@ unsafe impl aya::Pod for FileKey {}
 unsafe impl aya::Pod for FileStat {}
 unsafe impl aya::Pod for BlkKey {}
 unsafe impl aya::Pod for BlkStat {}
+unsafe impl aya::Pod for BlkFileKey {}
+unsafe impl aya::Pod for BlkFileStat {}
 unsafe impl aya::Pod for ChanKey {}
 unsafe impl aya::Pod for ChanStat {}
 unsafe impl aya::Pod for ChanLost {}
@@ -450,6 +474,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<FileKey>(), 16);
         assert_eq!(std::mem::size_of::<FileStat>(), 72);
         assert_eq!(std::mem::size_of::<BlkKey>(), 8);
+        assert_eq!(std::mem::size_of::<BlkFileKey>(), 16);
+        assert_eq!(std::mem::size_of::<BlkFileStat>(), 16);
         assert_eq!(std::mem::size_of::<BlkStat>(), 8 * 8 + 64 * 8 * 2 + 256 * 8);
         assert_eq!(std::mem::size_of::<FdKey>(), 8);
         assert_eq!(std::mem::size_of::<SysStart>(), 24);

@@ -144,6 +144,9 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
             l.push_str(&format!(", {} files", t["files"].as_u64().unwrap_or(0)));
             lines.push(l);
         }
+        if let Some(k) = a["kind"].as_str().filter(|k| !k.is_empty()) {
+            lines.push(format!("kind     {k}"));
+        }
         if let (Some(n), Some(s)) = (a["fsync_count"].as_u64(), a["fsync_time_s"].as_f64()) {
             lines.push(format!("fsync    {n} calls, {s:.3} s"));
         }
@@ -176,7 +179,7 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
         let files = a["files"].as_array().cloned().unwrap_or_default();
         for f in files.iter().take(10) {
             lines.push(format!(
-                "file     {} read, {} written, {} opens, {} fsyncs: {}{}",
+                "file     {} read, {} written, {} opens, {} fsyncs: {}{}{}",
                 b(&f["read_bytes"]),
                 b(&f["write_bytes"]),
                 f["opens"].as_u64().unwrap_or(0),
@@ -186,7 +189,15 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
                 } else {
                     ""
                 },
-                f["path"].as_str().unwrap_or("")
+                f["path"].as_str().unwrap_or(""),
+                match (f["direction"].as_str(), f["read_share"].as_f64()) {
+                    (Some("mixed"), Some(r)) => format!(
+                        " (mixed: {:.0}% read / {:.0}% write by bytes)",
+                        r * 100.0,
+                        100.0 - r * 100.0
+                    ),
+                    _ => String::new(),
+                }
             ));
         }
         if files.len() > 10 {

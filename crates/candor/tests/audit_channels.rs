@@ -672,3 +672,79 @@ fn sigterm_while_waiting_goes_on_to_the_processes_left_running() {
         Some(0)
     );
 }
+
+/// Two Linux AIO reads of 128 KiB each, through the system calls themselves: one from the
+/// start of a file of 100000 bytes (it completes short, with 100000) and one past its end
+/// (it completes with 0). Reaped with io_getevents.
+const SHORT_AIO: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+class iocb(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("key", ctypes.c_uint32),
+                ("rw_flags", ctypes.c_uint32), ("opcode", ctypes.c_uint16),
+                ("reqprio", ctypes.c_int16), ("fildes", ctypes.c_uint32),
+                ("buf", ctypes.c_uint64), ("nbytes", ctypes.c_uint64),
+                ("offset", ctypes.c_int64), ("reserved2", ctypes.c_uint64),
+                ("flags", ctypes.c_uint32), ("resfd", ctypes.c_uint32)]
+class io_event(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("obj", ctypes.c_uint64),
+                ("res", ctypes.c_int64), ("res2", ctypes.c_int64)]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+ctx = ctypes.c_ulong(0)
+assert libc.syscall(206, ctypes.c_long(8), ctypes.byref(ctx)) == 0
+bufs = [ctypes.create_string_buffer(131072) for _ in range(2)]
+cbs = (iocb * 2)()
+for i, off in enumerate([0, 1 << 20]):
+    cbs[i].opcode = 0
+    cbs[i].fildes = fd
+    cbs[i].buf = ctypes.addressof(bufs[i])
+    cbs[i].nbytes = 131072
+    cbs[i].offset = off
+ptrs = (ctypes.c_void_p * 2)(ctypes.addressof(cbs[0]), ctypes.addressof(cbs[1]))
+assert libc.syscall(209, ctx, ctypes.c_long(2), ptrs) == 2
+evs = (io_event * 2)()
+n = 0
+while n < 2:
+    r = libc.syscall(208, ctx, ctypes.c_long(1), ctypes.c_long(2 - n),
+                     ctypes.byref(evs, n * ctypes.sizeof(io_event)), None)
+    assert r > 0
+    n += r
+print(sum(e.res for e in evs), "bytes read through AIO")
+libc.syscall(207, ctx)
+os.close(fd)
+"#;
+
+/// A short AIO read is counted as what completed (io_event.res, read at io_getevents'
+/// exit), not as what was asked: 100000 bytes of the 262144 submitted.
+#[test]
+fn a_short_aio_read_counts_what_completed() {
+    let _one = serial();
+    if !common::need_root("for the eBPF witness")
+        || !common::need_bpf()
+        || !common::need_programs(&["python3"])
+    {
+        return;
+    }
+    let dir = scratch();
+    let file = dir.path().join("short.dat");
+    std::fs::write(&file, vec![5u8; 100000]).expect("the file");
+    let script = dir.path().join("aio.py");
+    std::fs::write(&script, SHORT_AIO).expect("the script");
+    let (out, v) = audit(
+        dir.path(),
+        "bpf",
+        &[],
+        &["python3", script.to_str().unwrap(), file.to_str().unwrap()],
+    );
+    let stderr = common::text(&out.stderr);
+    // The script asserts what the kernel returned: a failure is its exit status.
+    assert!(out.status.success(), "{stderr}");
+    let phases = v["audit"]["phases"].as_array().cloned().unwrap_or_default();
+    let p = phases
+        .iter()
+        .find(|p| p["channel"] == "aio" && p["path"] == file.display().to_string())
+        .unwrap_or_else(|| panic!("no aio phase of the file: {phases:#?}"));
+    assert_eq!(p["read_bytes"], 100000, "{p:#}");
+    assert_eq!(p["read_calls"], 2, "{p:#}");
+}
