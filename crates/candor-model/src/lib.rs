@@ -203,6 +203,10 @@ pub struct Latency {
     pub max: u64,
     /// How many operations were timed.
     pub count: u64,
+    /// The operations timed were a sample: about one in this many, chosen at random (a
+    /// copy with buffers under 64 KiB); absent when every operation was timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_every: Option<u64>,
 }
 
 /// A histogram in its saved form: (lower bound in ns, count) for every non-empty bucket.

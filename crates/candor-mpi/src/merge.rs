@@ -72,6 +72,8 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
     let mut sum = 0.0f64;
     let mut min = u64::MAX;
     let mut max = 0u64;
+    // Ranks that timed a sample of their operations keep the merged figure a sample.
+    let sampled_every = parts.iter().filter_map(|(l, _)| l.sampled_every).max();
     for (lat, dump) in parts {
         for &[lo, n] in &dump.buckets {
             *buckets.entry(lo).or_default() += n;
@@ -107,6 +109,7 @@ pub fn merge_latency(parts: &[(&Latency, &HistogramDump)]) -> (Latency, Histogra
         p999: quantile(0.999),
         max,
         count: total,
+        sampled_every,
     };
     let dump = HistogramDump {
         relative_error,

@@ -166,6 +166,7 @@ impl Histogram {
             p999: self.quantile(0.999),
             max: self.max(),
             count: self.total,
+            sampled_every: None,
         }
     }
 

@@ -70,6 +70,16 @@ fn at_least(d: &HistogramDump, ns: f64) -> u64 {
         .sum()
 }
 
+/// How many of the operations `ops` were timed into its histogram: all of them, or a
+/// sample (a copy with small buffers times about one read+write pair in 16). Shares of
+/// the operations are shares of these.
+fn timed(ops: &OpFacts) -> f64 {
+    match ops.latency.count() {
+        0 => ops.count as f64,
+        n => n as f64,
+    }
+}
+
 /// The q-quantile of a saved histogram, ns (the middle of its bucket).
 pub fn quantile_ns(d: &HistogramDump, q: f64) -> Option<f64> {
     d.quantile_lower(q).map(|lo| mid(d, lo))
@@ -168,7 +178,7 @@ fn one(f: &Facts, dir: Direction, ops: &OpFacts, bytes: u64) -> Operations {
         } else if let Some(fast) = quantile_ns(&lat, FAST_REQUEST_QUANTILE) {
             let b = fast * WAITED_FRACTION;
             o.waited_above_us = Some(b / 1000.0);
-            o.waited_share = Some(at_least(&ops.latency, b) as f64 / ops.count as f64);
+            o.waited_share = Some(at_least(&ops.latency, b) as f64 / timed(ops));
         }
     } else {
         // diskstats: every process's requests, and only their mean service time. Each
@@ -215,16 +225,19 @@ fn buffered_writes(f: &Facts, ops: &OpFacts, o: &mut Operations) {
     let writeback = f.device_window.write_bytes > 0;
     let slow = |x: &&[u64; 2]| writeback && mid(&ops.latency, x[0]) >= boundary;
     let held: u64 = ops.latency.buckets.iter().filter(slow).map(|x| x[1]).sum();
-    let held_ns: f64 = ops
-        .latency
-        .buckets
-        .iter()
-        .filter(slow)
-        .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
-        .sum();
+    // A sampled histogram's times stand for all the operations.
+    let scale = ops.count as f64 / timed(ops);
+    let held_ns: f64 = scale
+        * ops
+            .latency
+            .buckets
+            .iter()
+            .filter(slow)
+            .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
+            .sum::<f64>();
     o.basis = "throttle".into();
     o.waited_above_us = Some(boundary / 1000.0);
-    o.waited_share = Some(held as f64 / ops.count as f64);
+    o.waited_share = Some(held as f64 / timed(ops));
     let flush = if f.flush_in_timing {
         f.flush_seconds
     } else {
@@ -236,12 +249,13 @@ fn buffered_writes(f: &Facts, ops: &OpFacts, o: &mut Operations) {
     // that also reads (randmix), the writes' own time (their operations, per thread, and
     // the flush), since the reads' time is theirs.
     let of = if f.app_read > 0 {
-        let writes_ns: f64 = ops
-            .latency
-            .buckets
-            .iter()
-            .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
-            .sum();
+        let writes_ns: f64 = scale
+            * ops
+                .latency
+                .buckets
+                .iter()
+                .map(|x| mid(&ops.latency, x[0]) * x[1] as f64)
+                .sum::<f64>();
         writes_ns / 1e9 / threads + flush
     } else {
         f.timed_seconds
@@ -315,6 +329,34 @@ mod tests {
         assert_eq!(o.service_us, Some(36.864));
         assert!((o.op_bytes - 4096.0).abs() < 1e-9);
         assert!((o.requests_per_op - 34000.0 / 65536.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_sampled_histogram_gives_the_shares_of_the_operations_it_timed() {
+        // The same reads with one in 16 timed: the histogram holds 4096 of the 65536
+        // operations, in the same proportions, and the shares are the same.
+        let mut f = random_read(Some(34000));
+        f.ops = Some(OpFacts {
+            count: 65536,
+            latency: dump(&[(2048, 35536 / 16), (40960, 30000 / 16)]),
+        });
+        let o = reconcile(&f).expect("operations");
+        assert_eq!(o.ops, 65536);
+        assert_eq!(o.waited_share, Some(1875.0 / 4096.0));
+        assert!((o.waited_share.unwrap() - 30000.0 / 65536.0).abs() < 1e-3);
+        // Buffered writes: 1 in 16 timed of 16384 + 1024 held back, and the held writes'
+        // time stands for all of them.
+        let whole = buffered_write(1024, 0.0, false, 64 * MIB);
+        let mut f = whole.clone();
+        f.ops = Some(OpFacts {
+            count: 16384 + 1024,
+            latency: dump(&[(4096, 1024), (4_194_304, 64)]),
+        });
+        let (a, b) = (reconcile(&whole).unwrap(), reconcile(&f).unwrap());
+        assert_eq!(b.waited_share, Some(64.0 / 1088.0));
+        assert_eq!(a.waited_share, b.waited_share);
+        assert_eq!(a.waited_time_share, b.waited_time_share);
+        assert!(b.waited_time_share.unwrap() > 0.7, "{b:?}");
     }
 
     #[test]

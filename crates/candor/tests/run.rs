@@ -75,6 +75,7 @@ fn assert_plausible(r: &candor_model::TestResult) {
         "{}: every operation timed",
         r.test
     );
+    assert_eq!(r.latency_ns.sampled_every, None, "{}: not a sample", r.test);
     assert!(
         r.latency_ns.p50 > 0
             && r.latency_ns.p50 <= r.latency_ns.p99

@@ -60,6 +60,18 @@ fn unixbench_copy_runs_fstimes_three_tests_and_names_the_page_cache() {
             rep.bytes / r.record_size,
             "one read+write per buffer"
         );
+        // The pairs' latency is a sample, and the result says so: about one pair in 16,
+        // every pair still counted in the throughput and the operations.
+        assert_eq!(r.latency_ns.sampled_every, Some(16), "{}", r.record_size);
+        let timed = r.latency_ns.count;
+        assert!(
+            timed * 20 > rep.ops && timed * 12 < rep.ops,
+            "{}: {timed} of {} pairs timed",
+            r.record_size,
+            rep.ops
+        );
+        let in_buckets: u64 = r.latency_histogram.buckets.iter().map(|b| b[1]).sum();
+        assert_eq!(in_buckets, timed);
         // No flush inside the timing, the source in the page cache: the witness says the
         // figure is the page cache's.
         let w = r.witness.as_ref().expect("a witness");
@@ -71,6 +83,8 @@ fn unixbench_copy_runs_fstimes_three_tests_and_names_the_page_cache() {
             w.explanation
         );
     }
+    let raw: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(raw["results"][0]["latency_ns"]["sampled_every"], 16);
     assert_eq!(
         doc.options.get("time_based").and_then(|v| v.as_bool()),
         Some(true)

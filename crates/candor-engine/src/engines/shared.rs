@@ -195,6 +195,9 @@ pub struct ThreadStats {
     pub latency: Histogram,
     pub read_latency: Histogram,
     pub write_latency: Histogram,
+    /// About one operation in how many went into `latency` (0 and 1: every one): a copy
+    /// with small buffers times a sample of its read+write pairs.
+    pub latency_every: u64,
 }
 
 impl ThreadStats {
@@ -232,6 +235,7 @@ impl std::ops::AddAssign<&ThreadStats> for ThreadStats {
         self.latency.merge(&o.latency);
         self.read_latency.merge(&o.read_latency);
         self.write_latency.merge(&o.write_latency);
+        self.latency_every = self.latency_every.max(o.latency_every);
     }
 }
 

@@ -374,6 +374,11 @@ fn summarise(mut r: TestResult, reps: Vec<RepMeasure>, is_write: bool) -> TestRe
     };
     r.cpu = cpu;
     r.latency_ns = hist.latency();
+    r.latency_ns.sampled_every = reps
+        .iter()
+        .map(|m| m.stats.latency_every)
+        .max()
+        .filter(|&n| n > 1);
     r.latency_histogram = hist.dump();
     if r.threads > 1 {
         let mut agg = ThreadAggregate::default();
