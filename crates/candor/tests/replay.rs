@@ -634,3 +634,94 @@ fn an_interrupted_replay_leaves_nothing_behind() {
     assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
     assert!(common::entries(&target).is_empty(), "left behind");
 }
+
+/// `--precondition` as `run` has it: the trace's laid-out files written sequentially and
+/// overwritten at random before the first repetition, what reached the device in the
+/// result, and the replay still exact; refused in one sentence (exit 2, nothing left) on
+/// tmpfs, with --sparse, out of range, and for a trace that starts with no files.
+#[test]
+fn precondition_writes_the_laid_out_files_before_the_first_repetition() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() {
+        return;
+    }
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let l = d.path().join("app.log");
+    std::fs::write(&l, LOG).expect("write the log");
+    let base = [
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--format",
+        "json",
+    ];
+    let with = |extra: &[&str], target: &Path| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        a.push(target.to_str().unwrap());
+        replay(&a)
+    };
+    let o = with(
+        &["--precondition=1", "--repeat", "2", "--witness", "bpf"],
+        ext4.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0];
+    // The log's db was read at 0 before anything wrote it: 4 KiB at the start.
+    let p = &r["precondition"];
+    assert_eq!(p["passes"], 1, "{p}");
+    assert_eq!(p["sequential_bytes"], 4096, "{p}");
+    assert_eq!(p["random_bytes"], 4096, "{p}");
+    assert_eq!(p["random_block"], 4096, "{p}");
+    assert_eq!(p["reached_device"], true, "{p}");
+    assert_eq!(json(&o)["options"]["precondition_passes"], 1);
+    assert_eq!(r["repetitions"], 2);
+    assert_eq!(r["witness"]["syscalls_check"]["verdict"], "match", "{r}");
+    assert_eq!(r["extra"]["replay"]["diverged_calls"], 0, "{r}");
+
+    let refused = |extra: &[&str], target: &Path, words: &str| {
+        let o = with(extra, target);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o.stderr));
+        let e = text(&o.stderr);
+        assert!(e.contains(words), "{extra:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        assert!(
+            common::entries(target).iter().all(|p| !p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".candor-")),
+            "{extra:?} left a run directory"
+        );
+    };
+    refused(
+        &["--precondition", "--sparse"],
+        ext4.path(),
+        "--precondition writes the trace's files in full, which --sparse would lay out as holes: drop one of them",
+    );
+    refused(
+        &["--precondition=0"],
+        ext4.path(),
+        "--precondition=0 is out of range: give 1 to 100 sequential passes",
+    );
+    if candor_testkit::need_path(Path::new("/dev/shm"), "no tmpfs at /dev/shm") {
+        let shm = tempfile::tempdir_in("/dev/shm").expect("a directory on tmpfs");
+        refused(
+            &["--precondition"],
+            shm.path(),
+            "with no block device under it: drop --precondition or give a directory on a disk's filesystem",
+        );
+    }
+    // A log whose program made every file it used.
+    let made = "100 10:00:00.000000 openat(AT_FDCWD</data>, \"new\", O_WRONLY|O_CREAT|O_EXCL, 0644) = 3</data/new> <0.000010>\n100 10:00:00.000100 write(3</data/new>, \"x\"..., 100) = 100 <0.000010>\n";
+    std::fs::write(&l, made).expect("write the log");
+    refused(
+        &["--precondition"],
+        ext4.path(),
+        "--precondition writes the files the trace starts with, and this trace starts with none (its program made every file it used): drop --precondition",
+    );
+}
