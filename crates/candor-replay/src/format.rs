@@ -160,7 +160,8 @@ pub struct Call {
     /// rename: the destination.
     pub file2: Option<u32>,
     /// open: the O_* flags (x86_64 values); lseek: whence; fallocate: mode;
-    /// sync_file_range: its flags; mmap: PROT_* in the low byte, MAP_* above.
+    /// sync_file_range: its flags; mmap: PROT_* in the low byte, MAP_* above; readv,
+    /// writev, preadv, pwritev: the number of iovecs.
     pub flags: u32,
     /// Where the call began in the file (reads, writes, lseek's target, mmap's offset,
     /// ftruncate's length, fallocate's and sync_file_range's start).

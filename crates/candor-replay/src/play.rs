@@ -349,6 +349,27 @@ impl Drop for Buffer {
 /// and the difference is a divergence).
 const MAX_IO: u64 = 256 << 20;
 
+/// A vector call's iovecs over `size` bytes at `base`: as many as the recording's call had
+/// (`count`, at least 1, at most IOV_MAX), the bytes shared out evenly (their lengths are
+/// not recorded), the first ones one byte longer when they do not divide.
+fn iovecs(base: *mut u8, size: usize, count: u32) -> Vec<libc::iovec> {
+    let n = count.clamp(1, crate::strace::IOV_MAX) as usize;
+    let (each, extra) = (size / n, size % n);
+    let mut at = 0;
+    (0..n)
+        .map(|i| {
+            let len = each + usize::from(i < extra);
+            let v = libc::iovec {
+                // SAFETY: at + len <= size, within the buffer at base.
+                iov_base: unsafe { base.add(at) }.cast(),
+                iov_len: len,
+            };
+            at += len;
+            v
+        })
+        .collect()
+}
+
 fn errno_name(e: i32) -> String {
     let name = match e {
         libc::ENOENT => "ENOENT",
@@ -747,15 +768,13 @@ fn issue(
                 ret(libc::pwrite(fd, buf.get(size).cast(), size, c.offset as i64) as i64)
             }
             Kind::Readv | Kind::Writev | Kind::Preadv | Kind::Pwritev => {
-                let iov = libc::iovec {
-                    iov_base: buf.get(size).cast(),
-                    iov_len: size,
-                };
+                let iov = iovecs(buf.get(size), size, c.flags);
+                let n = iov.len() as i32;
                 ret(match kind {
-                    Kind::Readv => libc::readv(fd, &iov, 1),
-                    Kind::Writev => libc::writev(fd, &iov, 1),
-                    Kind::Preadv => libc::preadv(fd, &iov, 1, c.offset as i64),
-                    _ => libc::pwritev(fd, &iov, 1, c.offset as i64),
+                    Kind::Readv => libc::readv(fd, iov.as_ptr(), n),
+                    Kind::Writev => libc::writev(fd, iov.as_ptr(), n),
+                    Kind::Preadv => libc::preadv(fd, iov.as_ptr(), n, c.offset as i64),
+                    _ => libc::pwritev(fd, iov.as_ptr(), n, c.offset as i64),
                 } as i64)
             }
             Kind::Dup => {

@@ -17,6 +17,8 @@ pub const O_TRUNC: u32 = 0o1000;
 pub const O_APPEND: u32 = 0o2000;
 pub const O_NONBLOCK: u32 = 0o4000;
 pub const O_DSYNC: u32 = 0o10000;
+/// The most iovecs a readv or writev takes (Linux's UIO_MAXIOV).
+pub const IOV_MAX: u32 = 1024;
 pub const O_DIRECT: u32 = 0o40000;
 pub const O_DIRECTORY: u32 = 0o200000;
 pub const O_NOFOLLOW: u32 = 0o400000;
@@ -770,6 +772,10 @@ impl Builder {
                 c.file = Some(id);
                 c.offset = offset;
                 c.size = size;
+                if vector {
+                    // The number of iovecs (the call's third argument).
+                    c.flags = (num(a(2)) as u32).clamp(1, IOV_MAX);
+                }
             }
             "fsync" | "fdatasync" | "close" | "fstat" | "ftruncate" | "fallocate"
             | "sync_file_range" | "lseek" => {

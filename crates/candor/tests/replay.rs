@@ -725,3 +725,81 @@ fn precondition_writes_the_laid_out_files_before_the_first_repetition() {
         "--precondition writes the files the trace starts with, and this trace starts with none (its program made every file it used): drop --precondition",
     );
 }
+
+/// readv and writev (and their positional forms) are replayed as vectors of as many iovecs
+/// as the recording's calls had, the bytes shared out among them: strace watching the
+/// replay sees the same calls with the same counts.
+#[test]
+fn vector_calls_replay_with_their_number_of_iovecs() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_programs(&["strace"]) {
+        return;
+    }
+    let log = r#"100 10:00:00.000000 openat(AT_FDCWD</data>, "v", O_RDWR|O_CREAT, 0644) = 3</data/v> <0.000010>
+100 10:00:00.000100 writev(3</data/v>, [{iov_base="ab", iov_len=2}, {iov_base="cd", iov_len=2}, {iov_base="e", iov_len=1}], 3) = 5 <0.000010>
+100 10:00:00.000200 pwritev(3</data/v>, [{iov_base="abcd", iov_len=4}, {iov_base="efgh", iov_len=4}], 2, 5) = 8 <0.000010>
+100 10:00:00.000300 lseek(3</data/v>, 0, SEEK_SET) = 0 <0.000010>
+100 10:00:00.000400 readv(3</data/v>, [{iov_base="ab", iov_len=2}, {iov_base="cde", iov_len=3}], 2) = 5 <0.000010>
+100 10:00:00.000500 preadv(3</data/v>, [{iov_base="a", iov_len=1}, {iov_base="b", iov_len=1}, {iov_base="c", iov_len=1}, {iov_base="d", iov_len=5}], 4, 5) = 8 <0.000010>
+100 10:00:00.000600 close(3</data/v>) = 0 <0.000010>
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let l = d.path().join("v.log");
+    std::fs::write(&l, log).expect("write the log");
+    let seen = d.path().join("seen.log");
+    let o = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=readv,writev,preadv,pwritev", "-o"])
+        .arg(&seen)
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .args(["replay", "--quiet", "--from-strace"])
+        .arg(&l)
+        .args([
+            "--traced-dir",
+            "/data",
+            "--witness",
+            "off",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+        ])
+        .arg(&target)
+        .output()
+        .expect("strace runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["extra"]["replay"]["diverged_calls"], 0, "{r}");
+    let seen = std::fs::read_to_string(&seen).expect("strace's log");
+    // Each call as "name iovec-lengths count = result", from strace's lines.
+    let mut calls: Vec<String> = seen
+        .lines()
+        .filter(|l| l.contains("iov_len="))
+        .map(|l| {
+            let name = l
+                .split_whitespace()
+                .nth(1)
+                .and_then(|w| w.split('(').next())
+                .unwrap_or("");
+            let lens: Vec<&str> = l
+                .split("iov_len=")
+                .skip(1)
+                .map(|s| s.split(['}', ',']).next().unwrap_or(""))
+                .collect();
+            let tail = l.rsplit("], ").next().unwrap_or("");
+            format!("{name} {} {}", lens.join(","), tail.replace(')', ""))
+        })
+        .collect();
+    calls.retain(|c| !c.is_empty());
+    assert_eq!(
+        calls,
+        [
+            "writev 2,2,1 3 = 5",
+            "pwritev 4,4 2, 5 = 8",
+            "readv 3,2 2 = 5",
+            "preadv 2,2,2,2 4, 5 = 8",
+        ],
+        "{seen}"
+    );
+}
