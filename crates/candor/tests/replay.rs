@@ -803,3 +803,89 @@ fn vector_calls_replay_with_their_number_of_iovecs() {
         "{seen}"
     );
 }
+
+/// dbench (one client, one second), recorded in the kernel, replays on the filesystem it
+/// was recorded on (ext4) and on xfs with every counted kind's calls and bytes exact; the
+/// one call that differs is named: an rmdir the flat layout lets succeed where dbench's
+/// failed with ENOTEMPTY (docs/replay.md, "Layout").
+#[test]
+fn recorded_dbench_replays_exactly_on_ext4_and_xfs() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["dbench", "mkfs.xfs"]) {
+        return;
+    }
+    let load = Path::new("/usr/share/dbench/client.txt");
+    if !candor_testkit::need_path(load, "dbench's load file is not installed") {
+        return;
+    }
+    let Some(ext4) = common::scratch("ext4", 256 << 20) else {
+        return;
+    };
+    let src = ext4.path().join("dbench");
+    std::fs::create_dir(&src).expect("mkdir");
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("dbench.trace");
+    record(
+        &trace,
+        &src,
+        &[
+            "dbench",
+            "-c",
+            load.to_str().unwrap(),
+            "-t",
+            "1",
+            "-D",
+            src.to_str().unwrap(),
+            "1",
+        ],
+        None,
+    );
+    let Some(xfs) = common::scratch("xfs", 320 << 20) else {
+        return;
+    };
+    for fs in [ext4.path(), xfs.path()] {
+        let o = replay(&[
+            trace.to_str().unwrap(),
+            "--witness",
+            "bpf",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+            fs.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = json(&o)["results"][0].clone();
+        let c = &r["witness"]["syscalls_check"];
+        assert_eq!(c["verdict"], "match", "{}: {c}", fs.display());
+        for kind in [
+            "openat", "create", "close", "pread64", "pwrite64", "fsync", "stat", "unlink",
+            "rename", "mkdir",
+        ] {
+            let k = &c["kinds"][kind];
+            assert!(k["expected"].as_u64().unwrap_or(0) > 0, "{kind}: {c}");
+            assert_eq!(k["expected"], k["counted"], "{kind}: {c}");
+        }
+        for kind in ["pread64", "pwrite64"] {
+            let k = &c["kinds"][kind];
+            assert!(k["expected_bytes"].as_u64().unwrap_or(0) > 0, "{kind}: {c}");
+            assert_eq!(k["expected_bytes"], k["counted_bytes"], "{kind}: {c}");
+        }
+        let rp = &r["extra"]["replay"];
+        assert_eq!(rp["recorded"]["complete"], true, "{rp}");
+        let named = rp["divergences"].as_array().expect("divergences");
+        assert_eq!(
+            rp["diverged_calls"].as_u64(),
+            Some(named.len() as u64),
+            "{rp}"
+        );
+        for n in named {
+            let n = n.as_str().unwrap_or("");
+            assert!(
+                n.contains("(rmdir) succeeded where the recording's failed with ENOTEMPTY"),
+                "{}: {n}",
+                fs.display()
+            );
+        }
+    }
+}
