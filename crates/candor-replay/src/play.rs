@@ -11,6 +11,7 @@ use crate::strace::{
 };
 use candor_model::CallCount;
 use candor_stats::Histogram;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -58,6 +59,46 @@ pub fn name_of(id: u32) -> CString {
     CString::new(format!("n{id}")).expect("no NUL in a number")
 }
 
+/// Each file's path in the repetition's directory: `n7` at the top, `n3/n7` inside the
+/// directory `n3`, as the header places it. A file that existed at the start is never put
+/// in a directory that did not (it is at the top instead), nor is any file in a chain of
+/// directories that loops or runs deeper than 64.
+pub fn paths(t: &Trace) -> HashMap<u32, String> {
+    let by_id: HashMap<u32, &crate::FileEntry> = t.header.files.iter().map(|f| (f.id, f)).collect();
+    let parent = |f: &crate::FileEntry| {
+        f.parent
+            .and_then(|p| by_id.get(&p))
+            .filter(|p| p.dir && (f.size.is_none() || p.size.is_some()))
+            .copied()
+    };
+    t.header
+        .files
+        .iter()
+        .map(|f| {
+            let mut chain = vec![f.id];
+            let mut at = parent(f);
+            while let Some(p) = at {
+                if chain.contains(&p.id) || chain.len() > 64 {
+                    chain.truncate(1);
+                    break;
+                }
+                chain.push(p.id);
+                at = parent(p);
+            }
+            let path: Vec<String> = chain.iter().rev().map(|id| format!("n{id}")).collect();
+            (f.id, path.join("/"))
+        })
+        .collect()
+}
+
+/// `paths` as the C strings the calls take.
+fn c_paths(t: &Trace) -> HashMap<u32, CString> {
+    paths(t)
+        .into_iter()
+        .map(|(id, p)| (id, CString::new(p).expect("no NUL in ids")))
+        .collect()
+}
+
 /// What the layout made.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Layout {
@@ -82,9 +123,18 @@ pub fn lay_out(
 ) -> std::io::Result<Layout> {
     let mut l = Layout::default();
     let chunk = vec![0xA5u8; 1 << 20];
-    for f in &t.header.files {
+    let names = c_paths(t);
+    // Directories first, each after the one it is in; then the files.
+    let mut order: Vec<&crate::FileEntry> = t.header.files.iter().collect();
+    let depth = |id: u32| {
+        names
+            .get(&id)
+            .map_or(0, |n| n.as_bytes().iter().filter(|&&b| b == b'/').count())
+    };
+    order.sort_by_key(|f| (!f.dir, depth(f.id), f.id));
+    for f in order {
         let Some(size) = f.size else { continue };
-        let name = name_of(f.id);
+        let name = names.get(&f.id).cloned().unwrap_or_else(|| name_of(f.id));
         if f.dir {
             // SAFETY: dir is a valid descriptor and name a NUL-terminated name.
             if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o700) } != 0 {
@@ -403,6 +453,8 @@ struct ThreadOut {
 
 struct Shared<'a> {
     dir: RawFd,
+    /// Each file's path in the repetition's directory.
+    names: HashMap<u32, CString>,
     fds: Fds,
     parents: HashMap<u32, u32>,
     timing: Timing,
@@ -466,8 +518,12 @@ pub struct Prepared {
 /// Opens the trace's inherited descriptors on the laid-out files.
 pub fn prepare(t: &Trace, dir: BorrowedFd) -> std::io::Result<Prepared> {
     let p = Prepared::default();
+    let names = c_paths(t);
     for i in &t.header.inherited {
-        let name = name_of(i.file);
+        let name = names
+            .get(&i.file)
+            .cloned()
+            .unwrap_or_else(|| name_of(i.file));
         // SAFETY: dir is a valid descriptor and name NUL-terminated.
         let fd =
             unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), open_flags(i.flags), 0o600) };
@@ -510,6 +566,7 @@ pub fn play(
         .collect();
     let shared = Arc::new(Shared {
         dir: dir.as_raw_fd(),
+        names: c_paths(t),
         fds: prepared.fds,
         parents,
         timing,
@@ -724,7 +781,11 @@ fn issue(
 ) -> Issued {
     let dir = sh.dir;
     let kind = c.kind();
-    let name = c.file.map(name_of);
+    let name = c.file.map(|f| {
+        sh.names
+            .get(&f)
+            .map_or_else(|| Cow::Owned(name_of(f)), |n| Cow::Borrowed(n.as_c_str()))
+    });
     let fd = if kind.on_fd() {
         match sh.fds.get(process, &sh.parents, c.fd, c.file) {
             Some(f) => f,
@@ -738,8 +799,7 @@ fn issue(
     } else {
         -1
     };
-    let Some(name) = name.or_else(|| (!kind.on_fd()).then(|| CString::new("").unwrap_or_default()))
-    else {
+    let Some(name) = name.or_else(|| (!kind.on_fd()).then_some(Cow::Borrowed(c""))) else {
         return Issued::Skipped("names no file".into());
     };
     let size = c.size.min(MAX_IO) as usize;
@@ -814,7 +874,10 @@ fn issue(
             Kind::Rmdir => ret(libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) as i64),
             Kind::Mkdir => ret(libc::mkdirat(dir, name.as_ptr(), 0o700) as i64),
             Kind::Rename => {
-                let Some(to) = c.file2.map(name_of) else {
+                let Some(to) = c
+                    .file2
+                    .map(|f| sh.names.get(&f).cloned().unwrap_or_else(|| name_of(f)))
+                else {
                     return Issued::Skipped("names no destination".into());
                 };
                 ret(libc::renameat(dir, name.as_ptr(), dir, to.as_ptr()) as i64)

@@ -254,23 +254,10 @@ fn rep_dir(run: &RunDir, rep: u32) -> std::io::Result<(PathBuf, OwnedFd)> {
     Ok((p, d.into()))
 }
 
-/// Removes a repetition's directory: flat, holding only the replay's files and (empty)
-/// directories.
+/// Removes a repetition's directory, holding only the replay's files and directories
+/// (`remove_dir_all` never follows a link out of it).
 fn remove_rep_dir(p: &Path) {
-    if let Ok(rd) = std::fs::read_dir(p) {
-        for e in rd.flatten() {
-            let path = e.path();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => {
-                    let _ = std::fs::remove_dir(&path);
-                }
-                _ => {
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
-        }
-    }
-    let _ = std::fs::remove_dir(p);
+    let _ = std::fs::remove_dir_all(p);
 }
 
 pub fn run(a: Args) -> CmdResult {
@@ -527,12 +514,13 @@ fn one_rep(
         }
     };
     let _ = layout;
+    let rel = play::paths(trace);
     let files: Vec<PathBuf> = trace
         .header
         .files
         .iter()
         .filter(|f| !f.dir && f.size.is_some())
-        .map(|f| path.join(format!("n{}", f.id)))
+        .map(|f| path.join(&rel[&f.id]))
         .collect();
     if let Some(passes) = precondition {
         let sized: Vec<candor_engine::runner::PreconditionFile> = trace
@@ -541,7 +529,7 @@ fn one_rep(
             .iter()
             .filter(|f| !f.dir && f.size.is_some_and(|s| s > 0))
             .map(|f| candor_engine::runner::PreconditionFile {
-                path: path.join(format!("n{}", f.id)),
+                path: path.join(&rel[&f.id]),
                 base: 0,
                 size: f.size.unwrap_or(0),
                 create: false,
