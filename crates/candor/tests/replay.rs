@@ -874,6 +874,18 @@ fn recorded_dbench_replays_exactly_on_ext4_and_xfs() {
         let rp = &r["extra"]["replay"];
         assert_eq!(rp["recorded"]["complete"], true, "{rp}");
         assert_eq!(rp["diverged_calls"], 0, "{}: {rp}", fs.display());
+        // dbench's own figure while it was recorded is kept and said beside the replay's.
+        let own = &rp["recorded"]["figure"];
+        assert_eq!(own["program"], "dbench", "{rp}");
+        let printed = own["printed"].as_str().unwrap_or("");
+        assert!(printed.contains("MB/sec"), "{own}");
+        let e = text(&o.stderr);
+        assert!(
+            e.contains(&format!(
+                "; dbench's own figure then: {printed}); the replay "
+            )),
+            "{e}"
+        );
     }
 }
 

@@ -398,8 +398,19 @@ pub fn run(a: Args) -> CmdResult {
         if let Some(rec) = r.extra.get("replay").and_then(|x| x.get("recorded")) {
             let secs = rec["seconds"].as_f64().unwrap_or(0.0);
             let mb = |bps: f64| bps / 1e6;
+            // The program's own figure, as it printed it, when the audit read one.
+            let own = rec["figure"]
+                .get("printed")
+                .and_then(|p| p.as_str())
+                .map(|p| {
+                    format!(
+                        "; {}'s own figure then: {p}",
+                        rec["figure"]["program"].as_str().unwrap_or("the program")
+                    )
+                })
+                .unwrap_or_default();
             doc.warnings.push(format!(
-                "On {}: the recording made its {} calls in {:.3} s ({:.2} MB/s of reads and writes); the replay {:.3} s ({:.2} MB/s), mean of {} repetitions with --timing {}.",
+                "On {}: the recording made its {} calls in {:.3} s ({:.2} MB/s of reads and writes{own}); the replay {:.3} s ({:.2} MB/s), mean of {} repetitions with --timing {}.",
                 r.target,
                 rec["calls"].as_u64().unwrap_or(0),
                 secs,
@@ -440,7 +451,11 @@ pub fn run(a: Args) -> CmdResult {
             }
         }
     }
-    for w in doc.warnings.iter().filter(|w| w.contains("diverged")) {
+    for w in doc
+        .warnings
+        .iter()
+        .filter(|w| w.contains("diverged") || w.contains("the recording made its"))
+    {
         eprintln!("candor: {w}");
     }
     for c in &cleanup {
@@ -916,8 +931,13 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
     })
 }
 
-/// Ends a recording: the trace written, and a line saying what it holds.
-pub fn record_finish(r: Recording, command: &[String]) -> Result<(), Failure> {
+/// Ends a recording: the trace written, with the program's own figure (the first the audit
+/// read from its output), and a line saying what it holds.
+pub fn record_finish(
+    r: Recording,
+    command: &[String],
+    figure: Option<&candor_audit::Claim>,
+) -> Result<(), Failure> {
     let lost = r.recording.stop();
     let Some(conv) = r.converter.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return Err(Failure::failed("the recording was lost"));
@@ -928,6 +948,14 @@ pub fn record_finish(r: Recording, command: &[String]) -> Result<(), Failure> {
     t.header.host = host.hostname.clone();
     t.header.kernel = host.kernel.clone();
     t.header.started_at = r.started_at;
+    t.header.recorded_figure = figure.map(|c| {
+        serde_json::json!({
+            "program": c.program,
+            "test": c.test,
+            "bytes_per_second": c.claimed_bps,
+            "printed": c.printed,
+        })
+    });
     if let Some(d) = r.dirs.first() {
         t.header.fs = candor_witness::describe_target(Path::new(d)).fs_type;
     }
