@@ -478,9 +478,10 @@ impl Shared<'_> {
     /// Waits until every other thread has made each call that ended, in the recording,
     /// before this one began: calls ordered in the recording stay ordered; calls that
     /// overlapped may overlap.
-    fn wait_for_earlier(&self, me: usize, start_ns: u64) {
+    fn wait_for_earlier(&self, me: usize, start_ns: u64) -> bool {
         use std::sync::atomic::Ordering;
         let mut since: Option<Instant> = None;
+        let mut waited = false;
         for (j, ends) in self.ends.iter().enumerate() {
             if j == me {
                 continue;
@@ -489,8 +490,9 @@ impl Shared<'_> {
             let mut spins = 0u32;
             while self.done[j].load(Ordering::Acquire) < need {
                 if (self.stop)() {
-                    return;
+                    return true;
                 }
+                waited = true;
                 spins += 1;
                 if spins < 64 {
                     std::hint::spin_loop();
@@ -499,12 +501,13 @@ impl Shared<'_> {
                 } else {
                     let t = *since.get_or_insert_with(Instant::now);
                     if t.elapsed() > ORDER_WAIT {
-                        return;
+                        return true;
                     }
                     std::thread::sleep(Duration::from_micros(20));
                 }
             }
         }
+        waited
     }
 }
 
@@ -671,6 +674,9 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         stopped: false,
     };
     let mut buf = Buffer::new();
+    // Per kind, by its code, while the thread runs (a map lookup per call is not free).
+    let mut kinds: Vec<KindStats> = vec![KindStats::default(); Kind::ALL.len()];
+    let mut seen = vec![false; Kind::ALL.len()];
     sh.go.wait();
     let released = *sh
         .released
@@ -678,12 +684,17 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         .unwrap_or_else(|e| e.into_inner())
         .get_or_insert_with(Instant::now);
     out.start = Instant::now();
+    // One clock reading per call, as `run`'s loop: the end of a call is the start of the
+    // next unless the thread waited in between (the recorded gaps, other threads).
+    let mut t = out.start;
     for (i, c) in calls.iter().enumerate() {
         if (sh.stop)() {
             out.stopped = true;
             break;
         }
+        let mut waited = false;
         if let Timing::Scaled(x) = sh.timing {
+            waited = true;
             let at = released
                 + Duration::from_nanos(((c.start_ns.saturating_sub(sh.t0_ns)) as f64 * x) as u64);
             loop {
@@ -694,12 +705,18 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
                 std::thread::sleep((at - now).min(Duration::from_millis(50)));
             }
         }
-        sh.wait_for_earlier(index, c.start_ns);
-        let t = Instant::now();
+        waited |= sh.wait_for_earlier(index, c.start_ns);
+        if waited {
+            t = Instant::now();
+        }
         let r = issue(sh, process, c, &mut buf, &mut out.leftover);
-        let ns = t.elapsed().as_nanos() as u64;
+        let end = Instant::now();
+        let ns = end.saturating_duration_since(t).as_nanos() as u64;
+        t = end;
         sh.done[index].store(i + 1, std::sync::atomic::Ordering::Release);
-        let k = out.kinds.entry(c.kind()).or_default();
+        let code = c.kind().code() as usize % Kind::ALL.len();
+        seen[code] = true;
+        let k = &mut kinds[code];
         match r {
             Issued::Done(v) => {
                 k.calls += 1;
@@ -735,6 +752,12 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         }
     }
     out.end = Instant::now();
+    out.kinds = kinds
+        .into_iter()
+        .enumerate()
+        .filter(|(code, _)| seen[*code])
+        .filter_map(|(code, k)| Kind::from_code(code as u8).map(|kind| (kind, k)))
+        .collect();
     out
 }
 
@@ -781,10 +804,15 @@ fn issue(
 ) -> Issued {
     let dir = sh.dir;
     let kind = c.kind();
-    let name = c.file.map(|f| {
-        sh.names
-            .get(&f)
-            .map_or_else(|| Cow::Owned(name_of(f)), |n| Cow::Borrowed(n.as_c_str()))
+    // Only the calls that take a name look it up.
+    let named = matches!(
+        kind,
+        Kind::Open | Kind::Unlink | Kind::Rmdir | Kind::Mkdir | Kind::Rename | Kind::Stat
+    );
+    let name = c.file.map(|f| match sh.names.get(&f).filter(|_| named) {
+        Some(n) => Cow::Borrowed(n.as_c_str()),
+        None if named => Cow::Owned(name_of(f)),
+        None => Cow::Borrowed(c""),
     });
     let fd = if kind.on_fd() {
         match sh.fds.get(process, &sh.parents, c.fd, c.file) {
