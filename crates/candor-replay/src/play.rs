@@ -243,6 +243,17 @@ type FdMap = HashMap<(u32, i32), (RawFd, Option<u32>)>;
 struct Fds {
     map: Mutex<FdMap>,
     changed: Condvar,
+    /// Bumped on every change of the table: a thread's last lookup stays good until then.
+    version: std::sync::atomic::AtomicU64,
+}
+
+/// A thread's last descriptor lookup, reused while the table has not changed (a run of
+/// reads on one descriptor takes no lock).
+#[derive(Default)]
+struct FdCache {
+    key: Option<(u32, i32, Option<u32>)>,
+    real: RawFd,
+    version: u64,
 }
 
 /// How long a call waits for a descriptor another thread has yet to open.
@@ -276,6 +287,7 @@ impl Fds {
                         let d = unsafe { libc::fcntl(real, libc::F_DUPFD_CLOEXEC, 0) };
                         if d >= 0 {
                             map.insert((process, fd), (d, f));
+                            self.bump();
                             return Some(d);
                         }
                     }
@@ -307,23 +319,55 @@ impl Fds {
         }
     }
 
+    /// `get`, through the thread's cache.
+    fn get_cached(
+        &self,
+        cache: &mut FdCache,
+        process: u32,
+        parents: &HashMap<u32, u32>,
+        fd: i32,
+        file: Option<u32>,
+    ) -> Option<RawFd> {
+        use std::sync::atomic::Ordering;
+        let key = Some((process, fd, file));
+        let version = self.version.load(Ordering::Acquire);
+        if cache.key == key && cache.version == version {
+            return Some(cache.real);
+        }
+        let real = self.get(process, parents, fd, file)?;
+        // A lookup that changed the table (a descriptor duplicated from a parent) is
+        // cached against the version it made.
+        *cache = FdCache {
+            key,
+            real,
+            version: self.version.load(Ordering::Acquire),
+        };
+        Some(real)
+    }
+
+    fn bump(&self) {
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
     fn put(&self, process: u32, fd: i32, real: RawFd, file: Option<u32>) -> Option<RawFd> {
-        let old = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((process, fd), (real, file));
+        let old = {
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            let old = map.insert((process, fd), (real, file));
+            self.bump();
+            old
+        };
         self.changed.notify_all();
         old.map(|o| o.0)
     }
 
     fn take(&self, process: u32, fd: i32) -> Option<RawFd> {
-        let r = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(process, fd))
-            .map(|o| o.0);
+        let r = {
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            let r = map.remove(&(process, fd)).map(|o| o.0);
+            self.bump();
+            r
+        };
         self.changed.notify_all();
         r
     }
@@ -677,6 +721,7 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
     // Per kind, by its code, while the thread runs (a map lookup per call is not free).
     let mut kinds: Vec<KindStats> = vec![KindStats::default(); Kind::ALL.len()];
     let mut seen = vec![false; Kind::ALL.len()];
+    let mut fd_cache = FdCache::default();
     sh.go.wait();
     let released = *sh
         .released
@@ -709,7 +754,7 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         if waited {
             t = Instant::now();
         }
-        let r = issue(sh, process, c, &mut buf, &mut out.leftover);
+        let r = issue(sh, process, c, &mut buf, &mut fd_cache, &mut out.leftover);
         let end = Instant::now();
         let ns = end.saturating_duration_since(t).as_nanos() as u64;
         t = end;
@@ -800,6 +845,7 @@ fn issue(
     process: u32,
     c: &Call,
     buf: &mut Buffer,
+    fd_cache: &mut FdCache,
     leftover: &mut Vec<OwnedFd>,
 ) -> Issued {
     let dir = sh.dir;
@@ -815,7 +861,10 @@ fn issue(
         None => Cow::Borrowed(c""),
     });
     let fd = if kind.on_fd() {
-        match sh.fds.get(process, &sh.parents, c.fd, c.file) {
+        match sh
+            .fds
+            .get_cached(fd_cache, process, &sh.parents, c.fd, c.file)
+        {
             Some(f) => f,
             None => {
                 return Issued::Skipped(format!(
