@@ -102,6 +102,7 @@ pub fn parse(text: &str) -> Result<Trace, String> {
             dir: false,
             size: Some(sizes.get(&id).copied().unwrap_or(0)),
             path: Some(name.clone()),
+            ..Default::default()
         })
         .collect();
     files.sort_by_key(|f| f.id);

@@ -160,7 +160,8 @@ pub struct Call {
     /// rename: the destination.
     pub file2: Option<u32>,
     /// open: the O_* flags (x86_64 values); lseek: whence; fallocate: mode;
-    /// sync_file_range: its flags; mmap: PROT_* in the low byte, MAP_* above.
+    /// sync_file_range: its flags; mmap: PROT_* in the low byte, MAP_* above; readv,
+    /// writev, preadv, pwritev: the number of iovecs.
     pub flags: u32,
     /// Where the call began in the file (reads, writes, lseek's target, mmap's offset,
     /// ftruncate's length, fallocate's and sync_file_range's start).
@@ -194,6 +195,10 @@ impl Call {
 #[serde(default)]
 pub struct FileEntry {
     pub id: u32,
+    /// The directory (a file id) it is in, when the trace names that directory or it lies
+    /// between the traced directories and a file; none: at the top of a traced directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
     pub dir: bool,
     /// Its size when the trace began; None: it did not exist then.
     pub size: Option<u64>,
@@ -667,12 +672,14 @@ mod tests {
                 files: vec![
                     FileEntry {
                         id: 1,
+                        parent: None,
                         dir: false,
                         size: Some(8192),
                         path: None,
                     },
                     FileEntry {
                         id: 2,
+                        parent: Some(1),
                         dir: false,
                         size: None,
                         path: None,

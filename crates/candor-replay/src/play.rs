@@ -11,6 +11,7 @@ use crate::strace::{
 };
 use candor_model::CallCount;
 use candor_stats::Histogram;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -58,6 +59,46 @@ pub fn name_of(id: u32) -> CString {
     CString::new(format!("n{id}")).expect("no NUL in a number")
 }
 
+/// Each file's path in the repetition's directory: `n7` at the top, `n3/n7` inside the
+/// directory `n3`, as the header places it. A file that existed at the start is never put
+/// in a directory that did not (it is at the top instead), nor is any file in a chain of
+/// directories that loops or runs deeper than 64.
+pub fn paths(t: &Trace) -> HashMap<u32, String> {
+    let by_id: HashMap<u32, &crate::FileEntry> = t.header.files.iter().map(|f| (f.id, f)).collect();
+    let parent = |f: &crate::FileEntry| {
+        f.parent
+            .and_then(|p| by_id.get(&p))
+            .filter(|p| p.dir && (f.size.is_none() || p.size.is_some()))
+            .copied()
+    };
+    t.header
+        .files
+        .iter()
+        .map(|f| {
+            let mut chain = vec![f.id];
+            let mut at = parent(f);
+            while let Some(p) = at {
+                if chain.contains(&p.id) || chain.len() > 64 {
+                    chain.truncate(1);
+                    break;
+                }
+                chain.push(p.id);
+                at = parent(p);
+            }
+            let path: Vec<String> = chain.iter().rev().map(|id| format!("n{id}")).collect();
+            (f.id, path.join("/"))
+        })
+        .collect()
+}
+
+/// `paths` as the C strings the calls take.
+fn c_paths(t: &Trace) -> HashMap<u32, CString> {
+    paths(t)
+        .into_iter()
+        .map(|(id, p)| (id, CString::new(p).expect("no NUL in ids")))
+        .collect()
+}
+
 /// What the layout made.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Layout {
@@ -82,9 +123,18 @@ pub fn lay_out(
 ) -> std::io::Result<Layout> {
     let mut l = Layout::default();
     let chunk = vec![0xA5u8; 1 << 20];
-    for f in &t.header.files {
+    let names = c_paths(t);
+    // Directories first, each after the one it is in; then the files.
+    let mut order: Vec<&crate::FileEntry> = t.header.files.iter().collect();
+    let depth = |id: u32| {
+        names
+            .get(&id)
+            .map_or(0, |n| n.as_bytes().iter().filter(|&&b| b == b'/').count())
+    };
+    order.sort_by_key(|f| (!f.dir, depth(f.id), f.id));
+    for f in order {
         let Some(size) = f.size else { continue };
-        let name = name_of(f.id);
+        let name = names.get(&f.id).cloned().unwrap_or_else(|| name_of(f.id));
         if f.dir {
             // SAFETY: dir is a valid descriptor and name a NUL-terminated name.
             if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o700) } != 0 {
@@ -193,6 +243,17 @@ type FdMap = HashMap<(u32, i32), (RawFd, Option<u32>)>;
 struct Fds {
     map: Mutex<FdMap>,
     changed: Condvar,
+    /// Bumped on every change of the table: a thread's last lookup stays good until then.
+    version: std::sync::atomic::AtomicU64,
+}
+
+/// A thread's last descriptor lookup, reused while the table has not changed (a run of
+/// reads on one descriptor takes no lock).
+#[derive(Default)]
+struct FdCache {
+    key: Option<(u32, i32, Option<u32>)>,
+    real: RawFd,
+    version: u64,
 }
 
 /// How long a call waits for a descriptor another thread has yet to open.
@@ -226,6 +287,7 @@ impl Fds {
                         let d = unsafe { libc::fcntl(real, libc::F_DUPFD_CLOEXEC, 0) };
                         if d >= 0 {
                             map.insert((process, fd), (d, f));
+                            self.bump();
                             return Some(d);
                         }
                     }
@@ -257,23 +319,55 @@ impl Fds {
         }
     }
 
+    /// `get`, through the thread's cache.
+    fn get_cached(
+        &self,
+        cache: &mut FdCache,
+        process: u32,
+        parents: &HashMap<u32, u32>,
+        fd: i32,
+        file: Option<u32>,
+    ) -> Option<RawFd> {
+        use std::sync::atomic::Ordering;
+        let key = Some((process, fd, file));
+        let version = self.version.load(Ordering::Acquire);
+        if cache.key == key && cache.version == version {
+            return Some(cache.real);
+        }
+        let real = self.get(process, parents, fd, file)?;
+        // A lookup that changed the table (a descriptor duplicated from a parent) is
+        // cached against the version it made.
+        *cache = FdCache {
+            key,
+            real,
+            version: self.version.load(Ordering::Acquire),
+        };
+        Some(real)
+    }
+
+    fn bump(&self) {
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
     fn put(&self, process: u32, fd: i32, real: RawFd, file: Option<u32>) -> Option<RawFd> {
-        let old = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((process, fd), (real, file));
+        let old = {
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            let old = map.insert((process, fd), (real, file));
+            self.bump();
+            old
+        };
         self.changed.notify_all();
         old.map(|o| o.0)
     }
 
     fn take(&self, process: u32, fd: i32) -> Option<RawFd> {
-        let r = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(process, fd))
-            .map(|o| o.0);
+        let r = {
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            let r = map.remove(&(process, fd)).map(|o| o.0);
+            self.bump();
+            r
+        };
         self.changed.notify_all();
         r
     }
@@ -349,6 +443,27 @@ impl Drop for Buffer {
 /// and the difference is a divergence).
 const MAX_IO: u64 = 256 << 20;
 
+/// A vector call's iovecs over `size` bytes at `base`: as many as the recording's call had
+/// (`count`, at least 1, at most IOV_MAX), the bytes shared out evenly (their lengths are
+/// not recorded), the first ones one byte longer when they do not divide.
+fn iovecs(base: *mut u8, size: usize, count: u32) -> Vec<libc::iovec> {
+    let n = count.clamp(1, crate::strace::IOV_MAX) as usize;
+    let (each, extra) = (size / n, size % n);
+    let mut at = 0;
+    (0..n)
+        .map(|i| {
+            let len = each + usize::from(i < extra);
+            let v = libc::iovec {
+                // SAFETY: at + len <= size, within the buffer at base.
+                iov_base: unsafe { base.add(at) }.cast(),
+                iov_len: len,
+            };
+            at += len;
+            v
+        })
+        .collect()
+}
+
 fn errno_name(e: i32) -> String {
     let name = match e {
         libc::ENOENT => "ENOENT",
@@ -382,6 +497,8 @@ struct ThreadOut {
 
 struct Shared<'a> {
     dir: RawFd,
+    /// Each file's path in the repetition's directory.
+    names: HashMap<u32, CString>,
     fds: Fds,
     parents: HashMap<u32, u32>,
     timing: Timing,
@@ -405,9 +522,10 @@ impl Shared<'_> {
     /// Waits until every other thread has made each call that ended, in the recording,
     /// before this one began: calls ordered in the recording stay ordered; calls that
     /// overlapped may overlap.
-    fn wait_for_earlier(&self, me: usize, start_ns: u64) {
+    fn wait_for_earlier(&self, me: usize, start_ns: u64) -> bool {
         use std::sync::atomic::Ordering;
         let mut since: Option<Instant> = None;
+        let mut waited = false;
         for (j, ends) in self.ends.iter().enumerate() {
             if j == me {
                 continue;
@@ -416,8 +534,9 @@ impl Shared<'_> {
             let mut spins = 0u32;
             while self.done[j].load(Ordering::Acquire) < need {
                 if (self.stop)() {
-                    return;
+                    return true;
                 }
+                waited = true;
                 spins += 1;
                 if spins < 64 {
                     std::hint::spin_loop();
@@ -426,12 +545,13 @@ impl Shared<'_> {
                 } else {
                     let t = *since.get_or_insert_with(Instant::now);
                     if t.elapsed() > ORDER_WAIT {
-                        return;
+                        return true;
                     }
                     std::thread::sleep(Duration::from_micros(20));
                 }
             }
         }
+        waited
     }
 }
 
@@ -445,8 +565,12 @@ pub struct Prepared {
 /// Opens the trace's inherited descriptors on the laid-out files.
 pub fn prepare(t: &Trace, dir: BorrowedFd) -> std::io::Result<Prepared> {
     let p = Prepared::default();
+    let names = c_paths(t);
     for i in &t.header.inherited {
-        let name = name_of(i.file);
+        let name = names
+            .get(&i.file)
+            .cloned()
+            .unwrap_or_else(|| name_of(i.file));
         // SAFETY: dir is a valid descriptor and name NUL-terminated.
         let fd =
             unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), open_flags(i.flags), 0o600) };
@@ -489,6 +613,7 @@ pub fn play(
         .collect();
     let shared = Arc::new(Shared {
         dir: dir.as_raw_fd(),
+        names: c_paths(t),
         fds: prepared.fds,
         parents,
         timing,
@@ -593,6 +718,10 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         stopped: false,
     };
     let mut buf = Buffer::new();
+    // Per kind, by its code, while the thread runs (a map lookup per call is not free).
+    let mut kinds: Vec<KindStats> = vec![KindStats::default(); Kind::ALL.len()];
+    let mut seen = vec![false; Kind::ALL.len()];
+    let mut fd_cache = FdCache::default();
     sh.go.wait();
     let released = *sh
         .released
@@ -600,12 +729,17 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         .unwrap_or_else(|e| e.into_inner())
         .get_or_insert_with(Instant::now);
     out.start = Instant::now();
+    // One clock reading per call, as `run`'s loop: the end of a call is the start of the
+    // next unless the thread waited in between (the recorded gaps, other threads).
+    let mut t = out.start;
     for (i, c) in calls.iter().enumerate() {
         if (sh.stop)() {
             out.stopped = true;
             break;
         }
+        let mut waited = false;
         if let Timing::Scaled(x) = sh.timing {
+            waited = true;
             let at = released
                 + Duration::from_nanos(((c.start_ns.saturating_sub(sh.t0_ns)) as f64 * x) as u64);
             loop {
@@ -616,12 +750,18 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
                 std::thread::sleep((at - now).min(Duration::from_millis(50)));
             }
         }
-        sh.wait_for_earlier(index, c.start_ns);
-        let t = Instant::now();
-        let r = issue(sh, process, c, &mut buf, &mut out.leftover);
-        let ns = t.elapsed().as_nanos() as u64;
+        waited |= sh.wait_for_earlier(index, c.start_ns);
+        if waited {
+            t = Instant::now();
+        }
+        let r = issue(sh, process, c, &mut buf, &mut fd_cache, &mut out.leftover);
+        let end = Instant::now();
+        let ns = end.saturating_duration_since(t).as_nanos() as u64;
+        t = end;
         sh.done[index].store(i + 1, std::sync::atomic::Ordering::Release);
-        let k = out.kinds.entry(c.kind()).or_default();
+        let code = c.kind().code() as usize % Kind::ALL.len();
+        seen[code] = true;
+        let k = &mut kinds[code];
         match r {
             Issued::Done(v) => {
                 k.calls += 1;
@@ -657,6 +797,12 @@ fn run_thread(sh: &Shared, index: usize, cpu: Option<usize>) -> ThreadOut {
         }
     }
     out.end = Instant::now();
+    out.kinds = kinds
+        .into_iter()
+        .enumerate()
+        .filter(|(code, _)| seen[*code])
+        .filter_map(|(code, k)| Kind::from_code(code as u8).map(|kind| (kind, k)))
+        .collect();
     out
 }
 
@@ -699,13 +845,26 @@ fn issue(
     process: u32,
     c: &Call,
     buf: &mut Buffer,
+    fd_cache: &mut FdCache,
     leftover: &mut Vec<OwnedFd>,
 ) -> Issued {
     let dir = sh.dir;
     let kind = c.kind();
-    let name = c.file.map(name_of);
+    // Only the calls that take a name look it up.
+    let named = matches!(
+        kind,
+        Kind::Open | Kind::Unlink | Kind::Rmdir | Kind::Mkdir | Kind::Rename | Kind::Stat
+    );
+    let name = c.file.map(|f| match sh.names.get(&f).filter(|_| named) {
+        Some(n) => Cow::Borrowed(n.as_c_str()),
+        None if named => Cow::Owned(name_of(f)),
+        None => Cow::Borrowed(c""),
+    });
     let fd = if kind.on_fd() {
-        match sh.fds.get(process, &sh.parents, c.fd, c.file) {
+        match sh
+            .fds
+            .get_cached(fd_cache, process, &sh.parents, c.fd, c.file)
+        {
             Some(f) => f,
             None => {
                 return Issued::Skipped(format!(
@@ -717,8 +876,7 @@ fn issue(
     } else {
         -1
     };
-    let Some(name) = name.or_else(|| (!kind.on_fd()).then(|| CString::new("").unwrap_or_default()))
-    else {
+    let Some(name) = name.or_else(|| (!kind.on_fd()).then_some(Cow::Borrowed(c""))) else {
         return Issued::Skipped("names no file".into());
     };
     let size = c.size.min(MAX_IO) as usize;
@@ -747,15 +905,13 @@ fn issue(
                 ret(libc::pwrite(fd, buf.get(size).cast(), size, c.offset as i64) as i64)
             }
             Kind::Readv | Kind::Writev | Kind::Preadv | Kind::Pwritev => {
-                let iov = libc::iovec {
-                    iov_base: buf.get(size).cast(),
-                    iov_len: size,
-                };
+                let iov = iovecs(buf.get(size), size, c.flags);
+                let n = iov.len() as i32;
                 ret(match kind {
-                    Kind::Readv => libc::readv(fd, &iov, 1),
-                    Kind::Writev => libc::writev(fd, &iov, 1),
-                    Kind::Preadv => libc::preadv(fd, &iov, 1, c.offset as i64),
-                    _ => libc::pwritev(fd, &iov, 1, c.offset as i64),
+                    Kind::Readv => libc::readv(fd, iov.as_ptr(), n),
+                    Kind::Writev => libc::writev(fd, iov.as_ptr(), n),
+                    Kind::Preadv => libc::preadv(fd, iov.as_ptr(), n, c.offset as i64),
+                    _ => libc::pwritev(fd, iov.as_ptr(), n, c.offset as i64),
                 } as i64)
             }
             Kind::Dup => {
@@ -795,7 +951,10 @@ fn issue(
             Kind::Rmdir => ret(libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) as i64),
             Kind::Mkdir => ret(libc::mkdirat(dir, name.as_ptr(), 0o700) as i64),
             Kind::Rename => {
-                let Some(to) = c.file2.map(name_of) else {
+                let Some(to) = c
+                    .file2
+                    .map(|f| sh.names.get(&f).cloned().unwrap_or_else(|| name_of(f)))
+                else {
                     return Issued::Skipped("names no destination".into());
                 };
                 ret(libc::renameat(dir, name.as_ptr(), dir, to.as_ptr()) as i64)

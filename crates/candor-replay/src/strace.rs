@@ -17,6 +17,8 @@ pub const O_TRUNC: u32 = 0o1000;
 pub const O_APPEND: u32 = 0o2000;
 pub const O_NONBLOCK: u32 = 0o4000;
 pub const O_DSYNC: u32 = 0o10000;
+/// The most iovecs a readv or writev takes (Linux's UIO_MAXIOV).
+pub const IOV_MAX: u32 = 1024;
 pub const O_DIRECT: u32 = 0o40000;
 pub const O_DIRECTORY: u32 = 0o200000;
 pub const O_NOFOLLOW: u32 = 0o400000;
@@ -772,6 +774,10 @@ impl Builder {
                 c.file = Some(id);
                 c.offset = offset;
                 c.size = size;
+                if vector {
+                    // The number of iovecs (the call's third argument).
+                    c.flags = (num(a(2)) as u32).clamp(1, IOV_MAX);
+                }
             }
             "fsync" | "fdatasync" | "close" | "fstat" | "ftruncate" | "fallocate"
             | "sync_file_range" | "lseek" => {
@@ -993,12 +999,68 @@ impl Builder {
         self.calls[i].push(c);
     }
 
-    pub fn finish(self) -> Trace {
+    /// Ties every file to the directory it is in: a path that another's is inside is a
+    /// directory; with traced directories given, the directories between them and a file
+    /// that no call named are added, as existing at the start (nothing in the trace made
+    /// them). Returns each file's directory.
+    fn directories(&mut self) -> HashMap<u32, u32> {
+        let paths: Vec<String> = self.files.keys().cloned().collect();
+        let roots: Vec<String> = self
+            .opts
+            .dirs
+            .iter()
+            .map(|d| normalize(d).trim_end_matches('/').to_string())
+            .collect();
+        let mut parents = HashMap::new();
+        for p in paths {
+            let mut child = p;
+            while let Some(cut) = child.rfind('/').filter(|&c| c > 0) {
+                let up = child[..cut].to_string();
+                if roots.contains(&up) || !self.inside(&up) {
+                    break;
+                }
+                if !self.files.contains_key(&up) {
+                    if roots.is_empty() {
+                        break;
+                    }
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    self.files.insert(
+                        up.clone(),
+                        FileState {
+                            id,
+                            path: up.clone(),
+                            dir: true,
+                            existed: Some(true),
+                            ..Default::default()
+                        },
+                    );
+                }
+                let Some(child_id) = self.files.get(&child).map(|c| c.id) else {
+                    break;
+                };
+                let Some(u) = self.files.get_mut(&up) else {
+                    break;
+                };
+                u.dir = true;
+                let parent = u.id;
+                if parents.insert(child_id, parent).is_some() {
+                    break;
+                }
+                child = up;
+            }
+        }
+        parents
+    }
+
+    pub fn finish(mut self) -> Trace {
+        let parents = self.directories();
         let mut files: Vec<FileEntry> = self
             .files
             .values()
             .map(|f| FileEntry {
                 id: f.id,
+                parent: parents.get(&f.id).copied(),
                 dir: f.dir,
                 size: match f.existed {
                     Some(false) => None,

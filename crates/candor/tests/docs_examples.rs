@@ -192,6 +192,15 @@ const NOT_HERE: &[(&str, &str)] = &[
         "the replay of the placeholder program's trace above",
     ),
     (
+        "dbench.trace",
+        "docs/replay.md's worked example, on loop devices it makes first \
+         (crates/candor/tests/replay.rs records dbench and replays it on ext4 and xfs)",
+    ),
+    (
+        "candor compare dbench-replay.json",
+        "the worked example's replay above",
+    ),
+    (
         " ior ",
         "IOR under mpirun, which this machine does not have (candor-audit's IOR parser is \
          tested on IOR's captured output)",

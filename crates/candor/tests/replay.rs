@@ -634,3 +634,304 @@ fn an_interrupted_replay_leaves_nothing_behind() {
     assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
     assert!(common::entries(&target).is_empty(), "left behind");
 }
+
+/// `--precondition` as `run` has it: the trace's laid-out files written sequentially and
+/// overwritten at random before the first repetition, what reached the device in the
+/// result, and the replay still exact; refused in one sentence (exit 2, nothing left) on
+/// tmpfs, with --sparse, out of range, and for a trace that starts with no files.
+#[test]
+fn precondition_writes_the_laid_out_files_before_the_first_repetition() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() {
+        return;
+    }
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let l = d.path().join("app.log");
+    std::fs::write(&l, LOG).expect("write the log");
+    let base = [
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--format",
+        "json",
+    ];
+    let with = |extra: &[&str], target: &Path| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        a.push(target.to_str().unwrap());
+        replay(&a)
+    };
+    let o = with(
+        &["--precondition=1", "--repeat", "2", "--witness", "bpf"],
+        ext4.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0];
+    // The log's db was read at 0 before anything wrote it: 4 KiB at the start.
+    let p = &r["precondition"];
+    assert_eq!(p["passes"], 1, "{p}");
+    assert_eq!(p["sequential_bytes"], 4096, "{p}");
+    assert_eq!(p["random_bytes"], 4096, "{p}");
+    assert_eq!(p["random_block"], 4096, "{p}");
+    assert_eq!(p["reached_device"], true, "{p}");
+    assert_eq!(json(&o)["options"]["precondition_passes"], 1);
+    assert_eq!(r["repetitions"], 2);
+    assert_eq!(r["witness"]["syscalls_check"]["verdict"], "match", "{r}");
+    assert_eq!(r["extra"]["replay"]["diverged_calls"], 0, "{r}");
+
+    let refused = |extra: &[&str], target: &Path, words: &str| {
+        let o = with(extra, target);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o.stderr));
+        let e = text(&o.stderr);
+        assert!(e.contains(words), "{extra:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        assert!(
+            common::entries(target).iter().all(|p| !p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".candor-")),
+            "{extra:?} left a run directory"
+        );
+    };
+    refused(
+        &["--precondition", "--sparse"],
+        ext4.path(),
+        "--precondition writes the trace's files in full, which --sparse would lay out as holes: drop one of them",
+    );
+    refused(
+        &["--precondition=0"],
+        ext4.path(),
+        "--precondition=0 is out of range: give 1 to 100 sequential passes",
+    );
+    if candor_testkit::need_path(Path::new("/dev/shm"), "no tmpfs at /dev/shm") {
+        let shm = tempfile::tempdir_in("/dev/shm").expect("a directory on tmpfs");
+        refused(
+            &["--precondition"],
+            shm.path(),
+            "with no block device under it: drop --precondition or give a directory on a disk's filesystem",
+        );
+    }
+    // A log whose program made every file it used.
+    let made = "100 10:00:00.000000 openat(AT_FDCWD</data>, \"new\", O_WRONLY|O_CREAT|O_EXCL, 0644) = 3</data/new> <0.000010>\n100 10:00:00.000100 write(3</data/new>, \"x\"..., 100) = 100 <0.000010>\n";
+    std::fs::write(&l, made).expect("write the log");
+    refused(
+        &["--precondition"],
+        ext4.path(),
+        "--precondition writes the files the trace starts with, and this trace starts with none (its program made every file it used): drop --precondition",
+    );
+}
+
+/// readv and writev (and their positional forms) are replayed as vectors of as many iovecs
+/// as the recording's calls had, the bytes shared out among them: strace watching the
+/// replay sees the same calls with the same counts.
+#[test]
+fn vector_calls_replay_with_their_number_of_iovecs() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_programs(&["strace"]) {
+        return;
+    }
+    let log = r#"100 10:00:00.000000 openat(AT_FDCWD</data>, "v", O_RDWR|O_CREAT, 0644) = 3</data/v> <0.000010>
+100 10:00:00.000100 writev(3</data/v>, [{iov_base="ab", iov_len=2}, {iov_base="cd", iov_len=2}, {iov_base="e", iov_len=1}], 3) = 5 <0.000010>
+100 10:00:00.000200 pwritev(3</data/v>, [{iov_base="abcd", iov_len=4}, {iov_base="efgh", iov_len=4}], 2, 5) = 8 <0.000010>
+100 10:00:00.000300 lseek(3</data/v>, 0, SEEK_SET) = 0 <0.000010>
+100 10:00:00.000400 readv(3</data/v>, [{iov_base="ab", iov_len=2}, {iov_base="cde", iov_len=3}], 2) = 5 <0.000010>
+100 10:00:00.000500 preadv(3</data/v>, [{iov_base="a", iov_len=1}, {iov_base="b", iov_len=1}, {iov_base="c", iov_len=1}, {iov_base="d", iov_len=5}], 4, 5) = 8 <0.000010>
+100 10:00:00.000600 close(3</data/v>) = 0 <0.000010>
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let l = d.path().join("v.log");
+    std::fs::write(&l, log).expect("write the log");
+    let seen = d.path().join("seen.log");
+    let o = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=readv,writev,preadv,pwritev", "-o"])
+        .arg(&seen)
+        .arg(env!("CARGO_BIN_EXE_candor"))
+        .args(["replay", "--quiet", "--from-strace"])
+        .arg(&l)
+        .args([
+            "--traced-dir",
+            "/data",
+            "--witness",
+            "off",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+        ])
+        .arg(&target)
+        .output()
+        .expect("strace runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0];
+    assert_eq!(r["extra"]["replay"]["diverged_calls"], 0, "{r}");
+    let seen = std::fs::read_to_string(&seen).expect("strace's log");
+    // Each call as "name iovec-lengths count = result", from strace's lines.
+    let mut calls: Vec<String> = seen
+        .lines()
+        .filter(|l| l.contains("iov_len="))
+        .map(|l| {
+            let name = l
+                .split_whitespace()
+                .nth(1)
+                .and_then(|w| w.split('(').next())
+                .unwrap_or("");
+            let lens: Vec<&str> = l
+                .split("iov_len=")
+                .skip(1)
+                .map(|s| s.split(['}', ',']).next().unwrap_or(""))
+                .collect();
+            let tail = l.rsplit("], ").next().unwrap_or("");
+            format!("{name} {} {}", lens.join(","), tail.replace(')', ""))
+        })
+        .collect();
+    calls.retain(|c| !c.is_empty());
+    assert_eq!(
+        calls,
+        [
+            "writev 2,2,1 3 = 5",
+            "pwritev 4,4 2, 5 = 8",
+            "readv 3,2 2 = 5",
+            "preadv 2,2,2,2 4, 5 = 8",
+        ],
+        "{seen}"
+    );
+}
+
+/// dbench (one client, one second), recorded in the kernel, replays on the filesystem it
+/// was recorded on (ext4) and on xfs with every counted kind's calls and bytes exact and
+/// every call's outcome the recording's (its rmdir of a directory still holding files
+/// fails with ENOTEMPTY, as dbench's did, in the directories laid out as recorded).
+#[test]
+fn recorded_dbench_replays_exactly_on_ext4_and_xfs() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["dbench", "mkfs.xfs"]) {
+        return;
+    }
+    let load = Path::new("/usr/share/dbench/client.txt");
+    if !candor_testkit::need_path(load, "dbench's load file is not installed") {
+        return;
+    }
+    let Some(ext4) = common::scratch("ext4", 256 << 20) else {
+        return;
+    };
+    let src = ext4.path().join("dbench");
+    std::fs::create_dir(&src).expect("mkdir");
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("dbench.trace");
+    record(
+        &trace,
+        &src,
+        &[
+            "dbench",
+            "-c",
+            load.to_str().unwrap(),
+            "-t",
+            "1",
+            "-D",
+            src.to_str().unwrap(),
+            "1",
+        ],
+        None,
+    );
+    let Some(xfs) = common::scratch("xfs", 320 << 20) else {
+        return;
+    };
+    for fs in [ext4.path(), xfs.path()] {
+        let o = replay(&[
+            trace.to_str().unwrap(),
+            "--witness",
+            "bpf",
+            "--repeat",
+            "1",
+            "--format",
+            "json",
+            fs.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = json(&o)["results"][0].clone();
+        let c = &r["witness"]["syscalls_check"];
+        assert_eq!(c["verdict"], "match", "{}: {c}", fs.display());
+        for kind in [
+            "openat", "create", "close", "pread64", "pwrite64", "fsync", "stat", "unlink",
+            "rename", "mkdir",
+        ] {
+            let k = &c["kinds"][kind];
+            assert!(k["expected"].as_u64().unwrap_or(0) > 0, "{kind}: {c}");
+            assert_eq!(k["expected"], k["counted"], "{kind}: {c}");
+        }
+        for kind in ["pread64", "pwrite64"] {
+            let k = &c["kinds"][kind];
+            assert!(k["expected_bytes"].as_u64().unwrap_or(0) > 0, "{kind}: {c}");
+            assert_eq!(k["expected_bytes"], k["counted_bytes"], "{kind}: {c}");
+        }
+        let rp = &r["extra"]["replay"];
+        assert_eq!(rp["recorded"]["complete"], true, "{rp}");
+        assert_eq!(rp["diverged_calls"], 0, "{}: {rp}", fs.display());
+        // dbench's own figure while it was recorded is kept and said beside the replay's.
+        let own = &rp["recorded"]["figure"];
+        assert_eq!(own["program"], "dbench", "{rp}");
+        let printed = own["printed"].as_str().unwrap_or("");
+        assert!(printed.contains("MB/sec"), "{own}");
+        let e = text(&o.stderr);
+        assert!(
+            e.contains(&format!(
+                "; dbench's own figure then: {printed}); the replay "
+            )),
+            "{e}"
+        );
+    }
+}
+
+/// The files are laid out in the directories the trace puts them in: an rmdir of a
+/// directory with a file in it fails with ENOTEMPTY as the recording's did, and succeeds
+/// once the file is gone; a file of a directory that existed before the trace began (never
+/// named by a call) is laid out inside it.
+#[test]
+fn files_are_laid_out_in_their_directories() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let log = r#"100 10:00:00.000000 mkdir("/data/d", 0755) = 0 <0.000010>
+100 10:00:00.000100 openat(AT_FDCWD</data>, "/data/d/f", O_WRONLY|O_CREAT|O_EXCL, 0644) = 3</data/d/f> <0.000010>
+100 10:00:00.000200 write(3</data/d/f>, "x"..., 100) = 100 <0.000010>
+100 10:00:00.000300 close(3</data/d/f>) = 0 <0.000010>
+100 10:00:00.000400 rmdir("/data/d") = -1 ENOTEMPTY (Directory not empty) <0.000010>
+100 10:00:00.000500 unlink("/data/d/f") = 0 <0.000010>
+100 10:00:00.000600 rmdir("/data/d") = 0 <0.000010>
+100 10:00:00.000700 openat(AT_FDCWD</data>, "/data/old/g", O_RDONLY) = 3</data/old/g> <0.000010>
+100 10:00:00.000800 read(3</data/old/g>, "x"..., 4096) = 4096 <0.000010>
+100 10:00:00.000900 close(3</data/old/g>) = 0 <0.000010>
+100 10:00:00.001000 rmdir("/data/old") = -1 ENOTEMPTY (Directory not empty) <0.000010>
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let l = d.path().join("dirs.log");
+    std::fs::write(&l, log).expect("write the log");
+    let o = replay(&[
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--witness",
+        "off",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0];
+    let rp = &r["extra"]["replay"];
+    assert_eq!(rp["diverged_calls"], 0, "{rp}");
+    assert_eq!(rp["calls"]["rmdir"]["calls"], 3, "{rp}");
+    assert_eq!(rp["calls"]["rmdir"]["errors"], 2, "{rp}");
+    assert_eq!(rp["calls"]["read"]["bytes"], 4096, "{rp}");
+    assert!(common::entries(&target).is_empty());
+}

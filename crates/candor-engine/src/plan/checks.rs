@@ -63,15 +63,21 @@ pub(super) fn check_warmups(
     let Some(passes) = o.precondition else {
         return Ok(());
     };
-    if passes == 0 || passes > 100 {
-        return Err(PlanError::usage(format!(
-            "--precondition={passes} is out of range: give 1 to 100 sequential passes"
-        )));
-    }
     if o.verify {
         return Err(PlanError::usage(
             "--precondition overwrites the files at random without the records' headers, which --verify would report as stale: drop one of them",
         ));
+    }
+    check_precondition(passes, infos)
+}
+
+/// `--precondition=PASSES`, for every command that takes it: 1 to 100 passes, and a block
+/// device under every target.
+pub fn check_precondition(passes: u32, infos: &[TargetInfo]) -> Result<(), PlanError> {
+    if passes == 0 || passes > 100 {
+        return Err(PlanError::usage(format!(
+            "--precondition={passes} is out of range: give 1 to 100 sequential passes"
+        )));
     }
     for i in infos {
         if candor_witness::is_memory_fs(&i.fs_type) || i.device.is_none() {
@@ -337,7 +343,7 @@ pub(super) fn check_verifiable(points: &[Point]) -> Result<(), PlanError> {
 
 /// `--drop-caches` writes the kernel's drop_caches, which only root may: refused up front
 /// rather than silently not done. Opening it for writing drops nothing (writing does).
-pub(super) fn check_drop_caches() -> Result<(), PlanError> {
+pub fn check_drop_caches() -> Result<(), PlanError> {
     let kernel = candor_procfs::Kernel::system();
     kernel.may_drop_caches().map_err(|e| {
         let path = kernel.drop_caches_path();

@@ -13,7 +13,7 @@ pub mod presets;
 mod settings;
 mod sweep;
 
-pub use checks::MAX_FILE_SIZE;
+pub use checks::{check_drop_caches, check_precondition, MAX_FILE_SIZE};
 pub use options::RunOptions;
 pub use settings::RunSettings;
 pub use sweep::*;
@@ -28,9 +28,8 @@ use crate::workload::Hint;
 use candor_model::units::{format_bytes, ByteStyle};
 use candor_model::TargetInfo;
 use checks::{
-    check_counts, check_devices, check_direct, check_drop_caches, check_free_space,
-    check_shared_file, check_size_options, check_sizes, check_steady, check_verifiable,
-    check_warmups,
+    check_counts, check_devices, check_direct, check_free_space, check_shared_file,
+    check_size_options, check_sizes, check_steady, check_verifiable, check_warmups,
 };
 use options::{parse_cpus, parse_duration, parse_u32_list, size_arg};
 use presets::{Chosen, Preset, Shape};

@@ -29,6 +29,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub use crate::plan::RunSettings;
+pub use prepare::{drop_all_caches, drop_file_cache, precondition_files, PreconditionFile};
 
 /// Why a run stopped before the end of its plan.
 #[derive(Debug)]

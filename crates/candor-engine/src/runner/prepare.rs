@@ -148,27 +148,87 @@ pub(super) fn precondition(
     target.use_files(size, point.threads, None, s.buffer_pattern);
     let paths = target.paths();
     target.dir.syncfs();
-    let watch = target.witness.begin(&paths);
-    let t0 = now_ns();
-    let block = point.record_size.max(4096).min(size.max(1));
     // On a raw device, thread i's "file" is its slice of the device.
     let device = target.dir.device();
-    let base = |i: usize| device.map_or(0, |d| d.base(i, size));
+    let files: Vec<PreconditionFile> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PreconditionFile {
+            path: p.clone(),
+            base: device.map_or(0, |d| d.base(i, size)),
+            size,
+            create: !has_data(p, size, device.is_some()),
+        })
+        .collect();
+    let done = precondition_files(
+        &target.witness,
+        &files,
+        passes,
+        point.record_size,
+        s.seed,
+        s.buffer_pattern,
+    )?;
+    if let Some(fsset) = target.files.as_mut() {
+        fsset.complete.iter_mut().for_each(|c| *c = true);
+    }
+    Ok(done)
+}
+
+/// A file `--precondition` writes: `size` bytes from `base` of `path`, made anew when
+/// `create`.
+pub struct PreconditionFile {
+    pub path: PathBuf,
+    pub base: u64,
+    pub size: u64,
+    pub create: bool,
+}
+
+/// `--precondition` on any set of files (run's test files, replay's laid-out files):
+/// `passes` sequential passes over each, then every block of `record_size` (4 KiB at
+/// least, at most the file) overwritten once in a random order, fsynced, under the
+/// witness, which says how much reached the device.
+pub fn precondition_files(
+    witness: &candor_witness::Witness,
+    files: &[PreconditionFile],
+    passes: u32,
+    record_size: u64,
+    seed: u64,
+    pattern: BufferPattern,
+) -> Result<Precondition, EngineError> {
+    let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+    let watch = witness.begin(&paths);
+    let t0 = now_ns();
+    let largest = files.iter().map(|f| f.size).max().unwrap_or(0);
+    let block_of = |size: u64| record_size.max(4096).min(size.max(1));
     let mut sequential = 0u64;
     let mut random = 0u64;
     for pass in 0..passes {
-        for (i, p) in paths.iter().enumerate() {
-            let create = !has_data(p, size, device.is_some());
-            let seed = s.seed ^ i as u64 ^ ((pass as u64 + 1) << 40);
-            fill(p, create, base(i), size, seed, s.buffer_pattern, None)?;
-            sequential += size;
+        for (i, f) in files.iter().enumerate() {
+            let seed = seed ^ i as u64 ^ ((pass as u64 + 1) << 40);
+            fill(
+                &f.path,
+                f.create && pass == 0,
+                f.base,
+                f.size,
+                seed,
+                pattern,
+                None,
+            )?;
+            sequential += f.size;
             if signals::stop_requested().is_some() {
-                return Err(stopped(p));
+                return Err(stopped(&f.path));
             }
         }
     }
-    for (i, p) in paths.iter().enumerate() {
-        random += random_overwrite(p, base(i), size, block, s.seed ^ i as u64, s.buffer_pattern)?;
+    for (i, f) in files.iter().enumerate() {
+        random += random_overwrite(
+            &f.path,
+            f.base,
+            f.size,
+            block_of(f.size),
+            seed ^ i as u64,
+            pattern,
+        )?;
     }
     let seconds = now_ns().saturating_sub(t0) as f64 / 1e9;
     let written = sequential + random;
@@ -183,14 +243,16 @@ pub(super) fn precondition(
         } else {
             0.0
         },
-        threads: point.threads,
+        threads: files.len() as u32,
         ..Default::default()
     });
-    if let Some(fsset) = target.files.as_mut() {
-        fsset.complete.iter_mut().for_each(|c| *c = true);
-    }
     Ok(preconditioned(
-        passes, sequential, random, block, seconds, &w,
+        passes,
+        sequential,
+        random,
+        block_of(largest),
+        seconds,
+        &w,
     ))
 }
 
@@ -456,7 +518,7 @@ pub(super) fn records(
 }
 
 /// Writes back and drops a file's cached pages (fdatasync + POSIX_FADV_DONTNEED).
-fn drop_file_cache(path: &Path) {
+pub fn drop_file_cache(path: &Path) {
     drop_pages(path, true);
 }
 
@@ -484,7 +546,8 @@ pub(super) fn drop_pages(path: &Path, writeback: bool) {
     }
 }
 
-fn drop_all_caches() {
+/// `--drop-caches`: syncs, then drops every clean page the kernel caches (root).
+pub fn drop_all_caches() {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     let _ = candor_procfs::Kernel::system().drop_caches();

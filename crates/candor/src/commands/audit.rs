@@ -104,7 +104,7 @@ pub fn run(args: Args) -> CmdResult {
         ))
     })?;
     if let Some(r) = recording {
-        super::replay::record_finish(r, &args.command)?;
+        super::replay::record_finish(r, &args.command, audit.claims.first())?;
     }
     // Names and lines from the command (its files, its output) show their control characters
     // escaped, never obeyed by the terminal.

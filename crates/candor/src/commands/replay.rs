@@ -95,6 +95,15 @@ pub struct Args {
           help = format!("Also write {} before each repetition (root)", paths::DROP_CACHES))]
     pub drop_caches: bool,
 
+    /// Before the first repetition on each target, write the trace's laid-out files
+    /// sequentially PASSES times, then overwrite every block once at random (as `candor
+    /// run --precondition`).
+    ///
+    /// PASSES is 2 when not given; the witness reports how much reached the device. Needs
+    /// a filesystem on a block device.
+    #[arg(long, value_name = "PASSES", num_args = 0..=1, require_equals = true, default_missing_value = "2", value_parser = refusing(candor_engine::plan::options::parse_passes))]
+    pub precondition: Option<u32>,
+
     /// Witness source: auto, procfs, bpf or off.
     #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = refusing(Mode::parse))]
     pub witness: Mode,
@@ -149,6 +158,35 @@ fn load(a: &Args) -> Result<(Trace, String, Vec<PathBuf>), Failure> {
     Ok((t, first.display().to_string(), a.paths[1..].to_vec()))
 }
 
+/// `--precondition` on a replay: as `run`'s (passes in range, a block device under every
+/// target), and the trace must start with files to write, which --sparse would leave as
+/// holes.
+fn check_precondition(
+    passes: u32,
+    trace: &Trace,
+    sparse: bool,
+    infos: &[candor_model::TargetInfo],
+) -> Result<(), Failure> {
+    candor_engine::plan::check_precondition(passes, infos)
+        .map_err(|e| Failure::usage(e.message))?;
+    if sparse {
+        return Err(Failure::usage(
+            "--precondition writes the trace's files in full, which --sparse would lay out as holes: drop one of them",
+        ));
+    }
+    if !trace
+        .header
+        .files
+        .iter()
+        .any(|f| !f.dir && f.size.is_some_and(|s| s > 0))
+    {
+        return Err(Failure::usage(
+            "--precondition writes the files the trace starts with, and this trace starts with none (its program made every file it used): drop --precondition",
+        ));
+    }
+    Ok(())
+}
+
 /// A target must be a directory: a trace never names a device, and replay never writes one.
 fn check_target(t: &Path) -> Result<PathBuf, Failure> {
     let m = std::fs::metadata(t).map_err(|e| {
@@ -181,6 +219,7 @@ struct Target {
     dir: RunDir,
     witness: candor_witness::Witness,
     reps: Vec<Rep>,
+    precondition: Option<candor_model::Precondition>,
 }
 
 /// One repetition's figures.
@@ -212,23 +251,10 @@ fn rep_dir(run: &RunDir, rep: u32) -> std::io::Result<(PathBuf, OwnedFd)> {
     Ok((p, d.into()))
 }
 
-/// Removes a repetition's directory: flat, holding only the replay's files and (empty)
-/// directories.
+/// Removes a repetition's directory, holding only the replay's files and directories
+/// (`remove_dir_all` never follows a link out of it).
 fn remove_rep_dir(p: &Path) {
-    if let Ok(rd) = std::fs::read_dir(p) {
-        for e in rd.flatten() {
-            let path = e.path();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => {
-                    let _ = std::fs::remove_dir(&path);
-                }
-                _ => {
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
-        }
-    }
-    let _ = std::fs::remove_dir(p);
+    let _ = std::fs::remove_dir_all(p);
 }
 
 pub fn run(a: Args) -> CmdResult {
@@ -259,12 +285,8 @@ pub fn run(a: Args) -> CmdResult {
         )
         .map_err(|e| Failure::usage(e.message))?,
     };
-    // SAFETY: geteuid has no preconditions.
-    if a.drop_caches && unsafe { libc::geteuid() } != 0 {
-        return Err(Failure::usage(format!(
-            "--drop-caches writes {} and needs root: run as root or leave it out",
-            paths::DROP_CACHES
-        )));
+    if a.drop_caches {
+        candor_engine::plan::check_drop_caches().map_err(|e| Failure::usage(e.message))?;
     }
     let paths: Vec<PathBuf> = if targets.is_empty() {
         vec![PathBuf::from(".")]
@@ -280,6 +302,13 @@ pub fn run(a: Args) -> CmdResult {
             "{source} holds no calls on the traced files: nothing to replay"
         )));
     }
+    let infos: Vec<candor_model::TargetInfo> = paths
+        .iter()
+        .map(|t| candor_witness::describe_target(t))
+        .collect();
+    if let Some(passes) = a.precondition {
+        check_precondition(passes, &trace, a.sparse, &infos)?;
+    }
     signals::install();
     for t in &paths {
         if let Ok(rep) = clean_stale(t) {
@@ -294,10 +323,7 @@ pub fn run(a: Args) -> CmdResult {
     let id = new_run_id();
     let mut doc = RunDoc::new("replay", std::env::args().collect(), started_at);
     doc.host = candor_witness::describe_host();
-    doc.targets = paths
-        .iter()
-        .map(|t| candor_witness::describe_target(t))
-        .collect();
+    doc.targets = infos;
     let mut tgts = Vec::new();
     for p in &paths {
         let dir = super::run::make_run_dir(p, &id)?;
@@ -317,6 +343,7 @@ pub fn run(a: Args) -> CmdResult {
             dir,
             witness: w,
             reps: Vec::new(),
+            precondition: None,
         });
     }
     doc.options = options_record(&a, &trace, &source);
@@ -368,8 +395,19 @@ pub fn run(a: Args) -> CmdResult {
         if let Some(rec) = r.extra.get("replay").and_then(|x| x.get("recorded")) {
             let secs = rec["seconds"].as_f64().unwrap_or(0.0);
             let mb = |bps: f64| bps / 1e6;
+            // The program's own figure, as it printed it, when the audit read one.
+            let own = rec["figure"]
+                .get("printed")
+                .and_then(|p| p.as_str())
+                .map(|p| {
+                    format!(
+                        "; {}'s own figure then: {p}",
+                        rec["figure"]["program"].as_str().unwrap_or("the program")
+                    )
+                })
+                .unwrap_or_default();
             doc.warnings.push(format!(
-                "On {}: the recording made its {} calls in {:.3} s ({:.2} MB/s of reads and writes); the replay {:.3} s ({:.2} MB/s), mean of {} repetitions with --timing {}.",
+                "On {}: the recording made its {} calls in {:.3} s ({:.2} MB/s of reads and writes{own}); the replay {:.3} s ({:.2} MB/s), mean of {} repetitions with --timing {}.",
                 r.target,
                 rec["calls"].as_u64().unwrap_or(0),
                 secs,
@@ -410,7 +448,11 @@ pub fn run(a: Args) -> CmdResult {
             }
         }
     }
-    for w in doc.warnings.iter().filter(|w| w.contains("diverged")) {
+    for w in doc
+        .warnings
+        .iter()
+        .filter(|w| w.contains("diverged") || w.contains("the recording made its"))
+    {
         eprintln!("candor: {w}");
     }
     for c in &cleanup {
@@ -439,6 +481,9 @@ fn options_record(
     o.insert("sparse".into(), a.sparse.into());
     o.insert("keep_cache".into(), a.keep_cache.into());
     o.insert("drop_caches".into(), a.drop_caches.into());
+    if let Some(n) = a.precondition {
+        o.insert("precondition_passes".into(), n.into());
+    }
     o.insert("witness".into(), a.witness.name().into());
     if let Some(c) = &a.cpus {
         o.insert("cpus".into(), c.clone().into());
@@ -461,7 +506,15 @@ fn one_rep(
             t.dir.path().display()
         )
     })?;
-    let laid = play::lay_out(trace, dir.as_fd(), a.sparse, a.keep_cache);
+    // The files are preconditioned before the first repetition on each target, as `run`
+    // does before a test's first, and their pages dropped after it.
+    let precondition = a.precondition.filter(|_| rep == 0);
+    let laid = play::lay_out(
+        trace,
+        dir.as_fd(),
+        a.sparse,
+        a.keep_cache || precondition.is_some(),
+    );
     let layout = match laid {
         Ok(l) => l,
         Err(e) => {
@@ -473,6 +526,69 @@ fn one_rep(
         }
     };
     let _ = layout;
+    let rel = play::paths(trace);
+    let files: Vec<PathBuf> = trace
+        .header
+        .files
+        .iter()
+        .filter(|f| !f.dir && f.size.is_some())
+        .map(|f| path.join(&rel[&f.id]))
+        .collect();
+    if let Some(passes) = precondition {
+        let sized: Vec<candor_engine::runner::PreconditionFile> = trace
+            .header
+            .files
+            .iter()
+            .filter(|f| !f.dir && f.size.is_some_and(|s| s > 0))
+            .map(|f| candor_engine::runner::PreconditionFile {
+                path: path.join(&rel[&f.id]),
+                base: 0,
+                size: f.size.unwrap_or(0),
+                create: false,
+            })
+            .collect();
+        let record = trace
+            .calls
+            .iter()
+            .flatten()
+            .filter(|c| c.kind().is_data() && c.size > 0)
+            .map(|c| c.size)
+            .min()
+            .unwrap_or(4096);
+        if !a.quiet {
+            eprintln!(
+                "candor: preconditioning the trace's {} files on {} ({passes} passes)",
+                sized.len(),
+                t.path.display()
+            );
+        }
+        let done = candor_engine::runner::precondition_files(
+            &t.witness,
+            &sized,
+            passes,
+            record,
+            rep as u64,
+            candor_engine::buffer::BufferPattern::default(),
+        );
+        match done {
+            Ok(p) => {
+                eprintln!("candor: on {}: {}", t.path.display(), p.explanation);
+                t.precondition = Some(p);
+            }
+            Err(e) => {
+                remove_rep_dir(&path);
+                if signals::stop_requested().is_some() {
+                    return Err(Interrupted.to_string());
+                }
+                return Err(format!("cannot precondition the trace's files: {e}"));
+            }
+        }
+        if !a.keep_cache {
+            for f in &files {
+                candor_engine::runner::drop_file_cache(f);
+            }
+        }
+    }
     let prepared = match play::prepare(trace, dir.as_fd()) {
         Ok(p) => p,
         Err(e) => {
@@ -484,17 +600,8 @@ fn one_rep(
         }
     };
     if a.drop_caches {
-        // SAFETY: sync has no preconditions.
-        unsafe { libc::sync() };
-        let _ = candor_procfs::Kernel::system().drop_caches();
+        candor_engine::runner::drop_all_caches();
     }
-    let files: Vec<PathBuf> = trace
-        .header
-        .files
-        .iter()
-        .filter(|f| !f.dir && f.size.is_some())
-        .map(|f| path.join(format!("n{}", f.id)))
-        .collect();
     let started_s = t0.elapsed().as_secs_f64();
     let mut watch = t.witness.begin_counting_calls(&files);
     let cpu0 = rusage();
@@ -717,6 +824,7 @@ fn result_of(a: &Args, trace: &Trace, t: &Target) -> TestResult {
             })
             .collect(),
         witness: candor_witness::combine(t.reps.iter().map(|r| r.witness.clone()).collect()),
+        precondition: t.precondition.clone(),
         extra,
         ..Default::default()
     }
@@ -820,8 +928,13 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
     })
 }
 
-/// Ends a recording: the trace written, and a line saying what it holds.
-pub fn record_finish(r: Recording, command: &[String]) -> Result<(), Failure> {
+/// Ends a recording: the trace written, with the program's own figure (the first the audit
+/// read from its output), and a line saying what it holds.
+pub fn record_finish(
+    r: Recording,
+    command: &[String],
+    figure: Option<&candor_audit::Claim>,
+) -> Result<(), Failure> {
     let lost = r.recording.stop();
     let Some(conv) = r.converter.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return Err(Failure::failed("the recording was lost"));
@@ -832,6 +945,14 @@ pub fn record_finish(r: Recording, command: &[String]) -> Result<(), Failure> {
     t.header.host = host.hostname.clone();
     t.header.kernel = host.kernel.clone();
     t.header.started_at = r.started_at;
+    t.header.recorded_figure = figure.map(|c| {
+        serde_json::json!({
+            "program": c.program,
+            "test": c.test,
+            "bytes_per_second": c.claimed_bps,
+            "printed": c.printed,
+        })
+    });
     if let Some(d) = r.dirs.first() {
         t.header.fs = candor_witness::describe_target(Path::new(d)).fs_type;
     }
