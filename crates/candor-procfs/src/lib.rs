@@ -16,7 +16,9 @@ mod mounts;
 mod pid;
 
 pub use diskstats::{parse_diskstats, read_diskstats, DiskStat, SECTOR_BYTES};
-pub use io::{others_delta, read_others_io, read_pid_io, read_self_io, OthersIo, PidIo};
+pub use io::{
+    others_delta, read_others_io, read_pid_io, read_self_io, read_thread_io, OthersIo, PidIo,
+};
 pub use kernel::{
     cache_size, parse_cpuinfo, BlockDev, Cache, CpuInfo, Error, Kernel, Pid, PidStat, Result,
 };
