@@ -204,13 +204,24 @@ fn counted_calls(s: &Snapshot) -> std::collections::BTreeMap<String, CallCount> 
 
 impl Probe for BpfProbe {
     fn calls_end(&mut self) {
-        // Only a probe that attached the counting program stops it (with --trace-syscalls
-        // the full programs run all along, and count the whole region).
+        // Only a probe that attached the counting program reads it here (with
+        // --trace-syscalls the full programs run all along, and count the whole region).
+        // The calls alone: no per-file totals, two bpf() calls per file.
         if let Some(Ok(true)) = self.counting {
             if self.sampled.is_none() {
-                self.sampled = Some(snapshot(&self.tracer));
-                self.release();
+                self.sampled = Some(
+                    self.tracer
+                        .lock()
+                        .map_err(|_| "the tracer's lock was poisoned".to_string())
+                        .and_then(|t| t.snapshot_without_files().map_err(|e| e.to_string())),
+                );
             }
+        }
+    }
+
+    fn calls_release(&mut self) {
+        if self.sampled.is_some() {
+            self.release();
         }
     }
 

@@ -437,12 +437,17 @@ impl Watch {
     }
 
     /// The end of the sample of operations whose calls the kernel counts (a test begun
-    /// with `begin_counting_calls`): the count is read here and the counting program let
-    /// go, so the rest of the timed region runs without it. Without this call the count
-    /// covers the whole timed region.
-    pub fn calls_sampled(&mut self) {
+    /// with `begin_counting_calls`): the count is read here, then `resume` is called (the
+    /// runner lets its threads go on: they need not wait for the rest), then the counting
+    /// program is let go, so the rest of the timed region runs without it. Without this
+    /// call the count covers the whole timed region.
+    pub fn calls_sampled(&mut self, resume: impl FnOnce()) {
         if let Some(p) = self.probe.as_mut() {
             p.calls_end();
+        }
+        resume();
+        if let Some(p) = self.probe.as_mut() {
+            p.calls_release();
         }
     }
 

@@ -31,8 +31,10 @@ pub trait Probe: Send {
     /// The timed region has ended (called right before the timed-end sample).
     fn timed_end(&mut self) {}
     /// The sample of operations whose calls are counted has ended (`Watch::calls_sampled`):
-    /// the count is read and the counting let go.
+    /// the count is read.
     fn calls_end(&mut self) {}
+    /// After `calls_end`: the counting is let go.
+    fn calls_release(&mut self) {}
     /// The runner has flushed; the last procfs sample comes right after this call.
     fn before_last(&mut self) {}
     /// The repetition is over and the procfs facts are gathered: a source may replace the

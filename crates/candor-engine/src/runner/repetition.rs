@@ -371,13 +371,13 @@ pub(super) fn special(
         frame.release = now_ns();
         start.wait();
         if let Some(g) = gate.as_ref() {
-            // Every thread has made its sample: read the kernel's count and let the
-            // counting program go, then let the threads go on.
+            // Every thread has made its sample: read the kernel's count, let the threads
+            // go on, and let the counting program go.
             sampled = Some(g.all_arrived());
-            if let Some(w) = watch.as_mut() {
-                w.calls_sampled();
+            match watch.as_mut() {
+                Some(w) => w.calls_sampled(|| g.open()),
+                None => g.open(),
             }
-            g.open();
         }
         handles
             .into_iter()
