@@ -30,6 +30,8 @@ pub struct SpecialCtx<'a> {
     pub copy_for_ns: Option<u64>,
     /// One complete data file per thread, when `needs_data_files` said so.
     pub data_files: &'a [PathBuf],
+    /// Metadata: where each thread's sample of counted operations ends.
+    pub sample: Option<&'a SampleGate>,
 }
 
 /// The system calls a timed pass made, per kind, by the names the witness's kernel count
@@ -80,6 +82,86 @@ impl Calls {
             c.calls = c.calls.zip(v.calls).map(|(a, b)| a + b);
             c.bytes = c.bytes.zip(v.bytes).map(|(a, b)| a + b);
         }
+    }
+}
+
+/// The end of the sample of operations whose system calls the kernel counts (metadata
+/// tests with the eBPF witness): each thread arrives after its first `ops` operations (or
+/// at the end of its pass, if it made fewer) with the calls it made so far, and waits
+/// there until the runner has read the kernel's count and let the counting program go.
+/// Counting costs every system call of the machine the kernel's slow path while the
+/// program is attached, so only this sample pays it.
+#[derive(Debug)]
+pub struct SampleGate {
+    /// Operations each thread makes inside the sample.
+    pub ops: u64,
+    threads: usize,
+    state: std::sync::Mutex<GateState>,
+    cv: std::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    arrived: usize,
+    ops: u64,
+    calls: Calls,
+    open: bool,
+}
+
+thread_local! {
+    /// Whether this thread has arrived at the gate of its current pass.
+    static ARRIVED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl SampleGate {
+    pub fn new(ops: u64, threads: usize) -> SampleGate {
+        SampleGate {
+            ops,
+            threads,
+            state: Default::default(),
+            cv: Default::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A thread's pass begins: it has not arrived yet.
+    pub fn enter(&self) {
+        ARRIVED.with(|a| a.set(false));
+    }
+
+    /// This thread has made `ops` operations and `calls`: the end of its sample. Waits
+    /// until the runner opens the gate. A thread arrives once per pass; later calls return
+    /// at once.
+    pub fn arrive(&self, ops: u64, calls: &Calls) {
+        if ARRIVED.with(|a| a.replace(true)) {
+            return;
+        }
+        let mut g = self.lock();
+        g.arrived += 1;
+        g.ops += ops;
+        g.calls.add(calls);
+        self.cv.notify_all();
+        while !g.open {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The runner: waits for every thread to arrive; the sample's operations and calls.
+    pub fn all_arrived(&self) -> (u64, Calls) {
+        let mut g = self.lock();
+        while g.arrived < self.threads {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        (g.ops, g.calls.clone())
+    }
+
+    /// The runner: lets the threads go on.
+    pub fn open(&self) {
+        self.lock().open = true;
+        self.cv.notify_all();
     }
 }
 
@@ -224,7 +306,7 @@ impl Special for Meta {
         stats: &mut ThreadStats,
         calls: &mut Calls,
     ) -> Result<u64, EngineError> {
-        meta_pass(&work.from, ctx.entries, self.0, stats, calls).map(|_| 0)
+        meta_pass(&work.from, ctx.entries, self.0, (stats, calls), ctx.sample).map(|_| 0)
     }
 
     fn meta(&self) -> Option<(&'static str, i64)> {
@@ -326,8 +408,8 @@ fn meta_pass(
     dir: &Path,
     n: u64,
     op: MetaOp,
-    stats: &mut ThreadStats,
-    calls: &mut Calls,
+    (stats, calls): (&mut ThreadStats, &mut Calls),
+    sample: Option<&SampleGate>,
 ) -> Result<(), EngineError> {
     if op == MetaOp::Readdir {
         let d = cpath(dir)?;
@@ -423,6 +505,11 @@ fn meta_pass(
         stats.latency.record(t1 - t0);
         stats.ops += 1;
         t0 = t1;
+        if let Some(g) = sample.filter(|g| g.ops == stats.ops) {
+            // The wait at the gate is no operation's latency; it is in the pass's time.
+            g.arrive(stats.ops, calls);
+            t0 = now_ns();
+        }
     }
     Ok(())
 }
@@ -653,7 +740,7 @@ mod tests {
         let mut st = ThreadStats::default();
         ensure_tree(&d, 50, MetaOp::Create).unwrap();
         let mut calls = Calls::default();
-        meta_pass(&d, 50, MetaOp::Create, &mut st, &mut calls).unwrap();
+        meta_pass(&d, 50, MetaOp::Create, (&mut st, &mut calls), None).unwrap();
         let n = |c: &Calls, k: &str| c.0.get(k).and_then(|c| c.calls);
         assert_eq!(
             (n(&calls, "create"), n(&calls, "openat"), n(&calls, "close")),
@@ -664,12 +751,12 @@ mod tests {
         for op in [MetaOp::Stat, MetaOp::Open] {
             let mut st = ThreadStats::default();
             ensure_tree(&d, 50, op).unwrap();
-            meta_pass(&d, 50, op, &mut st, &mut Calls::default()).unwrap();
+            meta_pass(&d, 50, op, (&mut st, &mut Calls::default()), None).unwrap();
             assert_eq!(st.ops, 50, "{op:?}");
         }
         let mut st = ThreadStats::default();
         let mut calls = Calls::default();
-        meta_pass(&d, 50, MetaOp::Readdir, &mut st, &mut calls).unwrap();
+        meta_pass(&d, 50, MetaOp::Readdir, (&mut st, &mut calls), None).unwrap();
         assert_eq!(st.ops, 52, "50 entries plus . and ..");
         // Records of 19 bytes and the name with its NUL, 8-byte aligned: 32 for f00000000,
         // 24 for . and ..
@@ -683,16 +770,30 @@ mod tests {
         );
         let mut st = ThreadStats::default();
         let mut calls = Calls::default();
-        meta_pass(&d, 50, MetaOp::Unlink, &mut st, &mut calls).unwrap();
+        meta_pass(&d, 50, MetaOp::Unlink, (&mut st, &mut calls), None).unwrap();
         assert_eq!(n(&calls, "unlink"), Some(50));
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
         ensure_tree(&d, 20, MetaOp::Mkdir).unwrap();
         let mut st = ThreadStats::default();
-        meta_pass(&d, 20, MetaOp::Mkdir, &mut st, &mut Calls::default()).unwrap();
+        meta_pass(
+            &d,
+            20,
+            MetaOp::Mkdir,
+            (&mut st, &mut Calls::default()),
+            None,
+        )
+        .unwrap();
         assert!(d.join(entry_name(19)).is_dir());
         let mut st = ThreadStats::default();
         ensure_tree(&d, 20, MetaOp::Rmdir).unwrap();
-        meta_pass(&d, 20, MetaOp::Rmdir, &mut st, &mut Calls::default()).unwrap();
+        meta_pass(
+            &d,
+            20,
+            MetaOp::Rmdir,
+            (&mut st, &mut Calls::default()),
+            None,
+        )
+        .unwrap();
         assert_eq!(st.ops, 20);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
     }

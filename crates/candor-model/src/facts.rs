@@ -234,6 +234,24 @@ pub struct CallFacts {
     pub syscw: Option<u64>,
     /// Why the kernel's per-kind count is missing.
     pub not_counted: Option<String>,
+    /// The calls above are those of a sample of the test's operations (the first ones of
+    /// each thread in the timed region), not of all of them; None: of all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<CallSample>,
+    /// What counted `counted`: "ebpf" (the counting program, every kind) or "thread_io"
+    /// (each thread's /proc io counters: read-like and write-like calls and their bytes,
+    /// no tracepoint). None when nothing counted them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted_by: Option<String>,
+}
+
+/// The operations whose calls were counted: `ops` of the test's `of` (the first of each
+/// thread's, in the timed region).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct CallSample {
+    pub ops: u64,
+    pub of: u64,
 }
 
 /// Calls of one kind, and the bytes they returned (read-like and copy calls).
@@ -279,6 +297,18 @@ impl CallFacts {
         self.syscw = sum(self.syscw, o.syscw);
         if self.not_counted.is_none() {
             self.not_counted = o.not_counted.clone();
+        }
+        // A sample of each repetition is a sample of the whole: its operations add up.
+        // (Repetitions of one test are all sampled or none.)
+        self.sample = match (self.sample, o.sample) {
+            (Some(a), Some(b)) => Some(CallSample {
+                ops: a.ops + b.ops,
+                of: a.of + b.of,
+            }),
+            (a, b) => a.or(b),
+        };
+        if self.counted_by != o.counted_by {
+            self.counted_by = None;
         }
     }
 }

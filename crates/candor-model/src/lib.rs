@@ -23,8 +23,8 @@ mod verify;
 mod vocab;
 pub use extra::WitnessExtra;
 pub use facts::{
-    CallCount, CallFacts, Ceiling, DiskDelta, Exact, Facts, FsFacts, LoopFacts, MetaFacts, OpFacts,
-    Placement, RequestFacts, RequestStat,
+    CallCount, CallFacts, CallSample, Ceiling, DiskDelta, Exact, Facts, FsFacts, LoopFacts,
+    MetaFacts, OpFacts, Placement, RequestFacts, RequestStat,
 };
 pub use load::{
     load_result, load_result_within, parse_result, LoadError, DEFAULT_MAX_INPUT, LARGEST_FIGURE,

@@ -118,6 +118,12 @@ pub struct CallCheck {
     pub sentence: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The kinds were counted over a sample of the test's operations (`ops` of `of`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<crate::CallSample>,
+    /// What counted them: "ebpf" or "thread_io" (`CallFacts::counted_by`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted_by: Option<String>,
 }
 
 /// One kind of call: what the runner made and what the kernel counted.

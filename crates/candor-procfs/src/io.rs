@@ -72,6 +72,27 @@ pub fn read_self_io() -> Option<PidIo> {
     Kernel::system().pid_io(Pid::Me).ok()
 }
 
+/// The calling thread's own counters (/proc/thread-self/io), read with one `read` call of
+/// the whole file, and the bytes that call returned. The kernel formats the counters when
+/// that call starts and counts the call itself after it (one more `syscr`, that many more
+/// `rchar`), so two readings around some work differ from the work's own read-like calls
+/// and bytes by exactly the first reading's one call and its bytes; write-like calls
+/// (`syscw`, `wchar`) by nothing. None when the file cannot be read or parsed.
+pub fn read_thread_io() -> Option<(PidIo, u64)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open("/proc/thread-self/io").ok()?;
+    let mut buf = [0u8; 1024];
+    // One call: the whole file is a few hundred bytes, and a second call (to see the end
+    // of the file) would be one more read-like call after the figures were taken.
+    let n = f.read(&mut buf).ok()?;
+    if n == 0 || n == buf.len() {
+        return None;
+    }
+    crate::count_read(n);
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    PidIo::parse(text).map(|io| (io, n as u64))
+}
+
 /// The io file at `path` (/proc/<pid>/io, /proc/<pid>/task/<tid>/io); None when it cannot
 /// be read (the process ended) or parsed. [`Kernel::pid_io`] and [`Kernel::task_io`] are
 /// the same by process id.
@@ -195,6 +216,25 @@ pub fn others_delta(a: &OthersIo, b: &OthersIo, keep: impl Fn(u32) -> bool) -> [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two readings of this thread's counters with nothing between: the first reading's
+    /// one call and its bytes, exactly, and no write-like call.
+    #[test]
+    fn a_threads_reading_costs_one_read_call() {
+        let (a, len) = read_thread_io().expect("/proc/thread-self/io");
+        let (b, len_b) = read_thread_io().expect("/proc/thread-self/io");
+        assert_eq!(b.syscr - a.syscr, 1);
+        assert_eq!(b.rchar - a.rchar, len);
+        assert_eq!((b.syscw, b.wchar), (a.syscw, a.wchar));
+        // Work between the readings is counted on top of it, call for call.
+        let mut f = std::fs::File::open("/proc/self/stat").expect("open");
+        let mut buf = [0u8; 7];
+        use std::io::Read;
+        let n = f.read(&mut buf).expect("read") + f.read(&mut buf).expect("read");
+        let (c, _) = read_thread_io().expect("/proc/thread-self/io");
+        assert_eq!(c.syscr - b.syscr, 1 + 2);
+        assert_eq!(c.rchar - b.rchar, len_b + n as u64);
+    }
 
     #[test]
     fn pid_io_captured_here() {

@@ -17,7 +17,9 @@ pub mod paths;
 mod pid;
 
 pub use diskstats::{parse_diskstats, read_diskstats, DiskStat, SECTOR_BYTES};
-pub use io::{others_delta, read_others_io, read_pid_io, read_self_io, OthersIo, PidIo};
+pub use io::{
+    others_delta, read_others_io, read_pid_io, read_self_io, read_thread_io, OthersIo, PidIo,
+};
 pub use kernel::{
     cache_size, parse_cpuinfo, parse_inflight, BlockDev, Cache, CpuInfo, Error, Kernel, Pid,
     PidStat, Result,

@@ -119,6 +119,10 @@ impl Source for Bpf {
         "bpf"
     }
 
+    fn counts_calls_by_attaching(&self) -> bool {
+        !self.syscalls
+    }
+
     fn start(&self, _files: &[PathBuf], calls: bool) -> Box<dyn Probe> {
         // A test counted by its calls gets the syscall programs for this repetition, before
         // its first snapshot; a run traced with --trace-syscalls has them already.
@@ -140,6 +144,7 @@ impl Source for Bpf {
             counting,
             devices: self.devices.clone(),
             begin: snapshot(&self.tracer),
+            sampled: None,
             window: None,
             last: None,
         })
@@ -154,6 +159,9 @@ struct BpfProbe {
     counting: Option<Result<bool, String>>,
     devices: Vec<DevId>,
     begin: Result<Snapshot, String>,
+    /// The count at the end of the sample of operations (`Probe::calls_end`), when the
+    /// calls were counted for a sample only.
+    sampled: Option<Result<Snapshot, String>>,
     window: Option<Result<Snapshot, String>>,
     last: Option<Result<Snapshot, String>>,
 }
@@ -195,6 +203,28 @@ fn counted_calls(s: &Snapshot) -> std::collections::BTreeMap<String, CallCount> 
 }
 
 impl Probe for BpfProbe {
+    fn calls_end(&mut self) {
+        // Only a probe that attached the counting program reads it here (with
+        // --trace-syscalls the full programs run all along, and count the whole region).
+        // The calls alone: no per-file totals, two bpf() calls per file.
+        if let Some(Ok(true)) = self.counting {
+            if self.sampled.is_none() {
+                self.sampled = Some(
+                    self.tracer
+                        .lock()
+                        .map_err(|_| "the tracer's lock was poisoned".to_string())
+                        .and_then(|t| t.snapshot_without_files().map_err(|e| e.to_string())),
+                );
+            }
+        }
+    }
+
+    fn calls_release(&mut self) {
+        if self.sampled.is_some() {
+            self.release();
+        }
+    }
+
     fn timed_end(&mut self) {
         self.window = Some(snapshot(&self.tracer));
     }
@@ -209,7 +239,8 @@ impl Probe for BpfProbe {
         self.release();
         // The test's calls over the timed region, when they were counted.
         if let Some(c) = facts.calls.as_mut() {
-            let window = match (&self.begin, &self.window) {
+            let end = self.sampled.as_ref().or(self.window.as_ref());
+            let window = match (&self.begin, end) {
                 (Ok(b), Some(Ok(e))) => Ok(e.delta(b)),
                 (Err(e), _) | (_, Some(Err(e))) => Err(e.clone()),
                 (Ok(_), None) => Err("the end of the timed region was not marked".into()),
@@ -217,6 +248,7 @@ impl Probe for BpfProbe {
             match (&self.counting, window) {
                 (Some(Ok(_)), Ok(d)) => {
                     c.counted = Some(counted_calls(&d));
+                    c.counted_by = Some("ebpf".into());
                     c.not_counted = None;
                 }
                 (Some(Err(why)), _) => {

@@ -17,6 +17,24 @@ use std::collections::BTreeMap;
 const READ_LIKE: [&str; 1] = ["read"];
 const WRITE_LIKE: [&str; 1] = ["write"];
 
+/// What a thread's /proc io counters count per call (`CallFacts::counted_by` "thread_io").
+const THREAD_IO_KINDS: [&str; 2] = ["read", "write"];
+
+/// Where the counts come from and over which operations, for the sentence: "in the
+/// first 1000 of its 20000 operations (a sample: ...)" and the like; empty for the kernel's
+/// count of every operation.
+fn scope(c: &CallFacts) -> String {
+    match c.sample {
+        Some(s) if s.ops < s.of => format!(
+            " in a sample of {} of its {} operations (the first of each thread's pass: while a \
+             program counts calls on the syscall tracepoint, every system call of the machine \
+             takes the kernel's slow path, about 0.3 us each, so only a sample is counted)",
+            s.ops, s.of
+        ),
+        _ => String::new(),
+    }
+}
+
 fn bytes(n: u64) -> String {
     format_bytes(n, ByteStyle::WITNESS)
 }
@@ -39,9 +57,27 @@ pub fn check(c: &CallFacts) -> Option<CallCheck> {
     let Some(counted) = c.counted.as_ref() else {
         return Some(not_counted(c));
     };
+    // A sample that held every operation is no sample.
+    out.sample = c.sample.filter(|s| s.ops < s.of);
+    out.counted_by = c.counted_by.clone();
+    let thread_io = c.counted_by.as_deref() == Some("thread_io");
     let mut wrong = Vec::new();
     let mut right = Vec::new();
+    let mut unjudged = Vec::new();
     for (kind, want) in &c.expected {
+        if thread_io && !THREAD_IO_KINDS.contains(&kind.as_str()) {
+            // Not a read or a write: the threads' counters do not count it.
+            unjudged.push(kind.clone());
+            out.kinds.insert(
+                kind.clone(),
+                KindCheck {
+                    expected: want.calls,
+                    expected_bytes: want.bytes,
+                    ..Default::default()
+                },
+            );
+            continue;
+        }
         let got = counted.get(kind).copied().unwrap_or(CallCount {
             calls: Some(0),
             bytes: want.bytes.map(|_| 0),
@@ -86,16 +122,41 @@ pub fn check(c: &CallFacts) -> Option<CallCheck> {
             },
         );
     }
+    let scope = scope(c);
+    if thread_io {
+        let rest = if unjudged.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its {} calls are not counted there (no tracepoint was attached)",
+                unjudged.join(", ")
+            )
+        };
+        if wrong.is_empty() {
+            out.verdict = "match".into();
+            out.sentence = format!(
+                "The kernel's own counters of each thread (/proc io: syscr, syscw, rchar, wchar) counted the reads and writes the runner made{scope}, exactly: {}{rest}.",
+                right.join(", ")
+            );
+        } else {
+            out.verdict = "mismatch".into();
+            out.sentence = format!(
+                "The kernel's own counters of each thread (/proc io) saw {}{scope}: the operations behind this figure are not the ones the kernel counted.",
+                wrong.join("; ")
+            );
+        }
+        return Some(out);
+    }
     if wrong.is_empty() {
         out.verdict = "match".into();
         out.sentence = format!(
-            "The kernel counted the system calls the runner made, exactly: {}.",
+            "The kernel counted the system calls the runner made{scope}, exactly: {}.",
             right.join(", ")
         );
     } else {
         out.verdict = "mismatch".into();
         out.sentence = format!(
-            "The kernel saw {}: the operations behind this figure are not the ones the kernel counted.",
+            "The kernel saw {}{scope}: the operations behind this figure are not the ones the kernel counted.",
             wrong.join("; ")
         );
     }
@@ -290,6 +351,84 @@ mod tests {
             Some(&[("getdents64", with_bytes(2, 32_048))]),
         );
         assert_eq!(check(&c).expect("a check").verdict, "match");
+    }
+
+    /// Counted on a sample: the sentence says of how many operations and why, and a
+    /// runner that claims more calls than the kernel saw in the sample is still caught.
+    #[test]
+    fn a_sample_is_said_and_still_judged() {
+        let mut c = facts(&[("stat", calls(1000))], Some(&[("stat", calls(1000))]));
+        c.sample = Some(candor_model::CallSample {
+            ops: 1000,
+            of: 20_000,
+        });
+        c.counted_by = Some("ebpf".into());
+        let k = check(&c).expect("a check");
+        assert_eq!(k.verdict, "match", "{}", k.sentence);
+        assert!(
+            k.sentence.starts_with(
+                "The kernel counted the system calls the runner made in a sample of 1000 of its 20000 operations (the first of each thread's pass"
+            ),
+            "{}",
+            k.sentence
+        );
+        assert!(
+            k.sentence.ends_with("exactly: 1000 stat."),
+            "{}",
+            k.sentence
+        );
+        assert_eq!(k.sample, c.sample);
+        c.expected.insert("stat".into(), calls(1001));
+        let k = check(&c).expect("a check");
+        assert_eq!(k.verdict, "mismatch", "{}", k.sentence);
+        assert!(
+            k.sentence
+                .starts_with("The kernel saw 1000 stat calls for the runner's 1001 in a sample of 1000 of its 20000 operations"),
+            "{}",
+            k.sentence
+        );
+    }
+
+    /// A copy counted by its threads' own counters: reads and writes judged, call for call
+    /// and byte for byte; the other kinds named as not counted, never as a mismatch.
+    #[test]
+    fn thread_counters_judge_reads_and_writes_only() {
+        let mut c = facts(
+            &[
+                ("read", with_bytes(256, 1 << 20)),
+                ("write", with_bytes(256, 1 << 20)),
+                ("openat", calls(2)),
+                ("fsync", calls(1)),
+            ],
+            Some(&[
+                ("read", with_bytes(256, 1 << 20)),
+                ("write", with_bytes(256, 1 << 20)),
+            ]),
+        );
+        c.counted_by = Some("thread_io".into());
+        let k = check(&c).expect("a check");
+        assert_eq!(k.verdict, "match", "{}", k.sentence);
+        assert_eq!(
+            k.sentence,
+            "The kernel's own counters of each thread (/proc io: syscr, syscw, rchar, wchar) \
+             counted the reads and writes the runner made, exactly: 256 read (1.0 MiB), 256 \
+             write (1.0 MiB); its fsync, openat calls are not counted there (no tracepoint was \
+             attached)."
+        );
+        assert_eq!(k.kinds["openat"].matches, None);
+        assert_eq!(k.kinds["openat"].expected, Some(2));
+        assert_eq!(k.counted_by.as_deref(), Some("thread_io"));
+        // A runner that claims one read more than its threads made.
+        c.expected.insert("read".into(), with_bytes(257, 1 << 20));
+        let k = check(&c).expect("a check");
+        assert_eq!(k.verdict, "mismatch", "{}", k.sentence);
+        assert!(
+            k.sentence
+                .contains("saw 256 read calls for the runner's 257"),
+            "{}",
+            k.sentence
+        );
+        assert_eq!(k.kinds["read"].matches, Some(false));
     }
 
     #[test]

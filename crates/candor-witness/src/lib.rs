@@ -92,6 +92,13 @@ pub struct Outcome {
     /// kind (`CallFacts::expected`); the watch must have begun with `begin_counting_calls`
     /// for the kernel to count them. None for the other tests.
     pub calls: Option<std::collections::BTreeMap<String, candor_model::CallCount>>,
+    /// `calls` are those of the first operations of each thread only (the eBPF count
+    /// stopped there: `Watch::calls_sampled`): how many, of how many. None: of all.
+    pub calls_sample: Option<candor_model::CallSample>,
+    /// Copy: the read and write calls and bytes of the runner's threads, counted by each
+    /// thread's own /proc io counters around its pass (no tracepoint). They are the
+    /// kernel's count of those kinds, whatever the source.
+    pub calls_thread_io: Option<std::collections::BTreeMap<String, candor_model::CallCount>>,
     /// The options advice depends on (`Facts::given`).
     pub given: Option<candor_model::advice::Given>,
 }
@@ -328,6 +335,15 @@ impl Witness {
         self.source.as_ref().map_or("off", |s| s.name())
     }
 
+    /// Whether counting a test's calls (`begin_counting_calls`) attaches a program that
+    /// every system call of the machine pays for while it is attached (eBPF without
+    /// --trace-syscalls): the runner then counts a sample (`Watch::calls_sampled`).
+    pub fn counts_calls_by_attaching(&self) -> bool {
+        self.source
+            .as_ref()
+            .is_some_and(|s| s.counts_calls_by_attaching())
+    }
+
     /// Takes the first sample before a repetition's timed region; `files` are the test's files.
     pub fn begin(&self, files: &[PathBuf]) -> Watch {
         self.begin_with(files, false)
@@ -420,6 +436,21 @@ impl Watch {
         self.cache_end = Some(filecache::residency(&self.files));
     }
 
+    /// The end of the sample of operations whose calls the kernel counts (a test begun
+    /// with `begin_counting_calls`): the count is read here, then `resume` is called (the
+    /// runner lets its threads go on: they need not wait for the rest), then the counting
+    /// program is let go, so the rest of the timed region runs without it. Without this
+    /// call the count covers the whole timed region.
+    pub fn calls_sampled(&mut self, resume: impl FnOnce()) {
+        if let Some(p) = self.probe.as_mut() {
+            p.calls_end();
+        }
+        resume();
+        if let Some(p) = self.probe.as_mut() {
+            p.calls_release();
+        }
+    }
+
     /// Takes the last sample, after the runner has flushed the files, and judges.
     pub fn finish(mut self, outcome: &Outcome) -> candor_model::Witness {
         let Some(source) = self.source.clone() else {
@@ -437,6 +468,8 @@ impl Watch {
                 &self.begin,
                 &[],
             );
+            let mut facts = facts;
+            thread_io_calls(outcome, &mut facts);
             facts::apply(&facts, &mut w);
             return w;
         };
@@ -530,6 +563,7 @@ impl Watch {
         if let Some(p) = self.probe.as_mut() {
             p.finish(&mut facts, &mut w);
         }
+        thread_io_calls(outcome, &mut facts);
         facts::apply(&facts, &mut w);
         w.memory = memory_of(&self.begin, &last, &self.timeline);
         w.vmstat = sample::vmstat_delta(&self.begin, &last);
@@ -537,6 +571,16 @@ impl Watch {
         w.file_cache = file_cache_of(&self.cache_before, self.cache_end.as_ref());
         w.timeline = std::mem::take(&mut self.timeline.points);
         w
+    }
+}
+
+/// A copy's reads and writes counted by its threads' own counters: the kernel's count of
+/// those kinds, in place of any other.
+fn thread_io_calls(o: &Outcome, facts: &mut Facts) {
+    if let (Some(c), Some(io)) = (facts.calls.as_mut(), o.calls_thread_io.as_ref()) {
+        c.counted = Some(io.clone());
+        c.counted_by = Some("thread_io".into());
+        c.not_counted = None;
     }
 }
 
@@ -632,6 +676,8 @@ fn facts_from(
                 syscr: io.map(|d| d.syscr),
                 syscw: io.map(|d| d.syscw),
                 not_counted: Some("the witness was turned off (--witness off)".into()),
+                sample: o.calls_sample,
+                counted_by: None,
             }
         }),
         given: o.given.clone(),

@@ -18,12 +18,23 @@ pub trait Source: Send + Sync {
     /// source that can count them per kind counts over the timed region
     /// (`facts.calls.counted`).
     fn start(&self, files: &[PathBuf], calls: bool) -> Box<dyn Probe>;
+    /// Whether counting the calls attaches a program for the repetition (eBPF without
+    /// --trace-syscalls): a cost every system call pays while it is attached, which the
+    /// runner limits to a sample of the operations (`Watch::calls_sampled`).
+    fn counts_calls_by_attaching(&self) -> bool {
+        false
+    }
 }
 
 /// The observation of one repetition by a source.
 pub trait Probe: Send {
     /// The timed region has ended (called right before the timed-end sample).
     fn timed_end(&mut self) {}
+    /// The sample of operations whose calls are counted has ended (`Watch::calls_sampled`):
+    /// the count is read.
+    fn calls_end(&mut self) {}
+    /// After `calls_end`: the counting is let go.
+    fn calls_release(&mut self) {}
     /// The runner has flushed; the last procfs sample comes right after this call.
     fn before_last(&mut self) {}
     /// The repetition is over and the procfs facts are gathered: a source may replace the

@@ -9,7 +9,7 @@ use super::{prepare, Coordinator, RepMeasure, RunSettings, Target};
 use crate::clock::{now_ns, process_cpu};
 use crate::engines::{EngineError, OpenSpec, ThreadStats};
 use crate::plan::Point;
-use crate::special::{Calls, Special, SpecialCtx};
+use crate::special::{Calls, SampleGate, Special, SpecialCtx};
 use crate::workload::{Direction, FileState};
 use candor_model::{Intent, Repetition};
 use candor_witness::{Outcome, Watch};
@@ -288,6 +288,19 @@ pub(super) fn special(
         fsync: s.fsync_in_timing,
         copy_for_ns: s.runtime_ns.filter(|_| s.time_based),
         data_files: &data_files,
+        sample: None,
+    };
+    // A copy's reads and writes are counted by each thread's own I/O counters, with no
+    // tracepoint; a metadata test's calls by the witness's counting program, over a
+    // sample of the operations when that program costs every call while attached.
+    let thread_io = workload.is_copy()
+        && target.witness.source_name() != "off"
+        && candor_procfs::read_thread_io().is_some();
+    let gate = (workload.meta().is_some() && target.witness.counts_calls_by_attaching())
+        .then(|| SampleGate::new(sample_ops(ctx.entries), n));
+    let ctx = SpecialCtx {
+        sample: gate.as_ref(),
+        ..ctx
     };
     let work = match (0..n)
         .map(|i| workload.prepare(&ctx, i))
@@ -305,6 +318,8 @@ pub(super) fn special(
     let mut watch = None;
     let mut frame = Frame::default();
     let mut calls = Calls::default();
+    let mut sampled = None;
+    let mut io_counted: Option<Calls> = thread_io.then(Calls::default);
     let outs: Vec<merge::SpecialOut> = std::thread::scope(|scope| {
         let handles: Vec<_> = work
             .iter()
@@ -317,44 +332,79 @@ pub(super) fn special(
                     let mut st = ThreadStats::default();
                     let pinned = super::worker::pin(cpu, &w.from);
                     let mut calls = Calls::default();
+                    // A thread that leaves early (an error, a panic) still arrives.
+                    let _leave = ctx.sample.map(Leave::new);
+                    let io0 = thread_io.then(candor_procfs::read_thread_io).flatten();
                     start.wait();
                     let mut pinned = match pinned {
                         Ok(p) => p,
-                        Err(e) => return ((st, 0, 0, 0, Some(e), None), calls),
+                        Err(e) => return ((st, 0, 0, 0, Some(e), None), (calls, None)),
                     };
                     let t0 = now_ns();
                     let r = workload.pass(w, ctx, &mut st, &mut calls);
                     let t1 = now_ns();
+                    if let Some(g) = ctx.sample {
+                        // Fewer operations than the sample: all of them are the sample.
+                        g.arrive(st.ops, &calls);
+                    }
+                    let io = io0.and_then(|(a, len)| {
+                        let (b, _) = candor_procfs::read_thread_io()?;
+                        Some(thread_io_calls(a, len, b))
+                    });
                     if let Some(p) = pinned.as_mut() {
                         p.last_cpu = crate::engines::current_cpu();
                     }
                     let flush = *r.as_ref().unwrap_or(&0);
-                    ((st, t0, t1, flush, r.err(), pinned), calls)
+                    ((st, t0, t1, flush, r.err(), pinned), (calls, io))
                 })
             })
             .collect();
         coord.before_timed();
-        // The operations are system calls: the witness counts them by kind.
-        watch = Some(target.witness.begin_counting_calls(&files));
+        // The operations are system calls: the witness counts them by kind (a copy's
+        // reads and writes are counted by its threads instead).
+        watch = Some(if thread_io {
+            target.witness.begin(&files)
+        } else {
+            target.witness.begin_counting_calls(&files)
+        });
         frame.cpu0 = process_cpu();
         frame.release = now_ns();
         start.wait();
+        if let Some(g) = gate.as_ref() {
+            // Every thread has made its sample: read the kernel's count, let the threads
+            // go on, and let the counting program go.
+            sampled = Some(g.all_arrived());
+            match watch.as_mut() {
+                Some(w) => w.calls_sampled(|| g.open()),
+                None => g.open(),
+            }
+        }
         handles
             .into_iter()
             .map(|h| {
-                let (out, c) = h.join().unwrap_or_else(|_| {
+                let (out, (c, io)) = h.join().unwrap_or_else(|_| {
                     (
                         (ThreadStats::default(), 0, 0, 0, Some(panicked()), None),
-                        Calls::default(),
+                        (Calls::default(), None),
                     )
                 });
                 calls.add(&c);
+                io_counted = match (io_counted.take(), io) {
+                    (Some(mut a), Some(b)) => {
+                        a.add(&b);
+                        Some(a)
+                    }
+                    _ => None,
+                };
                 out
             })
             .collect()
     });
     frame.end(&mut watch);
     let m = merge::special(outs)?;
+    // The sample's calls are what the kernel's count is checked against; a sample that
+    // held every operation is said as such (`CallCheck::sample` is then absent).
+    let sample = sampled;
     for w in &work {
         workload.cleanup(w);
     }
@@ -378,7 +428,12 @@ pub(super) fn special(
         direct: false,
         threads: point.threads,
         meta,
-        calls: Some(calls.0),
+        calls_sample: sample.as_ref().map(|(ops, _)| candor_model::CallSample {
+            ops: *ops,
+            of: m.stats.ops,
+        }),
+        calls: Some(sample.map_or(calls.0, |(_, c)| c.0)),
+        calls_thread_io: io_counted.map(|c| c.0),
         // Copy and metadata tests take neither O_DIRECT nor an access hint.
         given: Some(candor_model::advice::Given {
             direct_accepted: false,
@@ -393,6 +448,51 @@ pub(super) fn special(
         stonewalled: false,
     };
     Ok(measure(m, &frame, watch, outcome, r, run_t0))
+}
+
+/// Operations per thread whose calls the kernel counts when counting costs every call
+/// (`SampleGate`): the first twentieth of the pass, at least 100 (docs/bpf.md, "Counting a
+/// test's calls", gives the measurement behind it).
+fn sample_ops(entries: u64) -> u64 {
+    entries.div_ceil(20).max(100)
+}
+
+/// Arrives at the sample's gate when its thread leaves, whatever way it leaves (its own
+/// arrival, if it made one, is kept).
+struct Leave<'a>(&'a SampleGate);
+
+impl Leave<'_> {
+    fn new(g: &SampleGate) -> Leave<'_> {
+        g.enter();
+        Leave(g)
+    }
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.arrive(0, &Calls::default());
+    }
+}
+
+/// A thread's reads and writes between two readings of its I/O counters, `a` (whose own
+/// read call and its `len` bytes are counted after it) and `b`.
+fn thread_io_calls(a: candor_procfs::PidIo, len: u64, b: candor_procfs::PidIo) -> Calls {
+    let d = b.saturating_sub(a);
+    let count = |calls: u64, bytes: u64| candor_model::CallCount {
+        calls: Some(calls),
+        bytes: Some(bytes),
+        errors: 0,
+    };
+    Calls(
+        [
+            (
+                "read".to_string(),
+                count(d.syscr.saturating_sub(1), d.rchar.saturating_sub(len)),
+            ),
+            ("write".to_string(), count(d.syscw, d.wchar)),
+        ]
+        .into(),
+    )
 }
 
 /// `--ramp`: the point's workload run for `ramp_ns`, time-based, before its first
