@@ -250,7 +250,10 @@ impl Plan {
                         ));
                     }
                 }
-                if preset.chosen == Chosen::PlanOptions && !(o.auto || s.auto) {
+                // Engines, depths and O_DIRECT are record tests' settings: copy and the
+                // metadata tests have none of them to keep.
+                let records = points.iter().any(|p| p.spec.is_records());
+                if preset.chosen == Chosen::PlanOptions && !(o.auto || s.auto) && records {
                     if let Some(n) = not_kept(o, direct) {
                         notes.push(n);
                     }
@@ -648,6 +651,23 @@ mod tests {
             .notes
             .iter()
             .any(|n| n.contains("caps each repetition at 2 s")));
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn metadata_tests_are_not_told_of_engines_and_o_direct_they_do_not_use() {
+        let (base, d) = tmp_dir("meta-kept");
+        let o = RunOptions {
+            tests: Some("create,stat".into()),
+            ..RunOptions::default()
+        };
+        let p = Plan::new(&o, "t", &[info(1 << 30)], &[d]).unwrap();
+        assert!(p.points.iter().all(|x| !x.spec.is_records()));
+        assert!(
+            !p.notes.iter().any(|n| n.contains("the default run uses")),
+            "{:?}",
+            p.notes
+        );
         let _ = std::fs::remove_dir_all(base);
     }
 
