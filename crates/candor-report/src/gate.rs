@@ -485,36 +485,22 @@ fn findings_grid(fs: &[Finding]) -> Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{compare, Side};
+    use crate::compare::compare;
+    use crate::compare::fixtures::{lettered, side};
     use candor_model::TestResult;
 
     fn result(samples: &[f64]) -> TestResult {
         TestResult {
-            target: "/t".into(),
-            test: "read".into(),
-            engine: "psync".into(),
             file_size: 1 << 24,
-            record_size: 65536,
-            threads: 1,
-            iodepth: 1,
-            status: candor_model::Status::Ok,
-            throughput: candor_stats::summarize(samples),
-            ..Default::default()
+            ..crate::compare::fixtures::result("read", 65536, samples)
         }
     }
 
     fn comparison(a: &[f64], b: &[f64]) -> Comparison {
-        let side = |letter: &str, name: &str, s: &[f64]| Side {
-            letter: letter.into(),
-            source: name.into(),
-            file: name.into(),
-            path: "/t".into(),
-            target: None,
-            host: String::new(),
-            mpi_ranks: None,
-            results: vec![result(s)],
-        };
-        compare(vec![side("A", "base.json", a), side("B", "new.json", b)])
+        compare(lettered(vec![
+            side("base.json", vec![result(a)]),
+            side("new.json", vec![result(b)]),
+        ]))
     }
 
     const SLOWER: Gate = Gate {
@@ -570,24 +556,20 @@ mod tests {
     #[test]
     fn rows_without_the_baseline_are_left_out_and_a_gate_on_nothing_fails() {
         // B and C share a test that A did not run: nothing can be judged against A.
-        let side = |letter: &str, rec: u64| Side {
-            letter: letter.into(),
-            source: format!("{}.json", letter.to_lowercase()),
-            file: String::new(),
-            path: "/t".into(),
-            target: None,
-            host: String::new(),
-            mpi_ranks: None,
-            results: vec![TestResult {
-                record_size: rec,
-                ..result(&[100e6, 101e6, 99e6])
-            }],
+        let at = |name: &str, rec: u64| {
+            side(
+                name,
+                vec![TestResult {
+                    record_size: rec,
+                    ..result(&[100e6, 101e6, 99e6])
+                }],
+            )
         };
-        let c = compare(vec![
-            side("A", 65536),
-            side("B", 1 << 20),
-            side("C", 1 << 20),
-        ]);
+        let c = compare(lettered(vec![
+            at("a.json", 65536),
+            at("b.json", 1 << 20),
+            at("c.json", 1 << 20),
+        ]));
         let o = judge(&c, &SLOWER);
         assert!(o.judged_nothing() && !o.passed(), "{o:?}");
         assert!(
