@@ -273,11 +273,11 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
     for row in &c.rows {
         let mut judged = false;
         for (i, cell) in row.cells.iter().enumerate().skip(1) {
+            // The pair judged: the test, this side and the baseline, as every sentence names them.
+            let (test, side, baseline) = (row.key.label(), name(i), name(0));
             let Some(cell) = cell else {
                 out.left_out.push(format!(
-                    "{}: not in {} (only in {})",
-                    row.key.label(),
-                    name(i),
+                    "{test}: not in {side} (only in {})",
                     row.cells
                         .iter()
                         .enumerate()
@@ -290,10 +290,7 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
             };
             if row.cells[0].is_none() {
                 out.left_out.push(format!(
-                    "{} in {}: not in {}, the side every other is judged against",
-                    row.key.label(),
-                    name(i),
-                    name(0)
+                    "{test} in {side}: not in {baseline}, the side every other is judged against"
                 ));
                 continue;
             }
@@ -304,22 +301,19 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
             {
                 if gate.slower_pct.is_some() || gate.faster_pct.is_some() {
                     out.failed_tests.push(format!(
-                        "{}: failed on {} or on {}, nothing to judge",
-                        row.key.label(),
-                        name(i),
-                        name(0)
+                        "{test}: failed on {side} or on {baseline}, nothing to judge"
                     ));
                 }
                 continue;
             }
             let Some(ratio) = cell.ratio else { continue };
             judged = true;
-            if !out.judged_sides.contains(&name(i)) {
-                out.judged_sides.push(name(i));
+            if !out.judged_sides.contains(&side) {
+                out.judged_sides.push(side.clone());
             }
             let extreme = || Extreme {
-                test: row.key.label(),
-                side: name(i),
+                test: test.clone(),
+                side: side.clone(),
                 ratio,
                 significance: cell.significance.cell(),
             };
@@ -338,9 +332,9 @@ pub fn judge(c: &Comparison, gate: &Gate) -> Outcome {
                 continue;
             };
             let finding = Finding {
-                test: row.key.label(),
-                side: name(i),
-                baseline: name(0),
+                test,
+                side,
+                baseline,
                 ratio,
                 direction,
                 pct,

@@ -205,29 +205,41 @@ pub fn throughput_block(r: &TestResult) -> String {
         .copied()
         .min()
         .unwrap_or(r.file_size);
-    let mut s = String::new();
-    s.push_str(&format!(
-        "\tChildren see throughput for {label}= {:.2} kB/sec\n",
-        pick(a.children_see) / 1024.0
-    ));
-    s.push_str(&format!(
-        "\tParent sees throughput for {label}= {:.2} kB/sec\n",
-        pick(a.parent_sees) / 1024.0
-    ));
     let per = r.throughput.mean / r.threads.max(1) as f64;
     let or_per = |x: f64| if x > 0.0 { x } else { per };
-    s.push_str(&format!(
-        "\tMin throughput per process \t\t\t= {:.2} kB/sec \n",
-        or_per(a.min_thread) / 1024.0
-    ));
-    s.push_str(&format!(
-        "\tMax throughput per process \t\t\t= {:.2} kB/sec\n",
-        or_per(a.max_thread) / 1024.0
-    ));
-    s.push_str(&format!(
-        "\tAvg throughput per process \t\t\t= {:.2} kB/sec\n",
-        or_per(a.avg_thread) / 1024.0
-    ));
+    // Each rate line as iozone writes it: its words, the figure in kB/s, and the space iozone
+    // leaves after the minimum's unit.
+    let rates = [
+        (
+            format!("Children see throughput for {label}"),
+            pick(a.children_see),
+            "",
+        ),
+        (
+            format!("Parent sees throughput for {label}"),
+            pick(a.parent_sees),
+            "",
+        ),
+        (
+            "Min throughput per process \t\t\t".to_string(),
+            or_per(a.min_thread),
+            " ",
+        ),
+        (
+            "Max throughput per process \t\t\t".to_string(),
+            or_per(a.max_thread),
+            "",
+        ),
+        (
+            "Avg throughput per process \t\t\t".to_string(),
+            or_per(a.avg_thread),
+            "",
+        ),
+    ];
+    let mut s = String::new();
+    for (words, bps, after) in rates {
+        s.push_str(&format!("\t{words}= {:.2} kB/sec{after}\n", bps / 1024.0));
+    }
     s.push_str(&format!(
         "\tMin xfer \t\t\t\t\t= {:>10.2} kB\n",
         min_xfer as f64 / 1024.0

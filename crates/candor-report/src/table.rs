@@ -206,12 +206,8 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
     if any_flushless {
         cols.push((&flush, Align::Right));
     }
-    cols.extend([
-        ("IOPS", Align::Right),
-        ("p50 µs", Align::Right),
-        ("p99 µs", Align::Right),
-        (&dev, Align::Right),
-    ]);
+    cols.extend(OPERATION_COLUMNS);
+    cols.push((&dev, Align::Right));
     if any_eff {
         cols.push(("eff", Align::Right));
     }
@@ -245,17 +241,10 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
         if any_flushless {
             row.push(flushless(r).map(units::mb_s).unwrap_or_default());
         }
-        row.push(units::count(r.iops.mean));
-        row.push(units::us(r.latency_ns.p50 as f64));
-        row.push(units::us(r.latency_ns.p99 as f64));
+        row.extend(operation_cells(r));
         row.push(view::device_cell(r));
         if any_eff {
-            row.push(
-                r.efficiency
-                    .as_ref()
-                    .map(|e| units::pct(e.share))
-                    .unwrap_or_default(),
-            );
+            row.push(efficiency_cell(r));
         }
         if any_steady {
             row.push(crate::steady::cell(r));
@@ -265,6 +254,31 @@ pub fn results_grid(results: &[&TestResult], first_note: usize) -> (Grid, Vec<No
         g.push(row);
     }
     (g, notes)
+}
+
+/// The columns after a result's throughput in the results and scaling tables: its IOPS and
+/// its median and 99th-percentile latency per operation.
+const OPERATION_COLUMNS: [(&str, Align); 3] = [
+    ("IOPS", Align::Right),
+    ("p50 µs", Align::Right),
+    ("p99 µs", Align::Right),
+];
+
+/// A result's cells under `OPERATION_COLUMNS`.
+fn operation_cells(r: &TestResult) -> [String; 3] {
+    [
+        units::count(r.iops.mean),
+        units::us(r.latency_ns.p50 as f64),
+        units::us(r.latency_ns.p99 as f64),
+    ]
+}
+
+/// A result's share of its device's ceiling ("eff"), empty when it has none.
+pub fn efficiency_cell(r: &TestResult) -> String {
+    r.efficiency
+        .as_ref()
+        .map(|e| units::pct(e.share))
+        .unwrap_or_default()
 }
 
 /// What a min-max in the results grid is, when one is shown (`units::range_sentence`).
@@ -304,12 +318,9 @@ pub fn scaling_grid(s: &view::Series) -> Grid {
     let mut cols = vec![
         (s.axis.name(), Align::Right),
         (units::rate_label(), Align::Right),
-        ("IOPS", Align::Right),
-        ("p50 µs", Align::Right),
-        ("p99 µs", Align::Right),
-        ("speed-up", Align::Right),
-        ("of linear", Align::Right),
     ];
+    cols.extend(OPERATION_COLUMNS);
+    cols.extend([("speed-up", Align::Right), ("of linear", Align::Right)]);
     if any_eff {
         cols.push(("eff", Align::Right));
     }
@@ -322,22 +333,11 @@ pub fn scaling_grid(s: &view::Series) -> Grid {
             f64::NAN
         };
         let x = s.axis.value(r).max(1) as f64 / s.axis.value(first).max(1) as f64;
-        let mut row = vec![
-            s.axis.value(r).to_string(),
-            units::mb_s(r.throughput.mean),
-            units::count(r.iops.mean),
-            units::us(r.latency_ns.p50 as f64),
-            units::us(r.latency_ns.p99 as f64),
-            units::ratio(speedup),
-            units::pct(speedup / x),
-        ];
+        let mut row = vec![s.axis.value(r).to_string(), units::mb_s(r.throughput.mean)];
+        row.extend(operation_cells(r));
+        row.extend([units::ratio(speedup), units::pct(speedup / x)]);
         if any_eff {
-            row.push(
-                r.efficiency
-                    .as_ref()
-                    .map(|e| units::pct(e.share))
-                    .unwrap_or_default(),
-            );
+            row.push(efficiency_cell(r));
         }
         g.push(row);
     }

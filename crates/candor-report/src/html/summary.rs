@@ -478,14 +478,7 @@ fn rows(doc: &RunDoc, results: &[&TestResult], refs: &[String], explain: bool) -
             view::device_cell(r),
         );
         if any_eff {
-            let _ = write!(
-                b,
-                "<td>{}</td>",
-                r.efficiency
-                    .as_ref()
-                    .map(|e| units::pct(e.share))
-                    .unwrap_or_default()
-            );
+            let _ = write!(b, "<td>{}</td>", table::efficiency_cell(r));
         }
         let _ = write!(b, "<td class=\"l\">{}</td>", badge(r));
         if any_expl {
