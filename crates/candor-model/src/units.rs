@@ -30,42 +30,41 @@ enum Decimals {
     OneBelowTen,
 }
 
+/// The binary units of prose and sentences, after bytes.
+const IEC: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
 impl ByteStyle {
     /// As the size options take them, for table cells: `512`, `4k`, `1.5m`, `1.25g`.
-    pub const OPTION: ByteStyle = ByteStyle {
-        units: ["", "k", "m", "g", "t"],
-        sep: "",
-        decimals: Decimals::Trimmed(2),
-        exact_whole: true,
-    };
+    pub const OPTION: ByteStyle =
+        ByteStyle::new(["", "k", "m", "g", "t"], "", Decimals::Trimmed(2), true);
     /// Short labels in candor's messages: `512B`, `4K`, `1.5M`, `64M`.
-    pub const LABEL: ByteStyle = ByteStyle {
-        units: ["B", "K", "M", "G", "T"],
-        sep: "",
-        decimals: Decimals::Fixed(1),
-        exact_whole: true,
-    };
+    pub const LABEL: ByteStyle =
+        ByteStyle::new(["B", "K", "M", "G", "T"], "", Decimals::Fixed(1), true);
     /// For prose: `512 B`, `4 KiB`, `1.5 GiB`.
-    pub const PROSE: ByteStyle = ByteStyle {
-        units: ["B", "KiB", "MiB", "GiB", "TiB"],
-        sep: " ",
-        decimals: Decimals::Trimmed(1),
-        exact_whole: false,
-    };
+    pub const PROSE: ByteStyle = ByteStyle::new(IEC, " ", Decimals::Trimmed(1), false);
     /// The audit's sentences, always to a tenth: `512 B`, `4.0 KiB`, `1.5 GiB`.
-    pub const TENTHS: ByteStyle = ByteStyle {
-        units: ["B", "KiB", "MiB", "GiB", "TiB"],
-        sep: " ",
-        decimals: Decimals::Fixed(1),
-        exact_whole: false,
-    };
+    pub const TENTHS: ByteStyle = ByteStyle::new(IEC, " ", Decimals::Fixed(1), false);
     /// The witness's explanations: `512 bytes`, `4.0 KiB`, `12 MiB`.
-    pub const WITNESS: ByteStyle = ByteStyle {
-        units: ["bytes", "KiB", "MiB", "GiB", "TiB"],
-        sep: " ",
-        decimals: Decimals::OneBelowTen,
-        exact_whole: false,
-    };
+    pub const WITNESS: ByteStyle = ByteStyle::new(
+        ["bytes", "KiB", "MiB", "GiB", "TiB"],
+        " ",
+        Decimals::OneBelowTen,
+        false,
+    );
+
+    const fn new(
+        units: [&'static str; 5],
+        sep: &'static str,
+        decimals: Decimals,
+        exact_whole: bool,
+    ) -> ByteStyle {
+        ByteStyle {
+            units,
+            sep,
+            decimals,
+            exact_whole,
+        }
+    }
 }
 
 /// `n` bytes in the largest binary unit it reaches (up to TiB), spelled as `style` says.
