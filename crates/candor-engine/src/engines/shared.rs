@@ -1,7 +1,8 @@
 //! What every engine shares: how a file is opened (`OpenSpec`, `Fd`), one pass of a test
 //! (`Job`), what a thread measured (`ThreadStats`), errors, the timed loop of the
 //! synchronous engines, and `RecordEngine`, the engine that psync, sync and vector are made
-//! of: each says only how to move one record (`MoveRecord`).
+//! of: each says only how to move one record (`MoveRecord`, given a `RecordIo`), psync and
+//! sync through the one loop that finishes short transfers (`whole_record`).
 
 use crate::buffer::{AlignedBuf, BufferPattern};
 use crate::clock::now_ns;
