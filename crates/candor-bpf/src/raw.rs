@@ -245,6 +245,23 @@ impl RawPhase {
         // with any alignment.
         Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const RawPhase) })
     }
+
+    /// The I/O counters this phase adds to its file's (`files` table) when it closes: the
+    /// program folds a phase into its file only then. Cache misses are counted per file,
+    /// never per phase, so it has none.
+    pub fn file_stat(&self) -> FileStat {
+        FileStat {
+            rcalls: self.rcalls,
+            wcalls: self.wcalls,
+            rbytes: self.rbytes,
+            wbytes: self.wbytes,
+            io_ns: self.io_ns,
+            misses: 0,
+            fsyncs: self.fsyncs,
+            fsync_ns: self.fsync_ns,
+            closes: 0,
+        }
+    }
 }
 
 #[repr(C)]

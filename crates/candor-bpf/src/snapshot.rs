@@ -361,10 +361,13 @@ impl Snapshot {
             block.entry(key).and_modify(|e| e.add(&c)).or_insert(c);
         }
         let mut files: BTreeMap<FileId, FileCounters> = BTreeMap::new();
-        for (k, v) in &raw.files {
+        // Open phases have not been folded into the per-file totals yet.
+        let open = raw.open.iter().map(|p| (p.dev, p.ino, p.file_stat()));
+        let stats = raw.files.iter().map(|(k, v)| (k.dev, k.ino, *v));
+        for (dev, inode, v) in stats.chain(open) {
             let id = FileId {
-                dev: DevId::from_kernel(k.dev),
-                inode: k.ino,
+                dev: DevId::from_kernel(dev),
+                inode,
             };
             let f = files.entry(id).or_default();
             f.read_calls += v.rcalls;
@@ -375,21 +378,6 @@ impl Snapshot {
             f.cache_misses += v.misses;
             f.fsyncs += v.fsyncs;
             f.fsync_ns += v.fsync_ns;
-        }
-        // Open phases have not been folded into the per-file totals yet.
-        for p in &raw.open {
-            let id = FileId {
-                dev: DevId::from_kernel(p.dev),
-                inode: p.ino,
-            };
-            let f = files.entry(id).or_default();
-            f.read_calls += p.rcalls;
-            f.write_calls += p.wcalls;
-            f.read_bytes += p.rbytes;
-            f.write_bytes += p.wbytes;
-            f.io_ns += p.io_ns;
-            f.fsyncs += p.fsyncs;
-            f.fsync_ns += p.fsync_ns;
         }
         Snapshot {
             taken_ns: raw.taken_ns,
@@ -618,6 +606,54 @@ pub(crate) mod tests {
         }];
         assert_eq!(f.write_calls, 4096);
         assert_eq!(s.cache_misses, 7);
+    }
+
+    /// A phase still open counts in its file's totals, every counter but the cache misses
+    /// (kept per file); a file with only an open phase has its totals all the same.
+    #[test]
+    fn open_phases_add_to_their_files() {
+        let mut raw = raw_example(10, 0, 0);
+        raw.files[0].1.misses = 3;
+        let phase = |ino| crate::raw::RawPhase {
+            dev: (8 << 20) | 1,
+            ino,
+            rcalls: 2,
+            wcalls: 5,
+            rbytes: 8192,
+            wbytes: 20480,
+            io_ns: 700,
+            fsyncs: 1,
+            fsync_ns: 900,
+            ..Default::default()
+        };
+        raw.open = vec![phase(12), phase(13)];
+        let s = Snapshot::decode(&raw);
+        let file = |inode| {
+            s.files[&FileId {
+                dev: DevId { major: 8, minor: 1 },
+                inode,
+            }]
+        };
+        let only_phase = FileCounters {
+            read_calls: 2,
+            write_calls: 5,
+            read_bytes: 8192,
+            write_bytes: 20480,
+            io_ns: 700,
+            cache_misses: 0,
+            fsyncs: 1,
+            fsync_ns: 900,
+        };
+        assert_eq!(file(13), only_phase);
+        assert_eq!(
+            file(12),
+            FileCounters {
+                write_calls: 15,
+                write_bytes: 20480 + 10 * 4096,
+                cache_misses: 3,
+                ..only_phase
+            }
+        );
     }
 
     #[test]

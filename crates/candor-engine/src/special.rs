@@ -346,7 +346,7 @@ fn cpath(p: &Path) -> Result<CString, EngineError> {
 
 fn check(r: libc::c_int, op: &'static str, p: &Path) -> Result<(), EngineError> {
     if r < 0 {
-        Err(EngineError::new(op, p, None, io::Error::last_os_error()))
+        Err(EngineError::last(op, p, None))
     } else {
         Ok(())
     }
@@ -417,12 +417,7 @@ fn meta_pass(
         let stream = unsafe { libc::opendir(d.as_ptr()) };
         calls.one("openat", None);
         if stream.is_null() {
-            return Err(EngineError::new(
-                "opendir",
-                dir,
-                None,
-                io::Error::last_os_error(),
-            ));
+            return Err(EngineError::last("opendir", dir, None));
         }
         let mut t0 = now_ns();
         loop {
@@ -645,12 +640,7 @@ fn copy_pass(
             let n = unsafe { libc::read(fi, buf.as_mut_ptr() as *mut _, chunk) };
             n_read[0] += 1;
             if n < 0 {
-                return Err(EngineError::new(
-                    "read",
-                    src,
-                    Some(moved),
-                    io::Error::last_os_error(),
-                ));
+                return Err(EngineError::last("read", src, Some(moved)));
             }
             n_read[1] += n as u64;
             if n == 0 {
@@ -668,12 +658,7 @@ fn copy_pass(
                 };
                 n_write[0] += 1;
                 if w < 0 {
-                    return Err(EngineError::new(
-                        "write",
-                        dst,
-                        Some(moved),
-                        io::Error::last_os_error(),
-                    ));
+                    return Err(EngineError::last("write", dst, Some(moved)));
                 }
                 n_write[1] += w as u64;
                 done += w as usize;
@@ -700,12 +685,7 @@ fn copy_pass(
             // SAFETY: fo is open.
             calls.one("fsync", None);
             if unsafe { libc::fsync(fo) } != 0 {
-                return Err(EngineError::new(
-                    "fsync",
-                    dst,
-                    None,
-                    io::Error::last_os_error(),
-                ));
+                return Err(EngineError::last("fsync", dst, None));
             }
             flush_ns = now_ns() - f0;
         }

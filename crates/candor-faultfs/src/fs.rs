@@ -95,6 +95,13 @@ fn attr_of(ino: u64, meta: &Metadata) -> FileAttr {
     }
 }
 
+fn reply_entry(reply: ReplyEntry, attr: Result<FileAttr, i32>) {
+    match attr {
+        Ok(attr) => reply.entry(&TTL, &attr, 0),
+        Err(e) => reply.error(e),
+    }
+}
+
 fn to_system_time(t: TimeOrNow) -> SystemTime {
     match t {
         TimeOrNow::SpecificTime(t) => t,
@@ -175,6 +182,45 @@ impl PassThrough {
         }
     }
 
+    /// Makes the entry `name` of `parent` with `make` (mkdir, symlink, create) on behalf of
+    /// `req`, gives it to its maker and looks it up: its path, what `make` returned, and its
+    /// attributes; or the errno to reply with.
+    fn make_entry<T>(
+        &mut self,
+        req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        make: impl FnOnce(&Path) -> std::io::Result<T>,
+    ) -> Result<(PathBuf, T, FileAttr), i32> {
+        let rel = self.child(parent, name).ok_or(libc::ENOENT)?;
+        let full = self.full(&rel);
+        let made = make(&full).map_err(|e| errno_of(&e))?;
+        self.give_to(req, &full);
+        let attr = self.entry(&rel)?;
+        Ok((rel, made, attr))
+    }
+
+    /// Removes the entry `name` of `parent` with `remove` (unlink, rmdir), and its inode
+    /// number with it.
+    fn remove_entry(
+        &mut self,
+        parent: u64,
+        name: &OsStr,
+        reply: ReplyEmpty,
+        remove: fn(&Path) -> std::io::Result<()>,
+    ) {
+        let Some(rel) = self.child(parent, name) else {
+            return reply.error(libc::ENOENT);
+        };
+        match remove(&self.full(&rel)) {
+            Ok(()) => {
+                self.forget_path(&rel);
+                reply.ok()
+            }
+            Err(e) => reply.error(errno_of(&e)),
+        }
+    }
+
     fn add_handle(&mut self, file: File, rel: PathBuf) -> u64 {
         let fh = self.next_fh;
         self.next_fh += 1;
@@ -230,10 +276,7 @@ impl Filesystem for PassThrough {
         let Some(rel) = self.child(parent, name) else {
             return reply.error(libc::ENOENT);
         };
-        match self.entry(&rel) {
-            Ok(attr) => reply.entry(&TTL, &attr, 0),
-            Err(e) => reply.error(e),
-        }
+        reply_entry(reply, self.entry(&rel))
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, fh: Option<u64>, reply: ReplyAttr) {
@@ -326,48 +369,21 @@ impl Filesystem for PassThrough {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let Some(rel) = self.child(parent, name) else {
-            return reply.error(libc::ENOENT);
-        };
-        let full = self.full(&rel);
         use std::os::unix::fs::DirBuilderExt;
-        if let Err(e) = std::fs::DirBuilder::new()
-            .mode(mode & !umask & 0o7777)
-            .create(&full)
-        {
-            return reply.error(errno_of(&e));
-        }
-        self.give_to(req, &full);
-        match self.entry(&rel) {
-            Ok(attr) => reply.entry(&TTL, &attr, 0),
-            Err(e) => reply.error(e),
-        }
+        let made = self.make_entry(req, parent, name, |full| {
+            std::fs::DirBuilder::new()
+                .mode(mode & !umask & 0o7777)
+                .create(full)
+        });
+        reply_entry(reply, made.map(|(_, _, attr)| attr))
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let Some(rel) = self.child(parent, name) else {
-            return reply.error(libc::ENOENT);
-        };
-        match std::fs::remove_file(self.full(&rel)) {
-            Ok(()) => {
-                self.forget_path(&rel);
-                reply.ok()
-            }
-            Err(e) => reply.error(errno_of(&e)),
-        }
+        self.remove_entry(parent, name, reply, |p| std::fs::remove_file(p))
     }
 
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let Some(rel) = self.child(parent, name) else {
-            return reply.error(libc::ENOENT);
-        };
-        match std::fs::remove_dir(self.full(&rel)) {
-            Ok(()) => {
-                self.forget_path(&rel);
-                reply.ok()
-            }
-            Err(e) => reply.error(errno_of(&e)),
-        }
+        self.remove_entry(parent, name, reply, |p| std::fs::remove_dir(p))
     }
 
     fn symlink(
@@ -378,18 +394,10 @@ impl Filesystem for PassThrough {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let Some(rel) = self.child(parent, link_name) else {
-            return reply.error(libc::ENOENT);
-        };
-        let full = self.full(&rel);
-        if let Err(e) = std::os::unix::fs::symlink(target, &full) {
-            return reply.error(errno_of(&e));
-        }
-        self.give_to(req, &full);
-        match self.entry(&rel) {
-            Ok(attr) => reply.entry(&TTL, &attr, 0),
-            Err(e) => reply.error(e),
-        }
+        let made = self.make_entry(req, parent, link_name, |full| {
+            std::os::unix::fs::symlink(target, full)
+        });
+        reply_entry(reply, made.map(|(_, _, attr)| attr))
     }
 
     fn rename(
@@ -459,17 +467,11 @@ impl Filesystem for PassThrough {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let Some(rel) = self.child(parent, name) else {
-            return reply.error(libc::ENOENT);
-        };
-        let full = self.full(&rel);
-        let file = match open_backing(&full, flags, Some(mode & !umask & 0o7777)) {
-            Ok(f) => f,
-            Err(e) => return reply.error(errno_of(&e)),
-        };
-        self.give_to(req, &full);
-        let attr = match self.entry(&rel) {
-            Ok(a) => a,
+        let made = self.make_entry(req, parent, name, |full| {
+            open_backing(full, flags, Some(mode & !umask & 0o7777))
+        });
+        let (rel, file, attr) = match made {
+            Ok(m) => m,
             Err(e) => return reply.error(e),
         };
         let fh = self.add_handle(file, rel);

@@ -101,8 +101,34 @@ fn passes_data_through_and_unmounts_on_drop() {
             .len(),
         10
     );
+    // A symbolic link is made in the backing directory and read back through the mount.
+    std::os::unix::fs::symlink("moved", fs.path().join("sub/link")).expect("symlink");
+    assert_eq!(
+        std::fs::read_link(d.backing.join("sub/link")).expect("backing link"),
+        Path::new("moved")
+    );
+    assert_eq!(
+        std::fs::read_link(fs.path().join("sub/link")).expect("readlink"),
+        Path::new("moved")
+    );
+    assert_eq!(
+        std::fs::read(fs.path().join("sub/link")).expect("read through the link"),
+        data[..10]
+    );
+    std::fs::remove_file(fs.path().join("sub/link")).expect("unlink the link");
     std::fs::remove_file(fs.path().join("sub/moved")).expect("unlink");
+    // rmdir of a missing entry is the kernel's error, passed back.
+    assert_eq!(
+        std::fs::remove_dir(fs.path().join("sub/none"))
+            .expect_err("rmdir of nothing")
+            .raw_os_error(),
+        Some(libc::ENOENT)
+    );
     std::fs::remove_dir(fs.path().join("sub")).expect("rmdir");
+    assert!(
+        !d.backing.join("sub").exists(),
+        "rmdir reached the backing directory"
+    );
     assert_eq!(fs.faults_injected(), 0);
     let mnt = fs.path().to_path_buf();
     drop(fs);

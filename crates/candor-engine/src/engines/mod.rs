@@ -17,7 +17,7 @@ use std::io;
 
 pub use shared::{
     direct_supported, full_pio, op_loop, timed_loop, Direction, Engine, EngineError, Fd, Job,
-    MoveRecord, OpenSpec, Passes, RecordEngine, ThreadStats,
+    MoveRecord, OpenSpec, Passes, RecordEngine, RecordIo, ThreadStats,
 };
 
 /// `--engine` values.

@@ -1,7 +1,8 @@
 //! What every engine shares: how a file is opened (`OpenSpec`, `Fd`), one pass of a test
 //! (`Job`), what a thread measured (`ThreadStats`), errors, the timed loop of the
 //! synchronous engines, and `RecordEngine`, the engine that psync, sync and vector are made
-//! of: each says only how to move one record (`MoveRecord`).
+//! of: each says only how to move one record (`MoveRecord`, given a `RecordIo`), psync and
+//! sync through the one loop that finishes short transfers (`whole_record`).
 
 use crate::buffer::{AlignedBuf, BufferPattern};
 use crate::clock::now_ns;
@@ -368,6 +369,17 @@ impl Fd {
         self.fd.unwrap_or(-1)
     }
 
+    /// The transfer of `buf` to (`write`) or from this file at `off`.
+    pub fn record<'a>(&'a self, buf: &'a mut AlignedBuf, off: u64, write: bool) -> RecordIo<'a> {
+        RecordIo {
+            fd: self.raw(),
+            buf,
+            off,
+            write,
+            path: &self.path,
+        }
+    }
+
     pub fn fsync(&self) -> Result<(), EngineError> {
         if let Some(fd) = self.fd {
             // SAFETY: fd is open.
@@ -469,44 +481,56 @@ where
     }
 }
 
+/// One record's transfer, as a synchronous engine makes it: `buf` to the file `fd` at
+/// `off` (`write`) or from it; `path` names the file in errors.
+pub struct RecordIo<'a> {
+    pub fd: i32,
+    pub buf: &'a mut AlignedBuf,
+    pub off: u64,
+    pub write: bool,
+    pub path: &'a Path,
+}
+
 /// Moves a whole record with a positioned call, finishing short transfers.
 #[inline(always)]
-pub fn full_pio(
-    fd: i32,
-    buf: &mut AlignedBuf,
-    off: u64,
-    write: bool,
-    path: &Path,
-) -> Result<(), EngineError> {
-    let len = buf.len();
+pub fn full_pio(io: RecordIo) -> Result<(), EngineError> {
+    // The system call itself, not the C library's wrapper: in a multi-threaded process
+    // the wrapper brackets each call with cancellation bookkeeping (two atomic updates,
+    // about 5% of a cached 4 KiB read) for a pthread_cancel that candor never uses.
+    let call = if io.write {
+        libc::SYS_pwrite64
+    } else {
+        libc::SYS_pread64
+    };
+    whole_record(io, ("pwrite", "pread"), |fd, at, len, off| {
+        // SAFETY: `at` is valid for `len` bytes (whole_record); fd is open.
+        unsafe { libc::syscall(call, fd, at, len, off as i64) as isize }
+    })
+}
+
+/// Moves a whole record in as many calls as it takes: `part(fd, at, len, off)` moves what
+/// it can of the `len` bytes at `at` (the part not moved yet, `off` in the file) and
+/// returns what its system call returned; a short transfer goes on where it stopped, a
+/// call a signal interrupted is made again, and an error is named by `calls` (the write's
+/// and the read's names, see `part_moved`).
+#[inline(always)]
+pub fn whole_record<F>(
+    io: RecordIo,
+    calls: (&'static str, &'static str),
+    mut part: F,
+) -> Result<(), EngineError>
+where
+    F: FnMut(i32, *mut u8, usize, u64) -> isize,
+{
+    let len = io.buf.len();
+    let base = io.buf.as_mut_ptr();
     let mut done = 0usize;
     while done < len {
-        // The system call itself, not the C library's wrapper: in a multi-threaded process
-        // the wrapper brackets each call with cancellation bookkeeping (two atomic updates,
-        // about 5% of a cached 4 KiB read) for a pthread_cancel that candor never uses.
-        // SAFETY: buf is valid for len bytes; fd is open.
-        let n = unsafe {
-            if write {
-                libc::syscall(
-                    libc::SYS_pwrite64,
-                    fd,
-                    buf.as_ptr().add(done),
-                    len - done,
-                    (off + done as u64) as i64,
-                )
-            } else {
-                libc::syscall(
-                    libc::SYS_pread64,
-                    fd,
-                    buf.as_mut_ptr().add(done),
-                    len - done,
-                    (off + done as u64) as i64,
-                )
-            }
-        } as isize;
-        match part_moved(n, write, ("pwrite", "pread"), path, off)? {
-            Some(n) => done += n,
-            None => continue,
+        // SAFETY: done < len, so the pointer stays inside the buffer.
+        let at = unsafe { base.add(done) };
+        let n = part(io.fd, at, len - done, io.off + done as u64);
+        if let Some(n) = part_moved(n, io.write, calls, io.path, io.off)? {
+            done += n;
         }
     }
     Ok(())
@@ -553,15 +577,8 @@ pub trait MoveRecord: Default + Send {
     fn opened(&mut self, _spec: &OpenSpec) {}
     /// Before each pass (sync forgets the file position it assumed).
     fn start_pass(&mut self) {}
-    /// Moves the whole record at `off` between `buf` and the file.
-    fn move_record(
-        &mut self,
-        fd: i32,
-        buf: &mut AlignedBuf,
-        off: u64,
-        write: bool,
-        path: &Path,
-    ) -> Result<(), EngineError>;
+    /// Moves the whole record.
+    fn move_record(&mut self, io: RecordIo) -> Result<(), EngineError>;
 }
 
 /// A synchronous engine: one descriptor, one buffer, the timed loop, fsync to flush.
@@ -588,8 +605,14 @@ impl<M: MoveRecord> Engine for RecordEngine<M> {
         let raw = fd.raw();
         let path = fd.path.as_path();
         mover.start_pass();
-        timed_loop(job, stats, buf, |buf, off, w| {
-            mover.move_record(raw, buf, off, w, path)
+        timed_loop(job, stats, buf, |buf, off, write| {
+            mover.move_record(RecordIo {
+                fd: raw,
+                buf,
+                off,
+                write,
+                path,
+            })
         })
     }
 

@@ -1,9 +1,7 @@
 //! vector: preadv/pwritev. Each record travels in up to 16 iovecs of at least 4 KiB (so
 //! O_DIRECT alignment holds), which is what makes the vectored path differ from pread.
 
-use super::shared::{EngineError, MoveRecord, OpenSpec};
-use crate::buffer::AlignedBuf;
-use std::path::Path;
+use super::shared::{EngineError, MoveRecord, OpenSpec, RecordIo};
 
 const MAX_IOV: usize = 16;
 const MIN_PIECE: usize = 4096;
@@ -29,14 +27,14 @@ impl MoveRecord for Vectored {
     }
 
     #[inline(always)]
-    fn move_record(
-        &mut self,
-        fd: i32,
-        buf: &mut AlignedBuf,
-        off: u64,
-        w: bool,
-        path: &Path,
-    ) -> Result<(), EngineError> {
+    fn move_record(&mut self, io: RecordIo) -> Result<(), EngineError> {
+        let RecordIo {
+            fd,
+            buf,
+            off,
+            write: w,
+            path,
+        } = io;
         let len = buf.len();
         let pieces = self.pieces.clamp(1, MAX_IOV);
         let piece = len / pieces;

@@ -78,7 +78,7 @@ fn fill(
                 v.stamp(r, off + j as u64 * rs);
             }
         }
-        full_pio(fd.raw(), b, base + off, true, path)?;
+        full_pio(fd.record(b, base + off, true))?;
         off += n;
         if signals::stop_requested().is_some() {
             break;
@@ -333,7 +333,7 @@ fn random_overwrite(
     let order = Pattern::random(size / block, seed);
     let mut written = 0;
     for i in 0..order.len() {
-        full_pio(fd.raw(), &mut buf, base + order.at(i) * block, true, path)?;
+        full_pio(fd.record(&mut buf, base + order.at(i) * block, true))?;
         written += block;
         if i % 256 == 255 && signals::stop_requested().is_some() {
             return Err(stopped(path));

@@ -118,34 +118,38 @@ impl Role<'_> {
         kept: &mut Kept,
         sink: &mut dyn FnMut(Vec<TestResult>),
     ) -> Option<StopReason> {
-        if let Role::Rank(s) = self {
-            let mut coord = s.coordinator(o.reorder, o.shared_file);
-            if o.rank_output.is_some() {
-                coord = coord.keep_own();
+        // A rank runs the plan once, in step with the other ranks; the only process runs it
+        // again until `--duration` is up.
+        let mut rank = match self {
+            Role::Single => None,
+            Role::Rank(s) => {
+                let mut coord = s.coordinator(o.reorder, o.shared_file);
+                if o.rank_output.is_some() {
+                    coord = coord.keep_own();
+                }
+                Some(coord)
             }
-            let stop = runner::run_coordinated(
-                targets,
-                &plan.points,
-                &plan.settings,
-                progress,
-                sink,
-                &mut coord,
-            );
-            kept.t0_ns = Some(coord.run_t0_ns());
-            kept.own = coord.take_own();
-            return stop;
-        }
-        let t0 = std::time::Instant::now();
+        };
         let mut clock = runner::ClockKeeper::default();
+        let t0 = std::time::Instant::now();
         loop {
+            let coord: &mut dyn runner::Coordinator = match rank.as_mut() {
+                Some(c) => c,
+                None => &mut clock,
+            };
             let stop = runner::run_coordinated(
                 targets,
                 &plan.points,
                 &plan.settings,
                 progress,
                 sink,
-                &mut clock,
+                coord,
             );
+            if let Some(c) = rank.as_mut() {
+                kept.t0_ns = Some(c.run_t0_ns());
+                kept.own = c.take_own();
+                return stop;
+            }
             kept.t0_ns = clock.t0_ns;
             match plan.soak {
                 Some(d) if stop.is_none() && t0.elapsed() < d => progress.next_round(),
