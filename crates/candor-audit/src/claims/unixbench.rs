@@ -60,6 +60,40 @@ fn file_bytes(bufsize: u64, max_blocks: u64) -> u64 {
     (max_blocks * 1024 / bufsize.max(1)) * bufsize
 }
 
+/// The claim of one of fstime's file tests ("write", "read" or "copy") with `bufsize`-byte
+/// buffers on a file of `max_blocks` KiB, as `program` printed it: `kib_per_s` KiB/s.
+fn file_test_claim(
+    program: &str,
+    test: &str,
+    bufsize: u64,
+    max_blocks: u64,
+    kib_per_s: f64,
+) -> Claim {
+    Claim {
+        program: program.into(),
+        test: format!("{test} {bufsize}"),
+        // The copy's bytes are the bytes it wrote to the second file.
+        direction: if test == "read" {
+            Direction::Read
+        } else {
+            Direction::Write
+        },
+        file_size: Some(file_bytes(bufsize, max_blocks)),
+        record_size: Some(bufsize),
+        threads: 1,
+        claimed_bps: kib_per_s * 1024.0,
+        filename: Some(
+            if test == "copy" {
+                "dummy1-*"
+            } else {
+                "dummy0-*"
+            }
+            .into(),
+        ),
+        ..Default::default()
+    }
+}
+
 /// Reads fstime's stdout ("X done") and stderr (COUNT/TIME), with its command line for the
 /// buffer and file sizes.
 pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
@@ -125,32 +159,12 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
         used_out.insert(n);
         let bytes = counted * 256;
         let mut c = Claim {
-            program: "fstime".into(),
-            test: format!("{test} {bufsize}"),
-            // The copy's bytes are the bytes it wrote to the second file.
-            direction: if test == "read" {
-                Direction::Read
-            } else {
-                Direction::Write
-            },
-            file_size: Some(file_bytes(bufsize, max_blocks)),
-            record_size: Some(bufsize),
-            threads: 1,
-            claimed_bps: score * 1024.0,
             bytes: Some(bytes),
             seconds: Some(secs),
             basis: "fstime's score: 256-byte units counted over its timer, in KiB/s".into(),
             printed: l.to_string(),
             line: n,
-            filename: Some(
-                if test == "copy" {
-                    "dummy1-*"
-                } else {
-                    "dummy0-*"
-                }
-                .into(),
-            ),
-            ..Default::default()
+            ..file_test_claim("fstime", test, bufsize, max_blocks, score)
         };
         c.extra.insert("counted_256B".into(), counted as f64);
         if secs > 0.0 {
@@ -343,33 +357,14 @@ pub fn read_run(text: &str) -> Parsed {
                     used.insert(name_line);
                     if let Some((test, b, m)) = file_test(&name) {
                         let mut c = Claim {
-                            program: "unixbench".into(),
-                            test: format!("{test} {b}"),
-                            direction: if test == "read" {
-                                Direction::Read
-                            } else {
-                                Direction::Write
-                            },
-                            file_size: Some(file_bytes(b, m)),
-                            record_size: Some(b),
-                            threads: 1,
-                            claimed_bps: v * 1024.0,
                             seconds: Some(secs),
                             basis:
                                 "the Run report's score (fstime's KiB/s, averaged over the samples)"
                                     .into(),
                             printed: t.to_string(),
                             line: n,
-                            filename: Some(
-                                if test == "copy" {
-                                    "dummy1-*"
-                                } else {
-                                    "dummy0-*"
-                                }
-                                .into(),
-                            ),
                             flags: vec!["phases_in_order".into()],
-                            ..Default::default()
+                            ..file_test_claim("unixbench", test, b, m, v)
                         };
                         c.extra.insert("samples".into(), samples as f64);
                         if !version.is_empty() {
