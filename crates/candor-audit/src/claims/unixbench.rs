@@ -220,30 +220,11 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
                 continue;
             };
             claims.push(Claim {
-                program: "fstime".into(),
-                test: format!("{test} {bufsize}"),
-                direction: if *test == "read" {
-                    Direction::Read
-                } else {
-                    Direction::Write
-                },
-                file_size: Some(file_bytes(bufsize, max_blocks)),
-                record_size: Some(bufsize),
-                threads: 1,
-                claimed_bps: v * 1024.0,
                 seconds: times.get(j).map(|t| t.0),
                 basis: "fstime's COUNT in KiB/s".into(),
                 printed: err[*ln - 1].to_string(),
                 line: *ln,
-                filename: Some(
-                    if *test == "copy" {
-                        "dummy1-*"
-                    } else {
-                        "dummy0-*"
-                    }
-                    .into(),
-                ),
-                ..Default::default()
+                ..file_test_claim("fstime", test, bufsize, max_blocks, *v)
             });
         }
     }
