@@ -109,20 +109,14 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
     let mut times: Vec<(f64, usize)> = Vec::new();
     for (i, l) in err.iter().enumerate() {
         let f: Vec<&str> = l.trim().split('|').collect();
-        match f.as_slice() {
-            ["COUNT", v, _, unit] if *unit == "KBps" => {
-                if let Ok(v) = v.parse() {
-                    counts.push((v, i + 1));
-                    used_err.insert(i + 1);
-                }
-            }
-            ["TIME", v] => {
-                if let Ok(v) = v.parse() {
-                    times.push((v, i + 1));
-                    used_err.insert(i + 1);
-                }
-            }
-            _ => {}
+        let (list, v) = match f.as_slice() {
+            ["COUNT", v, _, unit] if *unit == "KBps" => (&mut counts, v),
+            ["TIME", v] => (&mut times, v),
+            _ => continue,
+        };
+        if let Ok(v) = v.parse() {
+            list.push((v, i + 1));
+            used_err.insert(i + 1);
         }
     }
     let mut k = 0;
@@ -175,25 +169,37 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
             c.flags
                 .push("copy: reads the first file, writes the second".into());
         }
-        if let Some((v, ln)) = counts.get(k) {
-            c.extra.insert("stderr_count_KBps".into(), *v);
-            if (*v - score).abs() > 0.5 {
+        // stderr's COUNT and TIME of this test, kept, and named when they differ from
+        // stdout's score and seconds by more than the printing's rounding.
+        let stderr_figures = [
+            (
+                counts.get(k),
+                "stderr_count_KBps",
+                "COUNT",
+                score,
+                0.5,
+                format!("the score {score}"),
+            ),
+            (
+                times.get(k),
+                "stderr_time_s",
+                "TIME",
+                secs,
+                0.051,
+                format!("the {secs} s"),
+            ),
+        ];
+        for (figure, key, name, stdout_figure, rounding, stdout_words) in stderr_figures {
+            let Some((v, ln)) = figure else {
+                continue;
+            };
+            c.extra.insert(key.into(), *v);
+            if (*v - stdout_figure).abs() > rounding {
                 unread.push(Unread::new(
                     "fstime",
                     *ln,
                     err[*ln - 1],
-                    format!("stderr's COUNT {v} differs from the score {score} on stdout line {n}"),
-                ));
-            }
-        }
-        if let Some((v, ln)) = times.get(k) {
-            c.extra.insert("stderr_time_s".into(), *v);
-            if (*v - secs).abs() > 0.051 {
-                unread.push(Unread::new(
-                    "fstime",
-                    *ln,
-                    err[*ln - 1],
-                    format!("stderr's TIME {v} differs from the {secs} s on stdout line {n}"),
+                    format!("stderr's {name} {v} differs from {stdout_words} on stdout line {n}"),
                 ));
             }
         }
@@ -575,6 +581,43 @@ File Copy 4096 bufsize 8000 maxblocks 2491342.0 KBps (30.0 s, 1 samples)\n";
         let t: Vec<&str> = r.claims.iter().map(|c| c.test.as_str()).collect();
         assert_eq!(t, ["write 256", "read 256", "copy 256"]);
         assert_eq!(r.claims[2].claimed_bps, 633044.0 * 1024.0);
+    }
+
+    /// stderr's COUNT and TIME are kept with stdout's figures, and each one that differs
+    /// from stdout's beyond the printing's rounding is named on its own line.
+    #[test]
+    fn fstime_stderr_that_differs_from_stdout_is_named() {
+        let stdout = "Write done: 118312000 in 5.0003, score 5915258\n";
+        let r = read_fstime(
+            &argv("fstime -w -b 1024 -m 2000"),
+            stdout,
+            "COUNT|5915000|0|KBps\nTIME|5.1\n",
+        );
+        assert_eq!(r.claims.len(), 1);
+        assert_eq!(r.claims[0].extra["stderr_count_KBps"], 5915000.0);
+        assert_eq!(r.claims[0].extra["stderr_time_s"], 5.1);
+        let why: Vec<(usize, &str)> = r.unread.iter().map(|u| (u.line, u.why.as_str())).collect();
+        assert_eq!(
+            why,
+            [
+                (
+                    1,
+                    "stderr's COUNT 5915000 differs from the score 5915258 on stdout line 1"
+                ),
+                (
+                    2,
+                    "stderr's TIME 5.1 differs from the 5.0003 s on stdout line 1"
+                ),
+            ]
+        );
+        // Within the rounding: kept, nothing named.
+        let r = read_fstime(
+            &argv("fstime -w -b 1024 -m 2000"),
+            stdout,
+            "COUNT|5915258|0|KBps\nTIME|5.0\n",
+        );
+        assert!(r.unread.is_empty(), "{:?}", r.unread);
+        assert_eq!(r.claims[0].extra["stderr_time_s"], 5.0);
     }
 
     #[test]
