@@ -30,10 +30,10 @@ pub mod runner;
 pub use claims::{Claim, Direction};
 pub use phase::{Observed, Phase, PhaseSource, ProcessRecord};
 pub use reconcile::{reconcile, Row};
-pub use runner::Exit;
+pub use runner::{Exit, Outcome};
 
 use candor_model::Chosen;
-use disk::{device_name, DiskTimeline};
+use disk::device_name;
 use std::time::Duration;
 
 /// Which phase source to use (`--witness`): the witness source of `candor run` too (`Off`
@@ -63,17 +63,10 @@ impl Default for Options {
     }
 }
 
-/// Everything an audit found.
+/// Everything an audit found: the command's run as the runner saw it, and what was read of
+/// its output and reconciled with it.
 pub struct Audit {
-    pub argv: Vec<String>,
-    pub cwd: String,
-    pub exit: Exit,
-    pub stdout: String,
-    pub stderr: String,
-    pub observed: Observed,
-    pub disks: DiskTimeline,
-    pub devices: Vec<String>,
-    pub wall_s: f64,
+    pub run: Outcome,
     pub claims: Vec<Claim>,
     /// Lines of the output that looked like figures but could not be read.
     pub unread: Vec<claims::Unread>,
@@ -120,33 +113,34 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
     } else {
         opts.interval
     };
-    let out = runner::run(
+    let mut run = runner::run(
         argv,
         source.as_mut(),
         interval,
         opts.pass_through,
         opts.stop_at_exit,
     );
-    let mut observed = out.observed;
-    phase::drop_startup_noise(&mut observed);
-    holes::find(&mut observed);
+    let observed = &mut run.observed;
+    phase::drop_startup_noise(observed);
+    holes::find(observed);
     if let Some(n) = fallback_note {
         observed.notes.insert(0, n);
     }
-    let channel_notes = channels::notes(&observed);
+    let channel_notes = channels::notes(observed);
     observed.notes.extend(channel_notes);
-    let claims::Parsed { claims, mut unread } = claims::read(argv, &out.stdout, &out.stderr);
+    let observed = &run.observed;
+    let claims::Parsed { claims, mut unread } = claims::read(argv, &run.stdout, &run.stderr);
     generic::annotate(&mut unread, &observed.phases);
-    let disks = out.disks;
+    let disks = &run.disks;
     let window = |dev: u64, from: f64, to: f64| {
         let name = device_name(dev)?;
         Some((name.clone(), disks.delta(&name, from, to)?))
     };
     let (generic, known): (Vec<Claim>, Vec<Claim>) =
         claims.iter().cloned().partition(|c| c.basis == "generic");
-    let mut rows = reconcile(&known, &observed.phases, &out.cwd, &window);
-    checks::apply(&known, &mut rows, &observed);
-    channels::apply(&known, &mut rows, &observed, &out.cwd, &window);
+    let mut rows = reconcile(&known, &observed.phases, &run.cwd, &window);
+    checks::apply(&known, &mut rows, observed);
+    channels::apply(&known, &mut rows, observed, &run.cwd, &window);
     rows.extend(generic::reconcile(
         &generic,
         &observed.phases,
@@ -156,7 +150,7 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
             .any(|u| !observed.channels_counted.contains(&u.channel)),
         observed.source == "bpf",
     ));
-    let device_totals: Vec<(String, u64, u64)> = out
+    let device_totals: Vec<(String, u64, u64)> = run
         .devices
         .iter()
         .filter_map(|d| {
@@ -164,17 +158,9 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
             Some((d.clone(), t.read_bytes(), t.write_bytes()))
         })
         .collect();
-    let account = account::account(&observed, &device_totals);
+    let account = account::account(observed, &device_totals);
     Ok(Audit {
-        argv: out.argv,
-        cwd: out.cwd,
-        exit: out.exit,
-        stdout: out.stdout,
-        stderr: out.stderr,
-        observed,
-        disks,
-        devices: out.devices,
-        wall_s: out.wall_s,
+        run,
         claims,
         unread,
         rows,

@@ -63,18 +63,23 @@ fn signal_name(s: i32) -> &'static str {
 /// The terminal table and the lines under it.
 pub fn render_table(a: &Audit) -> String {
     let mut s = String::new();
-    let program = a.argv.first().map(String::as_str).unwrap_or("the command");
+    let program = a
+        .run
+        .argv
+        .first()
+        .map(String::as_str)
+        .unwrap_or("the command");
     s.push_str(&format!(
         "\ncandor audit: {} (observed by {}, {} file phase{}, {:.2} s)\n",
-        a.argv.join(" "),
-        a.observed.source,
-        a.observed.phases.len(),
-        if a.observed.phases.len() == 1 {
+        a.run.argv.join(" "),
+        a.run.observed.source,
+        a.run.observed.phases.len(),
+        if a.run.observed.phases.len() == 1 {
             ""
         } else {
             "s"
         },
-        a.wall_s
+        a.run.wall_s
     ));
     if !a.rows.is_empty() {
         let head = [
@@ -146,7 +151,7 @@ pub fn render_table(a: &Audit) -> String {
         }
     }
     let parsed = a.claims.iter().any(|c| c.basis != "generic");
-    if a.observed.phases.is_empty() {
+    if a.run.observed.phases.is_empty() {
         s.push_str(&format!(
             "{program} touched no regular file or block device: there is nothing to reconcile\n"
         ));
@@ -173,10 +178,10 @@ pub fn render_table(a: &Audit) -> String {
             u.why
         ));
     }
-    for n in &a.observed.notes {
+    for n in &a.run.observed.notes {
         s.push_str(&format!("note: {n}\n"));
     }
-    if let Some(e) = exit_sentence(&a.exit, program) {
+    if let Some(e) = exit_sentence(&a.run.exit, program) {
         s.push_str(&format!("{e}\n"));
     }
     s
@@ -184,18 +189,24 @@ pub fn render_table(a: &Audit) -> String {
 
 /// The run as a whole, in the result model's witness block.
 pub fn witness(a: &Audit) -> Witness {
-    let app_read: u64 = a.observed.phases.iter().map(|p| p.read_bytes).sum();
-    let app_write: u64 = a.observed.phases.iter().map(|p| p.write_bytes).sum();
-    let storage_read: Option<u64> = a.observed.phases.iter().map(|p| p.storage_read_bytes).sum();
+    let app_read: u64 = a.run.observed.phases.iter().map(|p| p.read_bytes).sum();
+    let app_write: u64 = a.run.observed.phases.iter().map(|p| p.write_bytes).sum();
+    let storage_read: Option<u64> = a
+        .run
+        .observed
+        .phases
+        .iter()
+        .map(|p| p.storage_read_bytes)
+        .sum();
     let mut w = Witness {
-        source: a.observed.source.clone(),
+        source: a.run.observed.source.clone(),
         app: AppIo {
             read_bytes: app_read,
             write_bytes: app_write,
         },
         ..Default::default()
     };
-    if let Some(root) = a.observed.processes.first() {
+    if let Some(root) = a.run.observed.processes.first() {
         w.process_io = Some(ProcessIo {
             rchar: root.io.rchar,
             wchar: root.io.wchar,
@@ -205,12 +216,12 @@ pub fn witness(a: &Audit) -> Witness {
         });
     }
     let mut dev = DeviceIo {
-        name: a.devices.join("+"),
+        name: a.run.devices.join("+"),
         ..Default::default()
     };
     let mut lat_ms = 0u64;
-    for d in &a.devices {
-        if let Some(c) = a.disks.total(d) {
+    for d in &a.run.devices {
+        if let Some(c) = a.run.disks.total(d) {
             dev.read_bytes += c.read_bytes();
             dev.write_bytes += c.write_bytes();
             dev.read_ios += c.read_ios;
@@ -218,11 +229,12 @@ pub fn witness(a: &Audit) -> Witness {
             lat_ms += c.read_ms + c.write_ms;
             // Over the span the device counters cover: the window observed.
             let span = a
+                .run
                 .disks
                 .span()
                 .map(|(from, to)| to - from)
                 .filter(|s| *s > 0.0)
-                .unwrap_or(a.wall_s);
+                .unwrap_or(a.run.wall_s);
             if span > 0.0 {
                 dev.util = dev.util.max(c.io_ticks_ms as f64 / 1000.0 / span);
             }
@@ -302,29 +314,29 @@ fn phases_value(phases: &[crate::Phase]) -> Value {
 pub fn audit_value(a: &Audit) -> Value {
     let rows: Vec<&Row> = a.rows.iter().collect();
     json!({
-        "command": a.argv,
-        "cwd": a.cwd,
-        "exit": match &a.exit {
+        "command": a.run.argv,
+        "cwd": a.run.cwd,
+        "exit": match &a.run.exit {
             Exit::Code(c) => json!({"code": c}),
             Exit::Signal(s) => json!({"signal": s, "code": 128 + s}),
             Exit::NotFound => json!({"not_found": true, "code": 127}),
             Exit::NotStarted(why) => json!({"not_started": why, "code": 126}),
         },
-        "exit_message": exit_sentence(&a.exit, a.argv.first().map(String::as_str).unwrap_or("")),
-        "wall_s": a.wall_s,
-        "source": a.observed.source,
-        "notes": a.observed.notes,
-        "block_requests_unseen": a.observed.block_requests_unseen,
-        "block_requests_recovered": a.observed.block_requests_recovered,
-        "devices": a.devices,
-        "processes": a.observed.processes,
-        "phases": phases_value(&a.observed.phases),
+        "exit_message": exit_sentence(&a.run.exit, a.run.argv.first().map(String::as_str).unwrap_or("")),
+        "wall_s": a.run.wall_s,
+        "source": a.run.observed.source,
+        "notes": a.run.observed.notes,
+        "block_requests_unseen": a.run.observed.block_requests_unseen,
+        "block_requests_recovered": a.run.observed.block_requests_recovered,
+        "devices": a.run.devices,
+        "processes": a.run.observed.processes,
+        "phases": phases_value(&a.run.observed.phases),
         "claims": a.claims,
         "unread": a.unread,
-        "calls": a.observed.calls,
-        "channels": a.observed.channels,
-        "channel_calls": a.observed.channel_calls,
-        "still_running": a.observed.still_running,
+        "calls": a.run.observed.calls,
+        "channels": a.run.observed.channels,
+        "channel_calls": a.run.observed.channel_calls,
+        "still_running": a.run.observed.still_running,
         "reconciliation": rows,
         "account": a.account,
         "witness": witness(a),
@@ -357,15 +369,17 @@ mod tests {
         };
         let account = crate::account::account(&observed, &[]);
         Audit {
-            argv: vec!["fio".into(), "--name=r".into()],
-            cwd: "/".into(),
-            exit,
-            stdout: String::new(),
-            stderr: String::new(),
-            observed,
-            disks: crate::disk::DiskTimeline::default(),
-            devices: vec!["vda".into()],
-            wall_s: 1.5,
+            run: crate::runner::Outcome {
+                argv: vec!["fio".into(), "--name=r".into()],
+                cwd: "/".into(),
+                exit,
+                stdout: String::new(),
+                stderr: String::new(),
+                observed,
+                disks: crate::disk::DiskTimeline::default(),
+                wall_s: 1.5,
+                devices: vec!["vda".into()],
+            },
             claims: Vec::new(),
             unread: Vec::new(),
             rows,
@@ -378,14 +392,14 @@ mod tests {
     #[test]
     fn utilisation_is_over_the_window_the_device_was_read() {
         let mut a = audit_with(Vec::new(), Vec::new(), Exit::Code(0));
-        a.wall_s = 0.01;
+        a.run.wall_s = 0.01;
         let vda = |ticks: u64| candor_procfs::DiskStat {
             name: "vda".into(),
             io_ticks_ms: ticks,
             ..Default::default()
         };
-        a.disks.push(0.0, vec![vda(100)]);
-        a.disks.push(2.0, vec![vda(1100)]);
+        a.run.disks.push(0.0, vec![vda(100)]);
+        a.run.disks.push(2.0, vec![vda(1100)]);
         let util = witness(&a).device.map(|d| d.util);
         assert_eq!(util, Some(0.5));
     }
@@ -465,7 +479,7 @@ mod tests {
             ..Default::default()
         };
         let mut a = audit_with(Vec::new(), vec![p], Exit::Code(0));
-        a.argv = vec!["iozone".into(), "-i0".into()];
+        a.run.argv = vec!["iozone".into(), "-i0".into()];
         let text = "kB  reclen  write\n   1024    4   12x4\n";
         a.unread = crate::claims::iozone::read(text).unread;
         assert_eq!(a.unread.len(), 1);

@@ -188,7 +188,7 @@ impl Drop for Closing {
 
 /// What the kernel says about a child that ended (without reaping it): Some(exit) once
 /// it is a zombie.
-fn peek_exit(pid: u32) -> Option<Exit> {
+pub(crate) fn peek_exit(pid: u32) -> Option<Exit> {
     // SAFETY: siginfo_t is plain data; waitid fills it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let r = unsafe {

@@ -76,7 +76,13 @@ fn live_audit_of_the_default_write_test_names_the_flush_left_out() {
             Ok(a) => a,
             Err(e) => panic!("eBPF did not load as root: {}", e.0),
         };
-        assert_eq!(a.exit, Exit::Code(0), "{}: {}", bin.display(), a.stderr);
+        assert_eq!(
+            a.run.exit,
+            Exit::Code(0),
+            "{}: {}",
+            bin.display(),
+            a.run.stderr
+        );
         assert!(a.unread.is_empty(), "{:?}", a.unread);
         let w = a
             .rows

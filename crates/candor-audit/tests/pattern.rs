@@ -62,9 +62,10 @@ fn every_call_of_a_known_pattern_with_ebpf() {
     let Some(a) = run(SourceChoice::Bpf, size, count) else {
         return;
     };
-    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
-    assert!(a.stdout.contains("pattern verified"));
+    assert_eq!(a.run.exit, Exit::Code(0), "{}", a.run.stderr);
+    assert!(a.run.stdout.contains("pattern verified"));
     let on_file: Vec<_> = a
+        .run
         .observed
         .phases
         .iter()
@@ -109,8 +110,9 @@ fn bytes_of_a_known_pattern_with_procfs() {
     let Some(a) = run(SourceChoice::Procfs, size, count) else {
         return;
     };
-    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    assert_eq!(a.run.exit, Exit::Code(0), "{}", a.run.stderr);
     let on_file: Vec<_> = a
+        .run
         .observed
         .phases
         .iter()
@@ -167,7 +169,7 @@ fn iozone_layout_end_to_end_with_ebpf() {
     let Some(a) = iozone_like(SourceChoice::Bpf) else {
         return;
     };
-    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    assert_eq!(a.run.exit, Exit::Code(0), "{}", a.run.stderr);
     let tests: Vec<&str> = a.rows.iter().map(|r| r.test.as_str()).collect();
     assert_eq!(
         tests,
@@ -223,13 +225,13 @@ fn iozone_layout_end_to_end_with_procfs() {
     let Some(a) = iozone_like(SourceChoice::Procfs) else {
         return;
     };
-    assert_eq!(a.exit, Exit::Code(0), "{}", a.stderr);
+    assert_eq!(a.run.exit, Exit::Code(0), "{}", a.run.stderr);
     assert_eq!(a.rows.len(), 6);
     let matched = a.rows.iter().filter(|r| !r.phases.is_empty()).count();
     assert_eq!(
         matched, 6,
         "every test has its phase: {:#?}",
-        a.observed.phases
+        a.run.observed.phases
     );
     // Each test is a reopen of the same file on the same descriptor: the phases are told
     // apart by the open flags and by the position starting over. Where one test ends

@@ -124,6 +124,32 @@ struct Row {
     printed: String,
 }
 
+impl Row {
+    /// A result row's figures, each found by its column's name through `col` (`latency`
+    /// names the latency column: "Latency" in the CSV, "Latency(s)" in the text table);
+    /// None without a bandwidth.
+    fn figures(col: impl Fn(&str) -> Option<f64>, latency: &str) -> Option<Row> {
+        Some(Row {
+            bw_mib: col("bw(MiB/s)")?,
+            iops: col("IOPS"),
+            latency_s: col(latency),
+            block_kib: col("block(KiB)"),
+            xfer_kib: col("xfer(KiB)"),
+            open_s: col("open(s)"),
+            wrrd_s: col("wr/rd(s)"),
+            close_s: col("close(s)"),
+            total_s: col("total(s)"),
+            ..Default::default()
+        })
+    }
+}
+
+/// The figure in the column `name` of a row split into `cells` under `header`.
+fn column(header: &[String], cells: &[&str], name: &str) -> Option<f64> {
+    let i = header.iter().position(|x| x == name)?;
+    cells.get(i)?.trim().parse().ok()
+}
+
 /// The summary of one access: max/min/mean/stddev of bw (MiB/s) and the mean time.
 #[derive(Clone, Debug, Default)]
 struct Summary {
@@ -336,20 +362,12 @@ fn from_text(lines: &[&str]) -> Parsed {
             // Summary rows: "write 8243.19 1623.98 4933.59 3309.60 ...".
             let _ = h;
             if (access == "write" || access == "read") && words.len() >= 10 {
-                let col = |name: &str| {
-                    sh.iter()
-                        .position(|x| x == name)
-                        .and_then(|i| words.get(i))
-                        .and_then(|w| w.parse::<f64>().ok())
-                };
+                let col = |name: &str| column(sh, &words, name);
                 match (
                     col("Max(MiB)"),
                     col("Min(MiB)"),
                     col("Mean(MiB)"),
-                    sh.iter()
-                        .position(|x| x == "StdDev")
-                        .and_then(|i| words.get(i))
-                        .and_then(|w| w.parse::<f64>().ok()),
+                    col("StdDev"),
                 ) {
                     (Some(max), Some(min), Some(mean), Some(sd)) => {
                         sums.push(Summary {
@@ -379,31 +397,18 @@ fn from_text(lines: &[&str]) -> Parsed {
         if let Some(ch) = &csv_header {
             let cells: Vec<&str> = l.split(',').collect();
             if (access.starts_with("write,") || access.starts_with("read,")) && cells.len() >= 3 {
-                let col = |name: &str| {
-                    ch.iter()
-                        .position(|x| x == name)
-                        .and_then(|i| cells.get(i))
-                        .and_then(|w| w.trim().parse::<f64>().ok())
-                };
-                match col("bw(MiB/s)") {
-                    Some(bw) => {
+                let col = |name: &str| column(ch, &cells, name);
+                match Row::figures(col, "Latency") {
+                    Some(figures) => {
                         let a = cells[0].to_string();
                         let k = iters.entry(a.clone()).or_insert(0);
                         rows.push(Row {
                             access: a,
-                            bw_mib: bw,
-                            iops: col("IOPS"),
-                            latency_s: col("Latency"),
-                            block_kib: col("block(KiB)"),
-                            xfer_kib: col("xfer(KiB)"),
-                            open_s: col("open(s)"),
-                            wrrd_s: col("wr/rd(s)"),
-                            close_s: col("close(s)"),
-                            total_s: col("total(s)"),
                             tasks: col("numTasks").map(|t| t as u32),
                             iter: *k,
                             line: n,
                             printed: cells.get(1).unwrap_or(&"").to_string(),
+                            ..figures
                         });
                         *k += 1;
                         used.insert(n);
@@ -424,12 +429,7 @@ fn from_text(lines: &[&str]) -> Parsed {
                 continue;
             }
             if access == "write" || access == "read" {
-                let col = |name: &str| {
-                    h.iter()
-                        .position(|x| x == name)
-                        .and_then(|i| words.get(i))
-                        .and_then(|w| w.parse::<f64>().ok())
-                };
+                let col = |name: &str| column(h, &words, name);
                 if words.len() != h.len() {
                     used.insert(n);
                     unread.push(Unread::new(
@@ -444,25 +444,17 @@ fn from_text(lines: &[&str]) -> Parsed {
                     ));
                     continue;
                 }
-                match col("bw(MiB/s)") {
-                    Some(bw) => {
+                match Row::figures(col, "Latency(s)") {
+                    Some(figures) => {
                         let k = iters.entry(access.to_string()).or_insert(0);
                         let iter = col("iter").map(|x| x as usize).unwrap_or(*k);
                         rows.push(Row {
                             access: access.to_string(),
-                            bw_mib: bw,
-                            iops: col("IOPS"),
-                            latency_s: col("Latency(s)"),
-                            block_kib: col("block(KiB)"),
-                            xfer_kib: col("xfer(KiB)"),
-                            open_s: col("open(s)"),
-                            wrrd_s: col("wr/rd(s)"),
-                            close_s: col("close(s)"),
-                            total_s: col("total(s)"),
                             tasks: None,
                             iter,
                             line: n,
                             printed: words.get(1).unwrap_or(&"").to_string(),
+                            ..figures
                         });
                         *k += 1;
                         used.insert(n);

@@ -55,32 +55,29 @@ struct Stat {
     printed: String,
 }
 
-/// Reads an mdtest output (one run, or several one after another).
-pub fn read(text: &str) -> Parsed {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut used: BTreeSet<usize> = BTreeSet::new();
-    let mut unread = Vec::new();
-    let mut claims = Vec::new();
-    let mut version = String::new();
-    let mut tasks: Option<u32> = None;
-    let mut nodes: Option<u32> = None;
-    let mut items: Option<u64> = None;
-    let mut iterations: Option<u32> = None;
-    let mut rates: Vec<Stat> = Vec::new();
-    let mut times: Vec<Stat> = Vec::new();
-    let mut table: Option<bool> = None; // Some(true): rates, Some(false): times.
-    let mut figures = vec![false; lines.len() + 1];
-    let mut runs = 0;
-    let mut flush = |rates: &mut Vec<Stat>,
-                     times: &mut Vec<Stat>,
-                     unread: &mut Vec<Unread>,
-                     claims: &mut Vec<Claim>,
-                     version: &str,
-                     tasks: Option<u32>,
-                     nodes: Option<u32>,
-                     items: Option<u64>,
-                     iterations: Option<u32>| {
-        runs += 1;
+/// What one run printed so far: its launch line's figures, its item count and iterations,
+/// and the rows of its tables.
+#[derive(Default)]
+struct Run {
+    version: String,
+    tasks: Option<u32>,
+    nodes: Option<u32>,
+    items: Option<u64>,
+    iterations: Option<u32>,
+    rates: Vec<Stat>,
+    times: Vec<Stat>,
+}
+
+impl Run {
+    /// The claims of the tables read so far, one per operation (its rate and its time
+    /// together); the tables are then emptied for the next run.
+    fn flush(&mut self, claims: &mut Vec<Claim>, unread: &mut Vec<Unread>) {
+        if self.rates.is_empty() && self.times.is_empty() {
+            return;
+        }
+        let (rates, times, version) = (&self.rates, &self.times, self.version.as_str());
+        let (tasks, nodes, items, iterations) =
+            (self.tasks, self.nodes, self.items, self.iterations);
         let names: Vec<String> = rates
             .iter()
             .chain(times.iter())
@@ -164,31 +161,30 @@ pub fn read(text: &str) -> Parsed {
             }
             claims.push(c);
         }
-        rates.clear();
-        times.clear();
-    };
+        self.rates.clear();
+        self.times.clear();
+    }
+}
+
+/// Reads an mdtest output (one run, or several one after another).
+pub fn read(text: &str) -> Parsed {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut used: BTreeSet<usize> = BTreeSet::new();
+    let mut unread = Vec::new();
+    let mut claims = Vec::new();
+    let mut run = Run::default();
+    let mut table: Option<bool> = None; // Some(true): rates, Some(false): times.
+    let mut figures = vec![false; lines.len() + 1];
     for (i, raw) in lines.iter().enumerate() {
         let n = i + 1;
         let l = raw.trim();
         if let Some(rest) = l.strip_prefix("mdtest-") {
             if let Some((v, launch)) = rest.split_once(" was launched with ") {
-                if !rates.is_empty() || !times.is_empty() {
-                    flush(
-                        &mut rates,
-                        &mut times,
-                        &mut unread,
-                        &mut claims,
-                        &version,
-                        tasks,
-                        nodes,
-                        items,
-                        iterations,
-                    );
-                }
-                version = v.to_string();
+                run.flush(&mut claims, &mut unread);
+                run.version = v.to_string();
                 let mut w = launch.split_whitespace();
-                tasks = w.next().and_then(|x| x.parse().ok());
-                nodes = launch
+                run.tasks = w.next().and_then(|x| x.parse().ok());
+                run.nodes = launch
                     .split(" on ")
                     .nth(1)
                     .and_then(|x| x.split_whitespace().next())
@@ -202,14 +198,14 @@ pub fn read(text: &str) -> Parsed {
                 t.trim().parse::<u32>(),
                 rest.split_whitespace().next().and_then(|x| x.parse().ok()),
             ) {
-                items = Some(c);
+                run.items = Some(c);
                 used.insert(n);
                 continue;
             }
         }
         if l.starts_with("SUMMARY rate") || l.starts_with("SUMMARY time") {
             table = Some(l.starts_with("SUMMARY rate"));
-            iterations = l
+            run.iterations = l
                 .split_once("(of ")
                 .and_then(|(_, x)| x.split_whitespace().next())
                 .and_then(|x| x.parse().ok());
@@ -255,9 +251,9 @@ pub fn read(text: &str) -> Parsed {
                 printed: l.to_string(),
             };
             if is_rate {
-                rates.push(s);
+                run.rates.push(s);
             } else {
-                times.push(s);
+                run.times.push(s);
             }
             used.insert(n);
         } else {
@@ -274,19 +270,7 @@ pub fn read(text: &str) -> Parsed {
             ));
         }
     }
-    if !rates.is_empty() || !times.is_empty() {
-        flush(
-            &mut rates,
-            &mut times,
-            &mut unread,
-            &mut claims,
-            &version,
-            tasks,
-            nodes,
-            items,
-            iterations,
-        );
-    }
+    run.flush(&mut claims, &mut unread);
     unread.extend(figures_left(P, &lines, &|n| figures[n], &used));
     Parsed { claims, unread }.sane()
 }

@@ -60,6 +60,40 @@ fn file_bytes(bufsize: u64, max_blocks: u64) -> u64 {
     (max_blocks * 1024 / bufsize.max(1)) * bufsize
 }
 
+/// The claim of one of fstime's file tests ("write", "read" or "copy") with `bufsize`-byte
+/// buffers on a file of `max_blocks` KiB, as `program` printed it: `kib_per_s` KiB/s.
+fn file_test_claim(
+    program: &str,
+    test: &str,
+    bufsize: u64,
+    max_blocks: u64,
+    kib_per_s: f64,
+) -> Claim {
+    Claim {
+        program: program.into(),
+        test: format!("{test} {bufsize}"),
+        // The copy's bytes are the bytes it wrote to the second file.
+        direction: if test == "read" {
+            Direction::Read
+        } else {
+            Direction::Write
+        },
+        file_size: Some(file_bytes(bufsize, max_blocks)),
+        record_size: Some(bufsize),
+        threads: 1,
+        claimed_bps: kib_per_s * 1024.0,
+        filename: Some(
+            if test == "copy" {
+                "dummy1-*"
+            } else {
+                "dummy0-*"
+            }
+            .into(),
+        ),
+        ..Default::default()
+    }
+}
+
 /// Reads fstime's stdout ("X done") and stderr (COUNT/TIME), with its command line for the
 /// buffer and file sizes.
 pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
@@ -75,20 +109,14 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
     let mut times: Vec<(f64, usize)> = Vec::new();
     for (i, l) in err.iter().enumerate() {
         let f: Vec<&str> = l.trim().split('|').collect();
-        match f.as_slice() {
-            ["COUNT", v, _, unit] if *unit == "KBps" => {
-                if let Ok(v) = v.parse() {
-                    counts.push((v, i + 1));
-                    used_err.insert(i + 1);
-                }
-            }
-            ["TIME", v] => {
-                if let Ok(v) = v.parse() {
-                    times.push((v, i + 1));
-                    used_err.insert(i + 1);
-                }
-            }
-            _ => {}
+        let (list, v) = match f.as_slice() {
+            ["COUNT", v, _, unit] if *unit == "KBps" => (&mut counts, v),
+            ["TIME", v] => (&mut times, v),
+            _ => continue,
+        };
+        if let Ok(v) = v.parse() {
+            list.push((v, i + 1));
+            used_err.insert(i + 1);
         }
     }
     let mut k = 0;
@@ -125,32 +153,12 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
         used_out.insert(n);
         let bytes = counted * 256;
         let mut c = Claim {
-            program: "fstime".into(),
-            test: format!("{test} {bufsize}"),
-            // The copy's bytes are the bytes it wrote to the second file.
-            direction: if test == "read" {
-                Direction::Read
-            } else {
-                Direction::Write
-            },
-            file_size: Some(file_bytes(bufsize, max_blocks)),
-            record_size: Some(bufsize),
-            threads: 1,
-            claimed_bps: score * 1024.0,
             bytes: Some(bytes),
             seconds: Some(secs),
             basis: "fstime's score: 256-byte units counted over its timer, in KiB/s".into(),
             printed: l.to_string(),
             line: n,
-            filename: Some(
-                if test == "copy" {
-                    "dummy1-*"
-                } else {
-                    "dummy0-*"
-                }
-                .into(),
-            ),
-            ..Default::default()
+            ..file_test_claim("fstime", test, bufsize, max_blocks, score)
         };
         c.extra.insert("counted_256B".into(), counted as f64);
         if secs > 0.0 {
@@ -161,25 +169,37 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
             c.flags
                 .push("copy: reads the first file, writes the second".into());
         }
-        if let Some((v, ln)) = counts.get(k) {
-            c.extra.insert("stderr_count_KBps".into(), *v);
-            if (*v - score).abs() > 0.5 {
+        // stderr's COUNT and TIME of this test, kept, and named when they differ from
+        // stdout's score and seconds by more than the printing's rounding.
+        let stderr_figures = [
+            (
+                counts.get(k),
+                "stderr_count_KBps",
+                "COUNT",
+                score,
+                0.5,
+                format!("the score {score}"),
+            ),
+            (
+                times.get(k),
+                "stderr_time_s",
+                "TIME",
+                secs,
+                0.051,
+                format!("the {secs} s"),
+            ),
+        ];
+        for (figure, key, name, stdout_figure, rounding, stdout_words) in stderr_figures {
+            let Some((v, ln)) = figure else {
+                continue;
+            };
+            c.extra.insert(key.into(), *v);
+            if (*v - stdout_figure).abs() > rounding {
                 unread.push(Unread::new(
                     "fstime",
                     *ln,
                     err[*ln - 1],
-                    format!("stderr's COUNT {v} differs from the score {score} on stdout line {n}"),
-                ));
-            }
-        }
-        if let Some((v, ln)) = times.get(k) {
-            c.extra.insert("stderr_time_s".into(), *v);
-            if (*v - secs).abs() > 0.051 {
-                unread.push(Unread::new(
-                    "fstime",
-                    *ln,
-                    err[*ln - 1],
-                    format!("stderr's TIME {v} differs from the {secs} s on stdout line {n}"),
+                    format!("stderr's {name} {v} differs from {stdout_words} on stdout line {n}"),
                 ));
             }
         }
@@ -206,30 +226,11 @@ pub fn read_fstime(argv: &[String], stdout: &str, stderr: &str) -> Parsed {
                 continue;
             };
             claims.push(Claim {
-                program: "fstime".into(),
-                test: format!("{test} {bufsize}"),
-                direction: if *test == "read" {
-                    Direction::Read
-                } else {
-                    Direction::Write
-                },
-                file_size: Some(file_bytes(bufsize, max_blocks)),
-                record_size: Some(bufsize),
-                threads: 1,
-                claimed_bps: v * 1024.0,
                 seconds: times.get(j).map(|t| t.0),
                 basis: "fstime's COUNT in KiB/s".into(),
                 printed: err[*ln - 1].to_string(),
                 line: *ln,
-                filename: Some(
-                    if *test == "copy" {
-                        "dummy1-*"
-                    } else {
-                        "dummy0-*"
-                    }
-                    .into(),
-                ),
-                ..Default::default()
+                ..file_test_claim("fstime", test, bufsize, max_blocks, *v)
             });
         }
     }
@@ -343,33 +344,14 @@ pub fn read_run(text: &str) -> Parsed {
                     used.insert(name_line);
                     if let Some((test, b, m)) = file_test(&name) {
                         let mut c = Claim {
-                            program: "unixbench".into(),
-                            test: format!("{test} {b}"),
-                            direction: if test == "read" {
-                                Direction::Read
-                            } else {
-                                Direction::Write
-                            },
-                            file_size: Some(file_bytes(b, m)),
-                            record_size: Some(b),
-                            threads: 1,
-                            claimed_bps: v * 1024.0,
                             seconds: Some(secs),
                             basis:
                                 "the Run report's score (fstime's KiB/s, averaged over the samples)"
                                     .into(),
                             printed: t.to_string(),
                             line: n,
-                            filename: Some(
-                                if test == "copy" {
-                                    "dummy1-*"
-                                } else {
-                                    "dummy0-*"
-                                }
-                                .into(),
-                            ),
                             flags: vec!["phases_in_order".into()],
-                            ..Default::default()
+                            ..file_test_claim("unixbench", test, b, m, v)
                         };
                         c.extra.insert("samples".into(), samples as f64);
                         if !version.is_empty() {
@@ -599,6 +581,43 @@ File Copy 4096 bufsize 8000 maxblocks 2491342.0 KBps (30.0 s, 1 samples)\n";
         let t: Vec<&str> = r.claims.iter().map(|c| c.test.as_str()).collect();
         assert_eq!(t, ["write 256", "read 256", "copy 256"]);
         assert_eq!(r.claims[2].claimed_bps, 633044.0 * 1024.0);
+    }
+
+    /// stderr's COUNT and TIME are kept with stdout's figures, and each one that differs
+    /// from stdout's beyond the printing's rounding is named on its own line.
+    #[test]
+    fn fstime_stderr_that_differs_from_stdout_is_named() {
+        let stdout = "Write done: 118312000 in 5.0003, score 5915258\n";
+        let r = read_fstime(
+            &argv("fstime -w -b 1024 -m 2000"),
+            stdout,
+            "COUNT|5915000|0|KBps\nTIME|5.1\n",
+        );
+        assert_eq!(r.claims.len(), 1);
+        assert_eq!(r.claims[0].extra["stderr_count_KBps"], 5915000.0);
+        assert_eq!(r.claims[0].extra["stderr_time_s"], 5.1);
+        let why: Vec<(usize, &str)> = r.unread.iter().map(|u| (u.line, u.why.as_str())).collect();
+        assert_eq!(
+            why,
+            [
+                (
+                    1,
+                    "stderr's COUNT 5915000 differs from the score 5915258 on stdout line 1"
+                ),
+                (
+                    2,
+                    "stderr's TIME 5.1 differs from the 5.0003 s on stdout line 1"
+                ),
+            ]
+        );
+        // Within the rounding: kept, nothing named.
+        let r = read_fstime(
+            &argv("fstime -w -b 1024 -m 2000"),
+            stdout,
+            "COUNT|5915258|0|KBps\nTIME|5.0\n",
+        );
+        assert!(r.unread.is_empty(), "{:?}", r.unread);
+        assert_eq!(r.claims[0].extra["stderr_time_s"], 5.0);
     }
 
     #[test]

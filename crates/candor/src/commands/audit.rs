@@ -115,14 +115,14 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(path) = &args.output {
         let mut doc = RunDoc::new("audit", std::env::args().collect(), started_at);
         doc.finished_at = Some(rfc3339_now());
-        doc.complete = matches!(audit.exit, Exit::Code(_));
+        doc.complete = matches!(audit.run.exit, Exit::Code(_));
         doc.stop_reason = report::exit_sentence(
-            &audit.exit,
-            audit.argv.first().map(String::as_str).unwrap_or(""),
+            &audit.run.exit,
+            audit.run.argv.first().map(String::as_str).unwrap_or(""),
         );
         doc.host = candor_witness::describe_host();
         doc.targets = vec![candor_witness::describe_target(std::path::Path::new(
-            &audit.cwd,
+            &audit.run.cwd,
         ))];
         doc.options
             .insert("witness".into(), serde_json::json!(source.name()));
@@ -137,5 +137,5 @@ pub fn run(args: Args) -> CmdResult {
             .map_err(|e| Failure::failed(format!("could not write {}: {e}", path.display())))?;
         eprintln!("wrote {}", path.display());
     }
-    Ok(audit.exit.code())
+    Ok(audit.run.exit.code())
 }
