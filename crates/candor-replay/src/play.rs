@@ -123,5 +123,16 @@ pub struct Played {
     pub stopped: bool,
 }
 
+impl Played {
+    /// Every call's latency, whatever its kind.
+    pub fn all_latency(&self) -> Histogram {
+        let mut h = Histogram::new();
+        for k in self.kinds.values() {
+            h.merge(&k.latency);
+        }
+        h
+    }
+}
+
 /// The divergences a replay keeps to say (it counts them all).
 const MAX_KEPT: usize = 20;
