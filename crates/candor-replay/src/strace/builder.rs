@@ -166,17 +166,18 @@ impl Builder {
         if let Some(f) = self.files.get(path) {
             return Some(f.id);
         }
+        Some(self.add(path).id)
+    }
+
+    /// A file not seen before, given the next id.
+    fn add(&mut self, path: &str) -> &mut FileState {
         let id = self.next_id;
         self.next_id += 1;
-        self.files.insert(
-            path.to_string(),
-            FileState {
-                id,
-                path: path.to_string(),
-                ..Default::default()
-            },
-        );
-        Some(id)
+        self.files.entry(path.to_string()).or_insert(FileState {
+            id,
+            path: path.to_string(),
+            ..Default::default()
+        })
     }
 
     /// What is known of a file, by path.
@@ -279,18 +280,9 @@ impl Builder {
                     if roots.is_empty() {
                         break;
                     }
-                    let id = self.next_id;
-                    self.next_id += 1;
-                    self.files.insert(
-                        up.clone(),
-                        FileState {
-                            id,
-                            path: up.clone(),
-                            dir: true,
-                            existed: Some(true),
-                            ..Default::default()
-                        },
-                    );
+                    let made = self.add(&up);
+                    made.dir = true;
+                    made.existed = Some(true);
                 }
                 let Some(child_id) = self.files.get(&child).map(|c| c.id) else {
                     break;
