@@ -1,0 +1,350 @@
+//! The trace being built from calls in order: the files by path, with what the calls show
+//! of their existence and size at the start; the descriptors of each process, and those it
+//! had before the trace began; the threads and their processes; and, at the end, each
+//! file tied to its directory and the trace made of it all.
+
+use super::flags::{O_DIRECTORY, O_RDWR};
+use super::Options;
+use crate::format::{Call, FileEntry, Header, Inherited, ThreadEntry, Trace};
+use candor_procfs::paths::{PROC_DIR, SYS_DIR};
+use std::collections::{BTreeMap, HashMap};
+
+/// Directories whose files are the system's, not the application's (when no traced
+/// directory is named).
+const SYSTEM: [&str; 13] = [
+    "/usr/", "/lib/", "/lib64/", "/lib32/", "/etc/", PROC_DIR, SYS_DIR, "/dev/", "/run/", "/bin/",
+    "/sbin/", "/snap/", "/boot/",
+];
+
+/// A path with its `.` and `..` components and repeated slashes resolved as text (a
+/// relative path keeps the `..` it begins with).
+pub fn normalize(path: &str) -> String {
+    let abs = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|l| *l != "..") {
+                    parts.pop();
+                } else if !abs {
+                    parts.push("..");
+                }
+            }
+            _ => parts.push(p),
+        }
+    }
+    let body = parts.join("/");
+    if abs {
+        format!("/{body}")
+    } else {
+        body
+    }
+}
+
+/// What the parser knows of a file while it reads.
+#[derive(Default, Clone)]
+pub(super) struct FileState {
+    pub(super) id: u32,
+    pub(super) path: String,
+    pub(super) dir: bool,
+    /// Evidence of its existence and size at the start; None: first seen being created.
+    pub(super) existed: Option<bool>,
+    pub(super) size_seen: u64,
+    pub(super) written: bool,
+    /// Its size now, as the calls so far made it (for O_APPEND offsets).
+    pub(super) size_now: u64,
+}
+
+impl FileState {
+    /// A size the calls show it had (at least) before anything wrote it.
+    pub(super) fn saw_size(&mut self, size: u64) {
+        self.size_seen = self.size_seen.max(size);
+        self.size_now = self.size_now.max(size);
+    }
+}
+
+/// Builds a trace from calls in order: files by path, descriptors per process, the
+/// files' sizes at the start as far as the calls show them.
+pub struct Builder {
+    opts: Options,
+    pub(super) files: BTreeMap<String, FileState>,
+    next_id: u32,
+    threads: Vec<ThreadEntry>,
+    calls: Vec<Vec<Call>>,
+    index: HashMap<u32, usize>,
+    pub(super) process: HashMap<u32, u32>,
+    pub(super) parent: HashMap<u32, u32>,
+    /// Each (process, fd)'s position and open flags.
+    pub(super) pos: HashMap<(u32, i64), (u64, u32)>,
+    t0: Option<u64>,
+    last_t: u64,
+    day: u64,
+    pub(super) outside: u64,
+    /// Descriptors opened in the trace, per process.
+    pub(super) opened: std::collections::HashSet<(u32, i64)>,
+    inherited: Vec<Inherited>,
+}
+
+impl Builder {
+    pub fn new(opts: Options) -> Builder {
+        Builder {
+            opts,
+            files: BTreeMap::new(),
+            next_id: 1,
+            threads: Vec::new(),
+            calls: Vec::new(),
+            index: HashMap::new(),
+            process: HashMap::new(),
+            parent: HashMap::new(),
+            pos: HashMap::new(),
+            t0: None,
+            last_t: 0,
+            day: 0,
+            outside: 0,
+            opened: Default::default(),
+            inherited: Vec::new(),
+        }
+    }
+
+    /// A call on a descriptor: one no open in the trace made (in this process or a parent)
+    /// was there before the trace began.
+    fn note_fd(&mut self, process: u32, fd: i64, file: u32, path: &str) {
+        let mut p = Some(process);
+        let mut hops = 0;
+        while let Some(pp) = p {
+            if self.opened.contains(&(pp, fd)) {
+                return;
+            }
+            hops += 1;
+            p = if hops < 64 {
+                self.parent.get(&pp).copied()
+            } else {
+                None
+            };
+        }
+        self.opened.insert((process, fd));
+        let dir = self.files.get(&normalize(path)).is_some_and(|f| f.dir);
+        if let Some(s) = self.state(path) {
+            if s.existed.is_none() {
+                s.existed = Some(true);
+            }
+        }
+        self.inherited.push(Inherited {
+            process,
+            fd: fd as i32,
+            file,
+            flags: if dir { O_DIRECTORY } else { O_RDWR },
+        });
+    }
+
+    /// Whether a path is one of the files the trace keeps (a pipe, socket or anonymous
+    /// inode never is).
+    fn inside(&self, path: &str) -> bool {
+        if path.is_empty() || path.contains(":[") || path.starts_with("anon_inode:") {
+            return false;
+        }
+        if self.opts.dirs.is_empty() {
+            return !SYSTEM
+                .iter()
+                .any(|s| path.starts_with(s) || path == &s[..s.len() - 1]);
+        }
+        self.opts
+            .dirs
+            .iter()
+            .any(|d| path == d || path.starts_with(&format!("{}/", d.trim_end_matches('/'))))
+    }
+
+    /// The id of a file the trace keeps, given one when first seen; None outside the
+    /// traced directories.
+    pub(super) fn file(&mut self, path: &str) -> Option<u32> {
+        let normal = normalize(path);
+        let path = normal.as_str();
+        if !self.inside(path) {
+            return None;
+        }
+        if let Some(f) = self.files.get(path) {
+            return Some(f.id);
+        }
+        Some(self.add(path).id)
+    }
+
+    /// A file not seen before, given the next id.
+    fn add(&mut self, path: &str) -> &mut FileState {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.files.entry(path.to_string()).or_insert(FileState {
+            id,
+            path: path.to_string(),
+            ..Default::default()
+        })
+    }
+
+    /// What is known of a file, by path.
+    pub(super) fn state(&mut self, path: &str) -> Option<&mut FileState> {
+        self.files.get_mut(&normalize(path))
+    }
+
+    /// A thread's index in the trace, added when first seen.
+    fn thread(&mut self, tid: u32) -> usize {
+        if let Some(&i) = self.index.get(&tid) {
+            return i;
+        }
+        let process = *self.process.entry(tid).or_insert(tid);
+        let parent = self.parent.get(&tid).copied().filter(|p| *p != process);
+        self.threads.push(ThreadEntry {
+            tid,
+            process,
+            parent,
+            comm: String::new(),
+        });
+        self.calls.push(Vec::new());
+        self.index.insert(tid, self.threads.len() - 1);
+        self.threads.len() - 1
+    }
+
+    /// A call's time as nanoseconds since the trace's first call (`-tt` times wrap at
+    /// midnight).
+    pub(super) fn since_start(&mut self, time_ns: u64) -> u64 {
+        let mut t = time_ns + self.day;
+        if t + 3_600_000_000_000 < self.last_t {
+            self.day += 86_400_000_000_000;
+            t += 86_400_000_000_000;
+        }
+        self.last_t = t;
+        t - *self.t0.get_or_insert(t)
+    }
+
+    /// A file the trace keeps, by path; a path outside the traced directories is counted
+    /// as a call left out.
+    pub(super) fn traced(&mut self, path: &str) -> Option<u32> {
+        let id = self.file(path);
+        if id.is_none() {
+            self.outside += 1;
+        }
+        id
+    }
+
+    /// The descriptor and file of a call on a descriptor (`3</w/a.db>` as `fd_arg` reads
+    /// it), noted as inherited when no open in the trace made it; None when strace showed
+    /// no path or the file is outside the traced directories (counted).
+    pub(super) fn on_fd(
+        &mut self,
+        process: u32,
+        (fd, path): (i64, Option<String>),
+    ) -> Option<(i64, u32, String)> {
+        let path = path?;
+        let id = self.traced(&path)?;
+        self.note_fd(process, fd, id, &path);
+        Some((fd, id, path))
+    }
+
+    /// A decoded call, added to its thread's calls.
+    pub(super) fn push(&mut self, tid: u32, c: Call) {
+        let i = self.thread(tid);
+        self.calls[i].push(c);
+    }
+
+    /// A path argument resolved against its directory descriptor's path when relative.
+    pub(super) fn resolve(dir: Option<&str>, path: &str) -> String {
+        if path.starts_with('/') {
+            return path.to_string();
+        }
+        match dir {
+            Some(d) if !d.is_empty() => format!("{}/{}", d.trim_end_matches('/'), path),
+            _ => path.to_string(),
+        }
+    }
+
+    /// Ties every file to the directory it is in: a path that another's is inside is a
+    /// directory; with traced directories given, the directories between them and a file
+    /// that no call named are added, as existing at the start (nothing in the trace made
+    /// them). Returns each file's directory.
+    fn directories(&mut self) -> HashMap<u32, u32> {
+        let paths: Vec<String> = self.files.keys().cloned().collect();
+        let roots: Vec<String> = self
+            .opts
+            .dirs
+            .iter()
+            .map(|d| normalize(d).trim_end_matches('/').to_string())
+            .collect();
+        let mut parents = HashMap::new();
+        for p in paths {
+            let mut child = p;
+            while let Some(cut) = child.rfind('/').filter(|&c| c > 0) {
+                let up = child[..cut].to_string();
+                if roots.contains(&up) || !self.inside(&up) {
+                    break;
+                }
+                if !self.files.contains_key(&up) {
+                    if roots.is_empty() {
+                        break;
+                    }
+                    let made = self.add(&up);
+                    made.dir = true;
+                    made.existed = Some(true);
+                }
+                let Some(child_id) = self.files.get(&child).map(|c| c.id) else {
+                    break;
+                };
+                let Some(u) = self.files.get_mut(&up) else {
+                    break;
+                };
+                u.dir = true;
+                let parent = u.id;
+                if parents.insert(child_id, parent).is_some() {
+                    break;
+                }
+                child = up;
+            }
+        }
+        parents
+    }
+
+    pub fn finish(mut self) -> Trace {
+        let parents = self.directories();
+        let mut files: Vec<FileEntry> = self
+            .files
+            .values()
+            .map(|f| FileEntry {
+                id: f.id,
+                parent: parents.get(&f.id).copied(),
+                dir: f.dir,
+                size: match f.existed {
+                    Some(false) => None,
+                    _ if f.dir => Some(0),
+                    Some(true) => Some(f.size_seen),
+                    None if f.size_seen > 0 => Some(f.size_seen),
+                    None => None,
+                },
+                path: self.opts.keep_paths.then(|| f.path.clone()),
+            })
+            .collect();
+        files.sort_by_key(|f| f.id);
+        let mut notes = Vec::new();
+        if self.outside > 0 {
+            notes.push(format!(
+                "{} calls on files outside the traced directories were left out",
+                self.outside
+            ));
+        }
+        Trace {
+            header: Header {
+                source: "strace".into(),
+                complete: true,
+                outside_calls: self.outside,
+                dirs: if self.opts.keep_paths {
+                    self.opts.dirs.clone()
+                } else {
+                    Vec::new()
+                },
+                notes,
+                files,
+                threads: self.threads,
+                inherited: self.inherited,
+                ..Default::default()
+            },
+            calls: self.calls,
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! `candor audit --record`: the eBPF recorder started before the program, its calls made
+//! into a trace as they come, and the trace written with the program's own figure.
+
+use crate::exit::Failure;
+use candor_model::rfc3339_now;
+use candor_replay::format;
+use std::path::{Path, PathBuf};
+
+/// `candor audit --record`: a recording under way.
+pub struct Recording {
+    recording: candor_bpf::record::Recording,
+    converter: std::sync::Arc<std::sync::Mutex<Option<candor_replay::record::Converter>>>,
+    path: PathBuf,
+    dirs: Vec<String>,
+    started_at: String,
+}
+
+/// Starts recording the children candor starts from now on (root, eBPF), keeping the
+/// files under `dirs` (default: the current directory). Refused in one sentence when the
+/// recorder cannot load or the trace cannot be written.
+pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<Recording, Failure> {
+    crate::paths::check_output_file("--record", path, "trace")?;
+    let dirs: Vec<String> = if dirs.is_empty() {
+        vec![std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| ".".into())]
+    } else {
+        dirs.iter()
+            .map(|d| {
+                std::fs::canonicalize(d)
+                    .map(|c| c.display().to_string())
+                    .map_err(|e| {
+                        Failure::usage(format!(
+                            "--record-dir {}: {e}; name an existing directory",
+                            d.display()
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let converter = std::sync::Arc::new(std::sync::Mutex::new(Some(
+        candor_replay::record::Converter::new(candor_replay::strace::Options {
+            dirs: dirs.clone(),
+            keep_paths,
+        }),
+    )));
+    let sink = converter.clone();
+    let recording = candor_bpf::record::start(Box::new(move |c| {
+        if let Some(conv) = sink.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            conv.add(candor_replay::record::Recorded {
+                ts: c.ts,
+                dur: c.dur,
+                ret: c.ret,
+                args: c.args,
+                extra: c.extra,
+                tid: c.tid,
+                tgid: c.tgid,
+                nr: c.nr,
+                p1: c.p1,
+                p2: c.p2,
+            });
+        }
+    }))
+    .map_err(|e| {
+        Failure::usage(format!(
+            "--record needs the eBPF recorder, which is not available: {e}"
+        ))
+    })?;
+    Ok(Recording {
+        recording,
+        converter,
+        path: path.to_path_buf(),
+        dirs,
+        started_at: rfc3339_now(),
+    })
+}
+
+/// Ends a recording: the trace written, with the program's own figure (the first the audit
+/// read from its output), and a line saying what it holds.
+pub fn record_finish(
+    r: Recording,
+    command: &[String],
+    figure: Option<&candor_audit::Claim>,
+) -> Result<(), Failure> {
+    let lost = r.recording.stop();
+    let Some(conv) = r.converter.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        return Err(Failure::failed("the recording was lost"));
+    };
+    let mut t = conv.finish(lost);
+    let host = candor_witness::describe_host();
+    t.header.command = command.to_vec();
+    t.header.host = host.hostname.clone();
+    t.header.kernel = host.kernel.clone();
+    t.header.started_at = r.started_at;
+    t.header.recorded_figure = figure.map(|c| {
+        serde_json::json!({
+            "program": c.program,
+            "test": c.test,
+            "bytes_per_second": c.claimed_bps,
+            "printed": c.printed,
+        })
+    });
+    if let Some(d) = r.dirs.first() {
+        t.header.fs = candor_witness::describe_target(Path::new(d)).fs_type;
+    }
+    if t.header.files.iter().any(|f| f.path.is_some()) {
+        t.header.dirs = r.dirs.clone();
+    }
+    let n = format::write(&r.path, &t).map_err(|e| {
+        Failure::failed(format!("cannot write the trace {}: {e}", r.path.display()))
+    })?;
+    let calls = t.call_count();
+    eprintln!(
+        "candor: recorded {calls} calls of {} threads on {} files in {} ({n} bytes, {:.1} per call){}",
+        t.header.threads.len(),
+        t.header.files.len(),
+        r.path.display(),
+        n as f64 / calls.max(1) as f64,
+        if lost > 0 {
+            format!("; {lost} calls were lost: the trace is incomplete")
+        } else {
+            String::new()
+        }
+    );
+    for n in &t.header.notes {
+        eprintln!("candor: {n}");
+    }
+    Ok(())
+}
