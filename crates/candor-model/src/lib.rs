@@ -376,7 +376,8 @@ pub struct TestResult {
         serialize_with = "crate::ranks::save_spread"
     )]
     pub ranks: Option<Spread>,
-    /// Extra figures of workloads that are not records on a file (metadata, copy).
+    /// Figures kept by name: with `--duration`, `rounds_throughput` and `failed_rounds`;
+    /// `candor replay`'s `replay` (docs/results-schema.md).
     #[serde(deserialize_with = "crate::bounded::value_map")]
     pub extra: BTreeMap<String, serde_json::Value>,
     /// `--ramp`: the unmeasured warm-up before the repetitions.
