@@ -13,6 +13,7 @@ mod extra;
 mod facts;
 mod load;
 mod operations;
+mod options;
 mod ranks;
 pub mod refusal;
 mod source;
@@ -30,6 +31,9 @@ pub use load::{
     load_result, load_result_within, parse_result, LoadError, DEFAULT_MAX_INPUT, LARGEST_FIGURE,
 };
 pub use operations::{CallCheck, KindCheck, Operations, Trap, TrapKind};
+pub use options::{
+    AuditSaved, DeviceSpecSaved, OptionsOf, ReplaySaved, RunSaved, SavedOptions, SteadySaved,
+};
 pub use ranks::{Moments, NodeFigures, NodeTraffic, RankFigures, Spread};
 pub use source::{Chosen, WitnessSource};
 pub use steady::{Precondition, Ramp, SteadyBasis, SteadyRound, SteadyState, WindowFit};
@@ -64,9 +68,9 @@ pub struct RunDoc {
     pub host: Host,
     #[serde(deserialize_with = "crate::bounded::vec")]
     pub targets: Vec<TargetInfo>,
-    /// The options as the run understood them (for the report header and for compare).
-    #[serde(deserialize_with = "crate::bounded::value_map")]
-    pub options: BTreeMap<String, serde_json::Value>,
+    /// The options as the run understood them, typed by the command that saved them (for
+    /// the report header, `candor merge` and the fio export).
+    pub options: SavedOptions,
     #[serde(deserialize_with = "crate::bounded::vec")]
     pub results: Vec<TestResult>,
     /// Typed warnings, already worded for a person, each with its remedy.
@@ -372,7 +376,8 @@ pub struct TestResult {
         serialize_with = "crate::ranks::save_spread"
     )]
     pub ranks: Option<Spread>,
-    /// Extra figures of workloads that are not records on a file (metadata, copy).
+    /// Figures kept by name: with `--duration`, `rounds_throughput` and `failed_rounds`;
+    /// `candor replay`'s `replay` (docs/results-schema.md).
     #[serde(deserialize_with = "crate::bounded::value_map")]
     pub extra: BTreeMap<String, serde_json::Value>,
     /// `--ramp`: the unmeasured warm-up before the repetitions.

@@ -3,8 +3,8 @@
 //! from what the file has; a result written now reads back as it was written.
 
 use candor_model::{
-    load_result, parse_result, Access, BadKind, BadKinds, Direction, RankFigures, RunDoc, Spread,
-    Status, Summary, TestResult, VerifyOutcome, SCHEMA_VERSION,
+    load_result, parse_result, Access, BadKind, BadKinds, Direction, OptionsOf, RankFigures,
+    RunDoc, Spread, Status, Summary, TestResult, VerifyOutcome, SCHEMA_VERSION,
 };
 use std::path::PathBuf;
 
@@ -264,4 +264,140 @@ fn an_audit_saves_back_what_it_read() {
         serde_json::to_string(&saved["audit"]).unwrap(),
         serde_json::to_string(&raw["audit"]).unwrap()
     );
+}
+
+/// The options objects `candor run`, `candor audit` and `candor replay` save, as they saved
+/// them when the options were a map of JSON values (captured from real runs: a ceiling
+/// given, the steady state with a ramp and preconditioning, most flags, a block device, an
+/// audit, a replay with --cpus): each reads into its command's type and saves back byte
+/// for byte, in the same place of the document.
+#[test]
+fn options_of_each_kind_round_trip_byte_for_byte() {
+    let run_spec = r#"{"buffer_pattern":"random","close_in_timing":false,"default_run":false,"device_spec":{"iops_read":95000.0,"iops_write":95000.0,"seq_read":510000000.0,"seq_write":510000000.0,"source":"spec"},"direct":false,"drop_caches":false,"fadvise":"auto","format":"table","fsync_in_timing":true,"keep_cache":false,"mix_read_pct":50,"osync":false,"repeat":1,"runtime_s":null,"seed":206229700,"stonewall":false,"stride":17,"time_based":false,"trace_syscalls":false,"verify":false,"witness":"off"}"#;
+    let run_steady = r#"{"buffer_pattern":"random","close_in_timing":false,"default_run":false,"direct":false,"drop_caches":false,"duration":"1s","fadvise":"auto","format":"table","fsync_in_timing":true,"keep_cache":false,"mix_read_pct":50,"osync":false,"precondition_passes":1,"ramp_s":0.2,"repeat":1,"runtime_s":0.1,"seed":206229700,"steady_state":{"max_rounds":5,"range":0.2,"round_s":0.1,"slope":0.1,"window":3},"stonewall":false,"stride":17,"time_based":true,"trace_syscalls":false,"verify":false,"witness":"procfs"}"#;
+    let run_flags = r#"{"buffer_pattern":"zero","close_in_timing":true,"cpus":[3,0],"default_run":false,"direct":false,"drop_caches":false,"fadvise":"sequential","format":"table","fsync_in_timing":false,"keep_cache":true,"mix_read_pct":70,"osync":true,"repeat":1,"runtime_s":1.0,"seed":7,"stonewall":true,"stride":5,"time_based":true,"trace_syscalls":false,"verify":true,"witness":"off"}"#;
+    let run_device = r#"{"buffer_pattern":"random","close_in_timing":false,"default_run":true,"device_offset":1048576,"direct":true,"drop_caches":false,"fadvise":"auto","format":"json","fsync_in_timing":true,"keep_cache":false,"mix_read_pct":50,"osync":false,"repeat":3,"runtime_s":2.0,"seed":206229700,"stonewall":false,"stride":17,"time_based":false,"trace_syscalls":true,"verify":false,"witness":"bpf"}"#;
+    let audit = r#"{"interval_ms":50,"stop_at_exit":true,"witness":"bpf"}"#;
+    let replay = r#"{"cpus":"0","drop_caches":false,"keep_cache":true,"precondition_passes":2,"repeat":2,"sparse":false,"timing":"scale=0.5","trace":"/tmp/app.log","trace_source":"strace","witness":"procfs"}"#;
+    let doc = |kind: &str, options: &str| {
+        format!(
+            r#"{{"schema_version":3,"tool":"candor","kind":"{kind}","options":{options},"results":[]}}"#
+        )
+    };
+    for (kind, text) in [
+        ("run", run_spec),
+        ("run", run_steady),
+        ("run", run_flags),
+        ("run", run_device),
+        ("audit", audit),
+        ("replay", replay),
+    ] {
+        let d = parse_result(&doc(kind, text), "r.json").expect("the options load");
+        assert!(
+            d.options.unknown.is_empty(),
+            "{kind}: {:?}",
+            d.options.unknown
+        );
+        let group = match &d.options.of {
+            OptionsOf::Run(_) => "run",
+            OptionsOf::Audit(_) => "audit",
+            OptionsOf::Replay(_) => "replay",
+            OptionsOf::None => "none",
+        };
+        assert_eq!(group, kind, "{text}");
+        assert_eq!(serde_json::to_string(&d.options).unwrap(), text);
+        // The whole document, as candor saves it (pretty): the options' text is the
+        // map's.
+        let pretty = serde_json::to_string_pretty(&d).unwrap();
+        let map: serde_json::Value = serde_json::from_str(text).unwrap();
+        let wrapped = serde_json::to_string_pretty(&serde_json::json!({ "options": map })).unwrap();
+        let lines: Vec<&str> = wrapped.lines().collect();
+        let inner = lines[1..lines.len() - 1].join("\n");
+        assert!(pretty.contains(&inner), "{pretty}\n---\n{inner}");
+    }
+    let d = parse_result(&doc("run", run_spec), "r.json").unwrap();
+    let r = d.options.run().expect("a run's options");
+    let spec = r.device_spec.as_ref().expect("the ceiling");
+    assert_eq!((spec.seq_read, spec.source.as_str()), (Some(510e6), "spec"));
+    assert_eq!((r.repeat, r.runtime_s, r.seed), (1, None, 206229700));
+    let d = parse_result(&doc("run", run_steady), "r.json").unwrap();
+    let r = d.options.run().unwrap();
+    let steady = r.steady_state.as_ref().expect("the steady state");
+    assert_eq!((steady.window, steady.round_s), (3, 0.1));
+    assert_eq!((r.ramp_s, r.precondition_passes), (Some(0.2), Some(1)));
+    assert_eq!(r.duration.as_deref(), Some("1s"));
+    let d = parse_result(&doc("run", run_flags), "r.json").unwrap();
+    let r = d.options.run().unwrap();
+    assert_eq!(r.cpus, [3, 0]);
+    assert_eq!((r.mix_read_pct, r.fadvise.as_str()), (70, "sequential"));
+    let d = parse_result(&doc("run", run_device), "r.json").unwrap();
+    let r = d.options.run().unwrap();
+    assert_eq!((r.device_offset, r.default_run), (Some(1 << 20), true));
+    let d = parse_result(&doc("audit", audit), "r.json").unwrap();
+    let a = d.options.audit().expect("an audit's options");
+    assert_eq!((a.interval_ms, a.stop_at_exit), (50, true));
+    assert_eq!(a.witness, "bpf");
+    let d = parse_result(&doc("replay", replay), "r.json").unwrap();
+    let p = d.options.replay().expect("a replay's options");
+    assert_eq!(
+        (p.cpus.as_deref(), p.precondition_passes),
+        (Some("0"), Some(2))
+    );
+    assert_eq!(
+        (p.timing.as_str(), p.trace_source.as_str()),
+        ("scale=0.5", "strace")
+    );
+}
+
+/// A key this candor does not know (a newer candor's), and a known one whose value does
+/// not fit its type, are kept where they were and saved back as they were; the known keys
+/// around them are still read.
+#[test]
+fn unknown_option_keys_survive_a_load_and_a_save() {
+    let text = r#"{"aa_newer":{"depth":[1,2]},"buffer_pattern":"random","close_in_timing":false,"default_run":false,"direct":false,"drop_caches":false,"fadvise":"auto","format":"table","fsync_in_timing":true,"keep_cache":false,"mix_read_pct":"half","osync":false,"repeat":4,"runtime_s":null,"seed":206229700,"stonewall":false,"stride":17,"time_based":false,"trace_syscalls":false,"verify":false,"witness":"off","zz_newer":true}"#;
+    let d = parse_result(
+        &format!(r#"{{"schema_version":3,"tool":"candor","kind":"run","options":{text}}}"#),
+        "r.json",
+    )
+    .expect("loads");
+    let r = d.options.run().expect("still a run's options");
+    assert_eq!(r.repeat, 4);
+    assert_eq!(
+        d.options.unknown.keys().collect::<Vec<_>>(),
+        ["aa_newer", "mix_read_pct", "zz_newer"]
+    );
+    assert_eq!(serde_json::to_string(&d.options).unwrap(), text);
+    // What `candor merge` compares: every key, the unknown ones too.
+    let entries = d.options.entries();
+    assert_eq!(entries["zz_newer"], serde_json::json!(true));
+    assert_eq!(entries["mix_read_pct"], serde_json::json!("half"));
+    assert_eq!(entries.len(), 22);
+}
+
+/// The options of the fixtures of schema versions 1 and 3 read into their types and save
+/// back as the files hold them.
+#[test]
+fn saved_fixtures_keep_their_options() {
+    for (name, kind) in [("v1-verify.json", "run"), ("audit-dd.json", "audit")] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        let raw: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let doc = load_result(&path).expect("loads");
+        assert!(doc.options.unknown.is_empty(), "{name}");
+        match kind {
+            "run" => assert!(doc.options.run().is_some_and(|r| r.verify), "{name}"),
+            _ => assert_eq!(doc.options.audit().map(|a| a.interval_ms), Some(5)),
+        }
+        assert_eq!(
+            serde_json::to_string(&doc.options).unwrap(),
+            serde_json::to_string(&raw["options"]).unwrap(),
+            "{name}"
+        );
+    }
+    // Version 2's empty options: none, saved empty.
+    let doc = load_result(&v2_ranks()).unwrap();
+    assert_eq!(doc.options.of, OptionsOf::None);
+    assert_eq!(serde_json::to_string(&doc.options).unwrap(), "{}");
 }

@@ -313,11 +313,7 @@ fn read_share(doc: &RunDoc, r: &TestResult) -> f64 {
                     return rd as f64 / (rd + wr) as f64;
                 }
             }
-            doc.options
-                .get("mix_read_pct")
-                .and_then(|x| x.as_f64())
-                .unwrap_or(50.0)
-                / 100.0
+            doc.options.run().map_or(50.0, |o| o.mix_read_pct as f64) / 100.0
         }
     }
 }

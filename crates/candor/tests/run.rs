@@ -938,8 +938,9 @@ fn options_not_given_keep_the_default_runs_values_and_say_which_do_not() {
         .map(|r| (r.test.as_str(), r.record_size, r.repetitions))
         .collect();
     assert_eq!(got, [("write", 1 << 20, 3), ("randwrite", 4096, 3)]);
-    assert_eq!(doc.options["repeat"], 3);
-    assert_eq!(doc.options["runtime_s"], serde_json::Value::Null);
+    let saved = doc.options.run().expect("a run's options");
+    assert_eq!(saved.repeat, 3);
+    assert_eq!(saved.runtime_s, None);
     let said: Vec<&str> = err
         .lines()
         .filter(|l| l.contains("the default run uses"))

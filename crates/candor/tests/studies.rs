@@ -505,11 +505,12 @@ fn thread_and_depth_sweeps_give_one_result_per_point_with_its_efficiency() {
     assert_eq!(doc.results.len(), 2 * threads.len(), "one result per point");
     let spec = doc
         .options
-        .get("device_spec")
+        .run()
+        .and_then(|o| o.device_spec.as_ref())
         .expect("the spec is recorded in the options");
-    assert_eq!(spec["source"], "spec");
-    assert_eq!(spec["seq_read"], 510e6);
-    assert_eq!(spec["iops_read"], 95000.0);
+    assert_eq!(spec.source, "spec");
+    assert_eq!(spec.seq_read, Some(510e6));
+    assert_eq!(spec.iops_read, Some(95000.0));
     for test in ["read", "randread"] {
         let got: Vec<u32> = doc
             .results
@@ -689,10 +690,11 @@ fn a_measured_ceiling_says_which_targets_it_does_not_cover() {
     );
     let spec = doc
         .options
-        .get("device_spec")
+        .run()
+        .and_then(|o| o.device_spec.as_ref())
         .expect("the ceiling is saved");
-    assert_eq!(spec["source"], "measured");
-    assert!(spec["seq_read"].as_f64().is_some_and(|v| v > 0.0));
+    assert_eq!(spec.source, "measured");
+    assert!(spec.seq_read.is_some_and(|v| v > 0.0));
     let w = doc
         .warnings
         .iter()

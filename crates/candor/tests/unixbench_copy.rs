@@ -85,14 +85,8 @@ fn unixbench_copy_runs_fstimes_three_tests_and_names_the_page_cache() {
     }
     let raw: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(raw["results"][0]["latency_ns"]["sampled_every"], 16);
-    assert_eq!(
-        doc.options.get("time_based").and_then(|v| v.as_bool()),
-        Some(true)
-    );
-    assert_eq!(
-        doc.options.get("fsync_in_timing").and_then(|v| v.as_bool()),
-        Some(false)
-    );
+    assert_eq!(doc.options.run().map(|o| o.time_based), Some(true));
+    assert_eq!(doc.options.run().map(|o| o.fsync_in_timing), Some(false));
     assert!(doc
         .warnings
         .iter()

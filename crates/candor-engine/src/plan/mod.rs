@@ -26,15 +26,13 @@ use crate::verify::VerifyConfig;
 use crate::workload::parse_tests;
 use crate::workload::Hint;
 use candor_model::units::{format_bytes, ByteStyle};
-use candor_model::TargetInfo;
+use candor_model::{RunSaved, SteadySaved, TargetInfo};
 use checks::{
     check_counts, check_devices, check_direct, check_free_space, check_shared_file,
     check_size_options, check_sizes, check_steady, check_verifiable, check_warmups,
 };
 use options::{parse_cpus, parse_duration, parse_u32_list, size_arg};
 use presets::{Chosen, Preset, Shape};
-use serde_json::Value;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Why there is no plan, in one sentence for the person.
@@ -93,7 +91,7 @@ pub struct Plan {
     pub soak: Option<Duration>,
     pub ceiling: Ceiling,
     /// The options as the run understood them, for the saved result (`RunDoc::options`).
-    pub record: BTreeMap<String, Value>,
+    pub record: RunSaved,
 }
 
 impl Plan {
@@ -353,13 +351,10 @@ impl Plan {
             witness,
             soak,
             ceiling,
-            record: BTreeMap::new(),
+            record: RunSaved::default(),
         };
         plan.record = record(o, &plan);
-        if let Some(d) = dirs.iter().find_map(|d| d.device()) {
-            plan.record
-                .insert("device_offset".into(), d.offset().into());
-        }
+        plan.record.device_offset = dirs.iter().find_map(|d| d.device()).map(|d| d.offset());
         Ok(plan)
     }
 
@@ -535,57 +530,43 @@ fn sweep_points(
 }
 
 /// The options as the run understood them (the output's format is added by the caller).
-fn record(o: &RunOptions, p: &Plan) -> BTreeMap<String, Value> {
+fn record(o: &RunOptions, p: &Plan) -> RunSaved {
     let s = &p.settings;
-    let mut m = BTreeMap::new();
-    let mut put = |k: &str, v: Value| {
-        m.insert(k.to_string(), v);
-    };
-    put("default_run", p.default_run().into());
-    put("direct", s.direct.into());
-    put("osync", s.osync.into());
-    put("fsync_in_timing", s.fsync_in_timing.into());
-    put("close_in_timing", s.close_in_timing.into());
-    put("keep_cache", s.keep_cache.into());
-    put("drop_caches", s.drop_caches.into());
-    put("repeat", s.repeat.into());
-    put("stride", s.stride.into());
-    put("mix_read_pct", s.mix_read_pct.into());
-    put("stonewall", s.stonewall.into());
-    put("runtime_s", s.runtime_ns.map(|n| n as f64 / 1e9).into());
-    put("time_based", s.time_based.into());
-    put("seed", s.seed.into());
-    if !s.cpus.is_empty() {
-        put("cpus", s.cpus.clone().into());
+    RunSaved {
+        buffer_pattern: o.buffer_pattern.name(),
+        close_in_timing: s.close_in_timing,
+        cpus: s.cpus.clone(),
+        default_run: p.default_run(),
+        device_offset: None,
+        device_spec: None,
+        direct: s.direct,
+        drop_caches: s.drop_caches,
+        duration: o.duration.clone(),
+        fadvise: s.fadvise.name().into(),
+        format: None,
+        fsync_in_timing: s.fsync_in_timing,
+        keep_cache: s.keep_cache,
+        mix_read_pct: s.mix_read_pct,
+        osync: s.osync,
+        precondition_passes: s.precondition,
+        ramp_s: s.ramp_ns.map(|r| r as f64 / 1e9),
+        repeat: s.repeat,
+        runtime_s: s.runtime_ns.map(|n| n as f64 / 1e9),
+        seed: s.seed,
+        steady_state: s.steady.as_ref().map(|c| SteadySaved {
+            max_rounds: c.max_rounds,
+            range: c.range,
+            round_s: c.round_ns as f64 / 1e9,
+            slope: c.slope,
+            window: c.window,
+        }),
+        stonewall: s.stonewall,
+        stride: s.stride,
+        time_based: s.time_based,
+        trace_syscalls: o.trace_syscalls,
+        verify: o.verify,
+        witness: o.witness.name().into(),
     }
-    put("witness", o.witness.name().into());
-    put("trace_syscalls", o.trace_syscalls.into());
-    put("verify", o.verify.into());
-    put("buffer_pattern", o.buffer_pattern.name().into());
-    put("fadvise", s.fadvise.name().into());
-
-    if let Some(d) = &o.duration {
-        put("duration", d.clone().into());
-    }
-    if let Some(r) = s.ramp_ns {
-        put("ramp_s", (r as f64 / 1e9).into());
-    }
-    if let Some(c) = &s.steady {
-        put(
-            "steady_state",
-            serde_json::json!({
-                "window": c.window,
-                "range": c.range,
-                "slope": c.slope,
-                "round_s": c.round_ns as f64 / 1e9,
-                "max_rounds": c.max_rounds,
-            }),
-        );
-    }
-    if let Some(n) = s.precondition {
-        put("precondition_passes", n.into());
-    }
-    m
 }
 
 #[cfg(test)]
@@ -633,8 +614,8 @@ mod tests {
             p.settings.runtime_ns, None,
             "a given file size is not capped"
         );
-        assert_eq!(p.record["default_run"], Value::Bool(false));
-        assert_eq!(p.record["buffer_pattern"], Value::from("random"));
+        assert!(!p.record.default_run);
+        assert_eq!(p.record.buffer_pattern, "random");
         let _ = std::fs::remove_dir_all(base);
     }
 
@@ -694,8 +675,8 @@ mod tests {
         );
         assert_eq!(p.settings.repeat, 3);
         assert_eq!(p.settings.runtime_ns, Some(2_000_000_000));
-        assert_eq!(p.record["repeat"], Value::from(3));
-        assert_eq!(p.record["runtime_s"], Value::from(2.0));
+        assert_eq!(p.record.repeat, 3);
+        assert_eq!(p.record.runtime_s, Some(2.0));
         let said: Vec<&String> = p
             .notes
             .iter()
@@ -777,9 +758,9 @@ mod tests {
             (Some(2_000_000_000), true, 1)
         );
         assert_eq!(s.ramp_ns, Some(500_000_000));
-        assert_eq!(p.record["steady_state"]["round_s"], 2.0);
-        assert_eq!(p.record["ramp_s"], 0.5);
-        assert!(!p.record.contains_key("precondition_passes"));
+        assert_eq!(p.record.steady_state.as_ref().map(|c| c.round_s), Some(2.0));
+        assert_eq!(p.record.ramp_s, Some(0.5));
+        assert_eq!(p.record.precondition_passes, None);
         let _ = std::fs::remove_dir_all(base);
     }
 

@@ -124,12 +124,12 @@ pub fn run(args: Args) -> CmdResult {
         doc.targets = vec![candor_witness::describe_target(std::path::Path::new(
             &audit.run.cwd,
         ))];
-        doc.options
-            .insert("witness".into(), serde_json::json!(source.name()));
-        doc.options
-            .insert("interval_ms".into(), serde_json::json!(args.interval));
-        doc.options
-            .insert("stop_at_exit".into(), serde_json::json!(args.stop_at_exit));
+        doc.options = candor_model::AuditSaved {
+            interval_ms: args.interval,
+            stop_at_exit: args.stop_at_exit,
+            witness: source.name().into(),
+        }
+        .into();
         doc.audit = candor_model::audit::AuditDoc::from_saved(report::audit_value(&audit));
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| Failure::failed(format!("could not encode the audit: {e}")))?;

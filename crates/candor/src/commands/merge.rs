@@ -50,19 +50,20 @@ const PER_RUN: &[&str] = &["format"];
 
 /// Why `b` is not a run of `a`'s plan, if it is not.
 fn other_plan(a: &RunDoc, b: &RunDoc) -> Option<String> {
-    for (k, v) in &a.options {
+    // Every option as saved, the unknown ones too, by the name the file gives it.
+    let (ao, bo) = (a.options.entries(), b.options.entries());
+    for (k, v) in &ao {
         if PER_RUN.contains(&k.as_str()) {
             continue;
         }
-        let w = b.options.get(k).unwrap_or(&serde_json::Value::Null);
+        let w = bo.get(k).unwrap_or(&serde_json::Value::Null);
         if v != w {
             return Some(format!("option {k} is {v} there and {w} here"));
         }
     }
-    if let Some(k) = b
-        .options
+    if let Some(k) = bo
         .keys()
-        .find(|k| !PER_RUN.contains(&k.as_str()) && !a.options.contains_key(*k))
+        .find(|k| !PER_RUN.contains(&k.as_str()) && !ao.contains_key(*k))
     {
         return Some(format!("option {k} is set here only"));
     }
@@ -112,7 +113,7 @@ pub fn run(args: Args) -> CmdResult {
                 doc.kind
             )));
         }
-        if doc.options.get("duration").is_some_and(|d| !d.is_null()) {
+        if doc.options.run().is_some_and(|o| o.duration.is_some()) {
             return Err(Failure::usage(format!(
                 "{} is a --duration soak, whose tests come from different rounds: merge runs without --duration",
                 name(p)

@@ -393,27 +393,20 @@ pub fn run(a: Args) -> CmdResult {
     Ok(code)
 }
 
-fn options_record(
-    a: &Args,
-    t: &Trace,
-    source: &str,
-) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut o = std::collections::BTreeMap::new();
-    o.insert("trace".into(), source.into());
-    o.insert("trace_source".into(), t.header.source.clone().into());
-    o.insert("timing".into(), a.timing.name().into());
-    o.insert("repeat".into(), a.repeat.into());
-    o.insert("sparse".into(), a.sparse.into());
-    o.insert("keep_cache".into(), a.keep_cache.into());
-    o.insert("drop_caches".into(), a.drop_caches.into());
-    if let Some(n) = a.precondition {
-        o.insert("precondition_passes".into(), n.into());
+fn options_record(a: &Args, t: &Trace, source: &str) -> candor_model::SavedOptions {
+    candor_model::ReplaySaved {
+        cpus: a.cpus.clone(),
+        drop_caches: a.drop_caches,
+        keep_cache: a.keep_cache,
+        precondition_passes: a.precondition,
+        repeat: a.repeat,
+        sparse: a.sparse,
+        timing: a.timing.name(),
+        trace: source.into(),
+        trace_source: t.header.source.clone(),
+        witness: a.witness.name().into(),
     }
-    o.insert("witness".into(), a.witness.name().into());
-    if let Some(c) = &a.cpus {
-        o.insert("cpus".into(), c.clone().into());
-    }
-    o
+    .into()
 }
 
 /// For `candor report TRACE --format fio-iolog`: the trace as fio iolog version 3, and

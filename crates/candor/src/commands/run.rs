@@ -113,9 +113,11 @@ fn run_with(a: Args, role: Role) -> CmdResult {
     let mut doc = RunDoc::new("run", std::env::args().collect(), started_at);
     doc.host = candor_witness::describe_host();
     doc.targets = infos;
-    doc.options = plan.record.clone();
-    doc.options
-        .insert("format".into(), output.format_name().into());
+    doc.options = candor_model::RunSaved {
+        format: Some(output.format_name().into()),
+        ..plan.record.clone()
+    }
+    .into();
     doc.mpi = role.mpi_info(o);
     say_all(&mut doc, &plan.notes, role.reports());
     let job = role.job_peers();
@@ -191,10 +193,15 @@ fn device_ceiling(
             spec
         }
     };
-    doc.options.insert(
-        "device_spec".into(),
-        serde_json::json!({"source": spec.source, "seq_read": spec.seq_read, "seq_write": spec.seq_write, "iops_read": spec.iops_read, "iops_write": spec.iops_write}),
-    );
+    if let Some(o) = doc.options.run_mut() {
+        o.device_spec = Some(candor_model::DeviceSpecSaved {
+            iops_read: spec.iops_read,
+            iops_write: spec.iops_write,
+            seq_read: spec.seq_read,
+            seq_write: spec.seq_write,
+            source: spec.source.clone(),
+        });
+    }
     Ok(Some(spec))
 }
 
