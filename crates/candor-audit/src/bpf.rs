@@ -15,13 +15,22 @@ pub struct BpfSource {
     /// Block counters by owner on every tick, for the storage bytes of each phase.
     snapshots: Vec<candor_bpf::Snapshot>,
     notes: Vec<String>,
-    /// /proc sampling beside the tracer, for each process's own counters.
+    /// /proc sampling beside the tracer, for each process's own counters and the channels
+    /// its maps and descriptors show; read every `COMPANION_EVERY` ticks (and at each
+    /// process's exit), since the tracer itself counts every call.
     counters: crate::procfs::ProcfsSource,
+    ticks: u64,
     /// The channels counted per file ("aio", "io_uring", "mmap"): their programs attached.
     counted: Vec<String>,
     /// Per channel, the requests not given to a file: [calls, bytes known].
     unattributed: std::collections::BTreeMap<String, [u64; 2]>,
 }
+
+/// How many of the runner's ticks (20 ms apart with eBPF) go by between two readings of
+/// /proc beside the tracer: each reading lists /proc and reads every process of the tree,
+/// which costs the machine far more than draining the tracer, and the counters it gives
+/// are totals that a later reading still holds.
+const COMPANION_EVERY: u64 = 5;
 
 impl BpfSource {
     /// Loads the tracer, following candor itself until the command's process exists (so
@@ -47,7 +56,8 @@ impl BpfSource {
             raw: Vec::new(),
             snapshots: Vec::new(),
             notes,
-            counters: crate::procfs::ProcfsSource::new(0.02),
+            counters: crate::procfs::ProcfsSource::new(0.02 * COMPANION_EVERY as f64),
+            ticks: 0,
             counted: Vec::new(),
             unattributed: Default::default(),
         })
@@ -495,7 +505,10 @@ impl PhaseSource for BpfSource {
     fn sample(&mut self) {
         self.drain();
         self.snapshot();
-        self.counters.sample();
+        if self.ticks.is_multiple_of(COMPANION_EVERY) {
+            self.counters.sample();
+        }
+        self.ticks += 1;
     }
 
     fn exited(&mut self, pid: u32) {

@@ -969,7 +969,7 @@ static __always_inline void emit_phase(struct fd_key *k, struct phase *p, __u64 
 	fold_into_file(p);
 	p->close_ns = now;
 	p->flags |= PHASE_CLOSED;
-	if (bpf_ringbuf_output(&phases, p, sizeof(*p), 0))
+	if (bpf_ringbuf_output(&phases, p, sizeof(*p), RB_NO_WAKEUP))
 		merge_lost(p);
 	bpf_map_delete_elem(&fds, k);
 }
@@ -992,7 +992,7 @@ static __always_inline void set_direct(struct phase *p, int direct, __u64 now)
 		__u32 flags = p->flags;
 		p->close_ns = now;
 		p->flags |= PHASE_CLOSED;
-		if (bpf_ringbuf_output(&phases, p, sizeof(*p), 0))
+		if (bpf_ringbuf_output(&phases, p, sizeof(*p), RB_NO_WAKEUP))
 			merge_lost(p);
 		p->flags = flags;
 		p->close_ns = 0;

@@ -5,8 +5,8 @@
  *
  * The tree: processes whose tgid is in `rec_tracked` (user space seeds it with its own pid;
  * the fork program adds every child), except `rec_self` (candor itself), whose calls are
- * never recorded. A call's arguments are kept at entry in `rec_pending` (per thread), its
- * paths in `rec_paths`; at exit the record goes to the ring buffer, or, when it is full,
+ * never recorded. A call's arguments and paths are written at entry in the thread's entry
+ * of `rec_pending`; at exit the record goes to the ring buffer, or, when it is full,
  * `rec_lost` counts it and the trace says it is incomplete. */
 
 #include "candor_bpf.h"
@@ -48,26 +48,24 @@ struct {
 	__type(value, __u8);
 } rec_tracked SEC(".maps");
 
+/* One entry per recorded thread, made at its first recorded call and removed when the
+ * thread exits (`record_task_exit`): the call under way is written in place at entry and
+ * handed over at exit, then marked idle (ts = 0). Reusing the entry spares a hash insert
+ * and delete on every call. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct rec_call);
+	__type(value, struct rec_path_call);
 } rec_pending SEC(".maps");
 
+/* Zeroes, to make a thread's entry from (the value is too big for the stack). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct rec_path_call);
-} rec_paths SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rec_path_call);
-} rec_scratch SEC(".maps");
+} rec_zero SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -111,25 +109,20 @@ int record_fork(void *ctx)
 	c.tgid = parent;
 	c.nr = REC_FORK;
 	c.args[0] = child;
-	if (bpf_ringbuf_output(&rec_events, &c, sizeof(c), 0))
+	if (bpf_ringbuf_output(&rec_events, &c, sizeof(c), RB_NO_WAKEUP))
 		lost();
 	return 0;
 }
 
-#define PT_REGS_R9 64
-#define PT_REGS_R8 72
-#define PT_REGS_R10 56
-#define PT_REGS_DX 96
-#define PT_REGS_SI 104
-#define PT_REGS_DI 112
-#define PT_REGS_ORIG_AX 120
-
-static __always_inline __u64 reg(const void *regs, int off)
-{
-	__u64 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (const char *)regs + off);
-	return v;
-}
+/* The saved user registers from r10 to di in one read (x86_64 struct pt_regs, whose
+ * layout is user-visible ABI): r10, r9, r8, ax, cx, dx, si, di. */
+#define PT_REGS_FROM_R10 56
+#define R_R10 0
+#define R_R9 1
+#define R_R8 2
+#define R_DX 5
+#define R_SI 6
+#define R_DI 7
 
 /* Which calls are recorded, and which of their arguments are paths (bit 0: the first
  * argument, bit 1: the second, bit 3: the fourth), 0 for none; -1 for a call not recorded. */
@@ -173,23 +166,33 @@ int record_enter(__u64 *ctx)
 	int paths = paths_of(nr);
 	if (paths < 0)
 		return 0;
-	const void *regs = (const void *)ctx[0];
-	__u32 zero = 0;
-	struct rec_path_call *s = bpf_map_lookup_elem(&rec_scratch, &zero);
-	if (!s)
-		return 0;
+	struct rec_path_call *s = bpf_map_lookup_elem(&rec_pending, &tid);
+	if (!s) {
+		__u32 zero = 0;
+		struct rec_path_call *z = bpf_map_lookup_elem(&rec_zero, &zero);
+		if (!z)
+			return 0;
+		bpf_map_update_elem(&rec_pending, &tid, z, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&rec_pending, &tid);
+		if (!s) {
+			lost();
+			return 0;
+		}
+	}
+	__u64 r[8] = {};
+	bpf_probe_read_kernel(r, sizeof(r), (const char *)ctx[0] + PT_REGS_FROM_R10);
 	s->c.tid = tid;
 	s->c.tgid = tgid;
 	s->c.nr = nr;
 	s->c.ret = 0;
 	s->c.dur = 0;
 	s->c.extra = 0;
-	s->c.args[0] = reg(regs, PT_REGS_DI);
-	s->c.args[1] = reg(regs, PT_REGS_SI);
-	s->c.args[2] = reg(regs, PT_REGS_DX);
-	s->c.args[3] = reg(regs, PT_REGS_R10);
-	s->c.args[4] = reg(regs, PT_REGS_R8);
-	s->c.args[5] = reg(regs, PT_REGS_R9);
+	s->c.args[0] = r[R_DI];
+	s->c.args[1] = r[R_SI];
+	s->c.args[2] = r[R_DX];
+	s->c.args[3] = r[R_R10];
+	s->c.args[4] = r[R_R8];
+	s->c.args[5] = r[R_R9];
 	s->c.has_paths = paths ? 1 : 0;
 	if (paths) {
 		s->p1[0] = 0;
@@ -202,46 +205,47 @@ int record_enter(__u64 *ctx)
 			bpf_probe_read_user_str(s->p2, REC_PATH, (const void *)s->c.args[1]);
 		else if (paths & 8)
 			bpf_probe_read_user_str(s->p2, REC_PATH, (const void *)s->c.args[3]);
-		s->c.ts = bpf_ktime_get_ns();
-		bpf_map_update_elem(&rec_paths, &tid, s, BPF_ANY);
-		return 0;
 	}
 	s->c.ts = bpf_ktime_get_ns();
-	bpf_map_update_elem(&rec_pending, &tid, &s->c, BPF_ANY);
 	return 0;
 }
 
+/* Only threads with an entry are recorded, and an entry with ts 0 has no call under way
+ * (a call not recorded, or one that began before the recording). */
 SEC("raw_tp/sys_exit")
 int record_exit(__u64 *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	if (tgid == rec_self || !bpf_map_lookup_elem(&rec_tracked, &tgid))
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct rec_path_call *p = bpf_map_lookup_elem(&rec_pending, &tid);
+	if (!p || !p->c.ts)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__s64 ret = (__s64)ctx[1];
-	struct rec_call *c = bpf_map_lookup_elem(&rec_pending, &tid);
-	if (c) {
-		c->dur = now - c->ts;
-		c->ret = ret;
-		if (c->nr == 5 && ret == 0) /* fstat: st_size at offset 48 */
-			rec_read_user(&c->extra, 8, (const char *)c->args[1] + 48);
-		if (bpf_ringbuf_output(&rec_events, c, sizeof(*c), 0))
-			lost();
-		bpf_map_delete_elem(&rec_pending, &tid);
-		return 0;
-	}
-	struct rec_path_call *p = bpf_map_lookup_elem(&rec_paths, &tid);
-	if (!p)
-		return 0;
 	p->c.dur = now - p->c.ts;
 	p->c.ret = ret;
-	if (ret == 0 && (p->c.nr == 4 || p->c.nr == 6))
+	__u32 nr = p->c.nr;
+	if (ret == 0 && nr == 5) /* fstat: st_size at offset 48 */
 		rec_read_user(&p->c.extra, 8, (const char *)p->c.args[1] + 48);
-	if (ret == 0 && p->c.nr == 262)
+	if (ret == 0 && (nr == 4 || nr == 6))
+		rec_read_user(&p->c.extra, 8, (const char *)p->c.args[1] + 48);
+	if (ret == 0 && nr == 262)
 		rec_read_user(&p->c.extra, 8, (const char *)p->c.args[2] + 48);
-	if (bpf_ringbuf_output(&rec_events, p, sizeof(*p), 0))
+	long err;
+	if (p->c.has_paths)
+		err = bpf_ringbuf_output(&rec_events, p, sizeof(*p), RB_NO_WAKEUP);
+	else
+		err = bpf_ringbuf_output(&rec_events, &p->c, sizeof(p->c), RB_NO_WAKEUP);
+	if (err)
 		lost();
-	bpf_map_delete_elem(&rec_paths, &tid);
+	p->c.ts = 0;
+	return 0;
+}
+
+/* A thread's end: its entry goes. */
+SEC("tracepoint/sched/sched_process_exit")
+int record_task_exit(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&rec_pending, &tid);
 	return 0;
 }

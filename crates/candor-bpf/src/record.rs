@@ -134,15 +134,18 @@ pub fn start(mut sink: Box<dyn FnMut(RawCall) + Send>) -> Result<Recording, Unav
     let attach_err = |what: &str, e: &dyn std::fmt::Display| {
         Unavailable::Attach(what.to_string(), e.to_string())
     };
-    {
+    for (name, tp) in [
+        ("record_fork", "sched_process_fork"),
+        ("record_task_exit", "sched_process_exit"),
+    ] {
         let p: &mut TracePoint = ebpf
-            .program_mut("record_fork")
-            .ok_or_else(|| Unavailable::Load("program record_fork missing".into()))?
+            .program_mut(name)
+            .ok_or_else(|| Unavailable::Load(format!("program {name} missing")))?
             .try_into()
             .map_err(|e| Unavailable::Load(format!("{e}")))?;
         p.load().map_err(|e| Unavailable::Load(format!("{e:#}")))?;
-        p.attach("sched", "sched_process_fork")
-            .map_err(|e| attach_err("sched:sched_process_fork", &e))?;
+        p.attach("sched", tp)
+            .map_err(|e| attach_err(&format!("sched:{tp}"), &e))?;
     }
     for (name, tp) in [("record_enter", "sys_enter"), ("record_exit", "sys_exit")] {
         let p: &mut RawTracePoint = ebpf

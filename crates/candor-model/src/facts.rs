@@ -246,12 +246,16 @@ pub struct CallFacts {
 }
 
 /// The operations whose calls were counted: `ops` of the test's `of` (the first of each
-/// thread's, in the timed region).
+/// thread's, in the timed region; or, with `repetitions`, those of the first repetition).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(default)]
 pub struct CallSample {
     pub ops: u64,
     pub of: u64,
+    /// The sample is the first of this many repetitions (`candor replay`), each making
+    /// the same calls; None: the first operations of each thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u32>,
 }
 
 /// Calls of one kind, and the bytes they returned (read-like and copy calls).
@@ -304,6 +308,7 @@ impl CallFacts {
             (Some(a), Some(b)) => Some(CallSample {
                 ops: a.ops + b.ops,
                 of: a.of + b.of,
+                repetitions: a.repetitions.or(b.repetitions),
             }),
             (a, b) => a.or(b),
         };
@@ -525,6 +530,9 @@ impl Facts {
         }
         match (self.calls.as_mut(), &o.calls) {
             (Some(a), Some(b)) => a.add(b),
+            // A repetition outside the sample of calls (counted on the first repetition
+            // only: `CallSample::repetitions`) leaves the sample's count as it is.
+            (Some(a), None) if a.sample.is_some_and(|s| s.repetitions.is_some()) => {}
             _ => self.calls = None,
         }
         self.threads = self.threads.max(o.threads);

@@ -333,7 +333,7 @@ impl Trace {
 
 // ---- encoding ----
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -341,11 +341,11 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn zigzag(v: i64) -> u64 {
+pub(crate) fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-fn unzigzag(v: u64) -> i64 {
+pub(crate) fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
@@ -479,15 +479,15 @@ pub fn encode(t: &Trace) -> Vec<u8> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub String);
 
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) at: usize,
 }
 
 const DAMAGED: &str = "is damaged (its calls do not decode): record it again";
 
 impl Reader<'_> {
-    fn varint(&mut self) -> Result<u64, Refused> {
+    pub(crate) fn varint(&mut self) -> Result<u64, Refused> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&b) = self.b.get(self.at) else {

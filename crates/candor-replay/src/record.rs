@@ -27,10 +27,117 @@ pub struct Recorded {
 /// The recorder's fork record number.
 pub const FORK: u32 = 0xFFFF;
 
-/// Turns recorded calls into a trace as they arrive.
+/// Recorded calls kept while the application runs, made into a trace after it ends: the
+/// recorder's thread only packs each call (varints, 20 to 30 bytes) and reads each new
+/// process's descriptor table once, so it takes little CPU from the application it
+/// records; the conversion (paths resolved, strace-like lines built and parsed) comes
+/// after. Past `SPOOL_LIMIT` bytes the calls held are converted at once, which bounds the
+/// memory a long recording takes.
+pub struct Spool {
+    buf: Vec<u8>,
+    last_ts: u64,
+    conv: Converter,
+}
+
+/// The packed calls held at most before they are converted (bytes).
+const SPOOL_LIMIT: usize = 256 << 20;
+
+impl Spool {
+    pub fn new(opts: Options) -> Spool {
+        Spool {
+            buf: Vec::with_capacity(1 << 20),
+            last_ts: 0,
+            conv: Converter::new(opts),
+        }
+    }
+
+    /// Keeps one call; a process seen for the first time has its descriptors read now.
+    pub fn push(&mut self, c: &Recorded) {
+        use crate::format::{put_varint, zigzag};
+        self.conv.seen(c.tgid);
+        if c.nr == FORK {
+            self.conv.seen(c.args[0] as u32);
+        }
+        let b = &mut self.buf;
+        put_varint(b, zigzag(c.ts.wrapping_sub(self.last_ts) as i64));
+        self.last_ts = c.ts;
+        put_varint(b, c.dur);
+        put_varint(b, zigzag(c.ret));
+        for a in c.args {
+            put_varint(b, zigzag(a as i64));
+        }
+        put_varint(b, c.extra);
+        put_varint(b, c.tid as u64);
+        put_varint(b, c.tgid as u64);
+        put_varint(b, c.nr as u64);
+        for p in [&c.p1, &c.p2] {
+            put_varint(b, p.len() as u64);
+            b.extend_from_slice(p.as_bytes());
+        }
+        if self.buf.len() >= SPOOL_LIMIT {
+            self.convert();
+        }
+    }
+
+    /// Converts the calls held, in order, and empties the spool.
+    fn convert(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        let mut r = crate::format::Reader { b: &buf, at: 0 };
+        let mut ts = 0u64;
+        while r.at < buf.len() {
+            let Some(c) = unpack(&mut r, &mut ts) else {
+                break;
+            };
+            self.conv.add(c);
+        }
+        self.buf = buf;
+        self.buf.clear();
+    }
+
+    /// The trace of every call kept.
+    pub fn finish(mut self, lost: u64) -> Trace {
+        self.convert();
+        self.conv.finish(lost)
+    }
+}
+
+/// One packed call back (`Spool::push`'s layout); None when the bytes end early.
+fn unpack(r: &mut crate::format::Reader, ts: &mut u64) -> Option<Recorded> {
+    use crate::format::unzigzag;
+    let mut v = || r.varint().ok();
+    let mut c = Recorded::default();
+    *ts = ts.wrapping_add(unzigzag(v()?) as u64);
+    c.ts = *ts;
+    c.dur = v()?;
+    c.ret = unzigzag(v()?);
+    for a in c.args.iter_mut() {
+        *a = unzigzag(v()?) as u64;
+    }
+    c.extra = v()?;
+    c.tid = v()? as u32;
+    c.tgid = v()? as u32;
+    c.nr = v()? as u32;
+    let mut paths = [String::new(), String::new()];
+    for p in paths.iter_mut() {
+        let n = r.varint().ok()? as usize;
+        let bytes = r.b.get(r.at..r.at.checked_add(n)?)?;
+        *p = String::from_utf8_lossy(bytes).into_owned();
+        r.at += n;
+    }
+    let [p1, p2] = paths;
+    c.p1 = p1;
+    c.p2 = p2;
+    Some(c)
+}
+
+/// Turns recorded calls into a trace.
 pub struct Converter {
     b: Builder,
     fds: HashMap<(u32, i64), String>,
+    /// Each process's descriptor table as read when it was first seen (`Converter::seen`):
+    /// the files of descriptors it had before any recorded open.
+    first_fds: HashMap<(u32, i64), String>,
+    seen: std::collections::HashSet<u32>,
     cwd: HashMap<u32, String>,
     t0: Option<u64>,
     pub calls: u64,
@@ -50,6 +157,8 @@ impl Converter {
         Converter {
             b: Builder::new(opts),
             fds: HashMap::new(),
+            first_fds: HashMap::new(),
+            seen: Default::default(),
             cwd: HashMap::new(),
             t0: None,
             calls: 0,
@@ -63,6 +172,12 @@ impl Converter {
         }
         if let Some(p) = self.fds.get(&(tgid, fd)) {
             return Some(p.clone());
+        }
+        if let Some(p) = self.first_fds.get(&(tgid, fd)) {
+            return Some(p.clone());
+        }
+        if self.seen.contains(&tgid) {
+            return None;
         }
         let p = candor_procfs::Kernel::system()
             .pid_fd(candor_procfs::Pid::Id(tgid), u32::try_from(fd).ok()?)
@@ -114,6 +229,26 @@ impl Converter {
         match dir {
             Some(d) => format!("{}/{}", d.trim_end_matches('/'), p),
             None => p.to_string(),
+        }
+    }
+
+    /// Reads, once per process, its working directory and descriptor table while it lives:
+    /// what a call of it names that no recorded call opened is looked up there when the
+    /// calls are converted, after the recording.
+    pub fn seen(&mut self, tgid: u32) {
+        if !self.seen.insert(tgid) {
+            return;
+        }
+        let k = candor_procfs::Kernel::system();
+        let pid = candor_procfs::Pid::Id(tgid);
+        if let Ok(c) = k.pid_cwd(pid) {
+            self.cwd
+                .entry(tgid)
+                .or_insert_with(|| c.to_string_lossy().into_owned());
+        }
+        for (fd, p) in k.pid_fds(pid).unwrap_or_default() {
+            self.first_fds
+                .insert((tgid, fd as i64), p.to_string_lossy().into_owned());
         }
     }
 
@@ -369,5 +504,104 @@ impl Converter {
             ));
         }
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls of this process (so its descriptors and working directory can be read) on a
+    /// file under /tmp: an open with its path, writes, a positional write at an offset
+    /// past 2^32, an lseek back by a negative amount, a failed call and the close.
+    fn calls() -> Vec<Recorded> {
+        let me = std::process::id();
+        let call = |ts: u64, nr: u32, args: [u64; 6], ret: i64, p1: &str| Recorded {
+            ts,
+            dur: 1_000 + ts % 7,
+            ret,
+            args,
+            extra: 0,
+            tid: me,
+            tgid: me,
+            nr,
+            p1: p1.into(),
+            p2: String::new(),
+        };
+        let at_fdcwd = -100i64 as u64;
+        vec![
+            call(
+                5_000,
+                257,
+                [at_fdcwd, 0, 0o101, 0o644, 0, 0],
+                9,
+                "/tmp/spool/a.db",
+            ),
+            call(6_000, 1, [9, 0, 4096, 0, 0, 0], 4096, ""),
+            call(7_500, 18, [9, 0, 512, 5 << 32, 0, 0], 512, ""),
+            call(7_400, 8, [9, -4096i64 as u64, 1, 0, 0, 0], 0, ""),
+            call(9_000, 0, [9, 0, 4096, 0, 0, 0], -9, ""),
+            call(9_100, 3, [9, 0, 0, 0, 0, 0], 0, ""),
+        ]
+    }
+
+    fn opts() -> Options {
+        Options {
+            dirs: vec!["/tmp/spool".into()],
+            keep_paths: true,
+        }
+    }
+
+    #[test]
+    fn a_spooled_recording_makes_the_trace_a_direct_conversion_makes() {
+        let mut direct = Converter::new(opts());
+        let mut spool = Spool::new(opts());
+        for c in calls() {
+            spool.push(&c);
+            direct.add(c);
+        }
+        assert!(!spool.buf.is_empty(), "the calls wait in the spool");
+        let (a, b) = (direct.finish(0), spool.finish(0));
+        assert_eq!(a.call_count(), 6, "every call, the failed read too");
+        assert_eq!(crate::format::encode(&a), crate::format::encode(&b));
+    }
+
+    #[test]
+    fn packed_calls_come_back_exactly() {
+        let mut spool = Spool::new(opts());
+        let mut c = calls().remove(0);
+        c.args = [u64::MAX, 0, 1 << 63, 7, u64::MAX - 1, 3];
+        c.ret = i64::MIN;
+        c.extra = u64::MAX;
+        c.p2 = "/tmp/spool/b".into();
+        let mut later = c.clone();
+        later.ts = 1;
+        for x in [&c, &later] {
+            spool.push(x);
+        }
+        let mut r = crate::format::Reader {
+            b: &spool.buf,
+            at: 0,
+        };
+        let mut ts = 0;
+        for want in [&c, &later] {
+            let got = unpack(&mut r, &mut ts).expect("unpacks");
+            assert_eq!(
+                (got.ts, got.dur, got.ret, got.args, got.extra, got.tid, got.tgid, got.nr),
+                (
+                    want.ts, want.dur, want.ret, want.args, want.extra, want.tid, want.tgid,
+                    want.nr
+                )
+            );
+            assert_eq!(
+                (got.p1.as_str(), got.p2.as_str()),
+                (want.p1.as_str(), want.p2.as_str())
+            );
+        }
+        assert_eq!(r.at, spool.buf.len());
+        assert!(
+            unpack(&mut r, &mut ts).is_none(),
+            "nothing after the last call"
+        );
     }
 }

@@ -26,10 +26,15 @@ const THREAD_IO_KINDS: [&str; 2] = ["read", "write"];
 fn scope(c: &CallFacts) -> String {
     match c.sample {
         Some(s) if s.ops < s.of => format!(
-            " in a sample of {} of its {} operations (the first of each thread's pass: while a \
+            " in a sample of {} of its {} operations ({}: while a \
              program counts calls on the syscall tracepoint, every system call of the machine \
              takes the kernel's slow path, about 0.3 us each, so only a sample is counted)",
-            s.ops, s.of
+            s.ops,
+            s.of,
+            match s.repetitions {
+                Some(n) => format!("the first of {n} repetitions, which make the same calls"),
+                None => "the first of each thread's pass".to_string(),
+            }
         ),
         _ => String::new(),
     }
@@ -361,6 +366,7 @@ mod tests {
         c.sample = Some(candor_model::CallSample {
             ops: 1000,
             of: 20_000,
+            repetitions: None,
         });
         c.counted_by = Some("ebpf".into());
         let k = check(&c).expect("a check");

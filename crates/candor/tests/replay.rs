@@ -277,6 +277,64 @@ fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
     assert_eq!(r["witness"]["verdict"], "unverified");
 }
 
+/// With eBPF and several repetitions the calls are counted on the first repetition only
+/// (the counting program slows every system call of the machine while it is attached):
+/// the check says so, counts that repetition's calls exactly, and still catches a trace
+/// with one call edited; the other repetitions are replayed and timed all the same.
+#[test]
+fn several_repetitions_are_counted_on_the_first_and_still_judged() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() {
+        return;
+    }
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let edited = LOG.replace(
+        "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 4096",
+        "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 100",
+    );
+    assert_ne!(edited, LOG);
+    for (log, verdict) in [(LOG, "match"), (edited.as_str(), "mismatch")] {
+        let l = d.path().join("app.log");
+        std::fs::write(&l, log).expect("write");
+        let o = replay(&[
+            "--from-strace",
+            l.to_str().unwrap(),
+            "--traced-dir",
+            "/data",
+            "--witness",
+            "bpf",
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+            target.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = &json(&o)["results"][0];
+        assert_eq!(r["reps"].as_array().map(Vec::len), Some(3), "{r}");
+        let c = &r["witness"]["syscalls_check"];
+        assert_eq!(c["verdict"], verdict, "{c}");
+        // LOG's 13 calls without the thread's start (clone) are the replay's 12 operations.
+        assert_eq!(
+            c["sample"],
+            serde_json::json!({"ops": 12, "of": 36, "repetitions": 3}),
+            "{c}"
+        );
+        assert_eq!(
+            c["kinds"]["pread64"]["expected"], 2,
+            "one repetition's: {c}"
+        );
+        assert_eq!(c["kinds"]["pread64"]["counted"], 2, "{c}");
+        let sentence = c["sentence"].as_str().unwrap_or("");
+        assert!(
+            sentence.contains("in a sample of 12 of its 36 operations (the first of 3 repetitions, which make the same calls"),
+            "{sentence}"
+        );
+    }
+}
+
 /// A trace naming /etc/passwd, ../ and a device writes nothing outside its run directory:
 /// the files are its ids in the run directory, which is gone at the end.
 #[test]

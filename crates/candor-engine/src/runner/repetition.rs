@@ -431,6 +431,7 @@ pub(super) fn special(
         calls_sample: sample.as_ref().map(|(ops, _)| candor_model::CallSample {
             ops: *ops,
             of: m.stats.ops,
+            repetitions: None,
         }),
         calls: Some(sample.map_or(calls.0, |(_, c)| c.0)),
         calls_thread_io: io_counted.map(|c| c.0),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// `candor audit --record`: a recording under way.
 pub struct Recording {
     recording: candor_bpf::record::Recording,
-    converter: std::sync::Arc<std::sync::Mutex<Option<candor_replay::record::Converter>>>,
+    converter: std::sync::Arc<std::sync::Mutex<Option<candor_replay::record::Spool>>>,
     path: PathBuf,
     dirs: Vec<String>,
     started_at: String,
@@ -39,7 +39,7 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
             .collect::<Result<_, _>>()?
     };
     let converter = std::sync::Arc::new(std::sync::Mutex::new(Some(
-        candor_replay::record::Converter::new(candor_replay::strace::Options {
+        candor_replay::record::Spool::new(candor_replay::strace::Options {
             dirs: dirs.clone(),
             keep_paths,
         }),
@@ -47,7 +47,7 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
     let sink = converter.clone();
     let recording = candor_bpf::record::start(Box::new(move |c| {
         if let Some(conv) = sink.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            conv.add(candor_replay::record::Recorded {
+            conv.push(&candor_replay::record::Recorded {
                 ts: c.ts,
                 dur: c.dur,
                 ret: c.ret,

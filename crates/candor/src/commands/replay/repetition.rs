@@ -181,7 +181,16 @@ pub(super) fn one_rep(
         candor_engine::runner::drop_all_caches();
     }
     let started_s = t0.elapsed().as_secs_f64();
-    let mut watch = t.witness.begin_counting_calls(&files);
+    // With eBPF the calls are counted by a program that every system call of the machine
+    // pays for while it is attached: the first repetition is counted (every repetition
+    // makes the same calls) and the others run without it.
+    let sampled = a.repeat > 1 && t.witness.counts_calls_by_attaching();
+    let counted = rep == 0 || !sampled;
+    let mut watch = if counted {
+        t.witness.begin_counting_calls(&files)
+    } else {
+        t.witness.begin(&files)
+    };
     let cpu0 = rusage();
     let stop = || signals::stop_requested().is_some();
     let mut played = play::play(trace, dir.as_fd(), a.timing, cpus, prepared, &stop);
@@ -210,7 +219,12 @@ pub(super) fn one_rep(
         flush_in_timing: true,
         cpu_seconds: Some((cpu1.0 - cpu0.0) + (cpu1.1 - cpu0.1)),
         threads: trace.calls.len() as u32,
-        calls: Some(expected.clone()),
+        calls: counted.then(|| expected.clone()),
+        calls_sample: (sampled && counted).then(|| candor_model::CallSample {
+            ops: hist.count(),
+            of: hist.count() * u64::from(a.repeat),
+            repetitions: Some(a.repeat),
+        }),
         ..Default::default()
     };
     let witness = watch.finish(&outcome);
