@@ -10,15 +10,12 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(candor_bpf_disabled)");
     println!("cargo:rerun-if-changed=bpf/candor.bpf.c");
     println!("cargo:rerun-if-changed=bpf/candor_bpf.h");
-    println!("cargo:rerun-if-changed=bpf/record.bpf.c");
     println!("cargo:rerun-if-env-changed=CANDOR_BPF");
     println!("cargo:rerun-if-env-changed=CLANG");
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let object = out.join("candor.bpf.o");
-    // The recorder of `candor audit --record` is an object of its own.
-    match compile(&object).and_then(|()| compile_one("bpf/record.bpf.c", &out.join("record.bpf.o")))
-    {
+    match compile(&object) {
         Ok(()) => {}
         Err(why) => {
             println!("cargo:warning=candor-bpf: BPF witness disabled: {why}");

@@ -4,6 +4,7 @@
 
 use crate::phase::{Observed, Phase, PhaseSource};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub struct BpfSource {
@@ -24,6 +25,8 @@ pub struct BpfSource {
     counted: Vec<String>,
     /// Per channel, the requests not given to a file: [calls, bytes known].
     unattributed: std::collections::BTreeMap<String, [u64; 2]>,
+    /// `--record`: the recording under way, stopped when the audit ends.
+    recording: Option<(candor_bpf::record::Recording, Arc<crate::Recorder>)>,
 }
 
 /// How many of the runner's ticks (20 ms apart with eBPF) go by between two readings of
@@ -35,14 +38,27 @@ const COMPANION_EVERY: u64 = 5;
 impl BpfSource {
     /// Loads the tracer, following candor itself until the command's process exists (so
     /// the command is followed from its first syscall). Err says why it cannot trace.
-    pub fn load(cwd: &str) -> Result<BpfSource, String> {
+    /// With `record`, the tracer also records every file-I/O call of the tree into its
+    /// sink until the audit ends.
+    pub fn load(cwd: &str, record: Option<Arc<crate::Recorder>>) -> Result<BpfSource, String> {
         let me = std::process::id();
-        let tracer = candor_bpf::Tracer::load(&candor_bpf::TraceOptions {
+        let mut tracer = candor_bpf::Tracer::load(&candor_bpf::TraceOptions {
             seed_pids: vec![me],
             phases: true,
+            record_except: record.as_ref().map(|_| me),
             ..Default::default()
         })
         .map_err(|e| e.to_string())?;
+        let recording = match &record {
+            Some(r) => {
+                let sink = r
+                    .take_sink()
+                    .ok_or_else(|| "the recording was started already".to_string())?;
+                let rec = tracer.take_recording(sink).map_err(|e| e.to_string())?;
+                Some((rec, r.clone()))
+            }
+            None => None,
+        };
         let notes = tracer
             .skipped()
             .into_iter()
@@ -60,6 +76,7 @@ impl BpfSource {
             ticks: 0,
             counted: Vec::new(),
             unattributed: Default::default(),
+            recording,
         })
     }
 
@@ -517,6 +534,10 @@ impl PhaseSource for BpfSource {
     }
 
     fn finish(&mut self) -> Observed {
+        // The tree has ended: the recorder's last calls are in the ring buffer.
+        if let Some((rec, to)) = self.recording.take() {
+            to.ended(rec.stop());
+        }
         self.drain();
         self.snapshot();
         let now = candor_bpf::monotonic_ns();

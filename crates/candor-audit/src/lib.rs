@@ -40,6 +40,47 @@ use std::time::Duration;
 /// cannot audit).
 pub use candor_model::WitnessSource as SourceChoice;
 
+/// `candor audit --record`: the sink the tree's recorded calls go to while the audit runs
+/// (eBPF only: the tracer's own syscall programs record them), and, once it has ended, how
+/// many calls the kernel could not hand over.
+pub struct Recorder {
+    sink: std::sync::Mutex<Option<RecordSink>>,
+    lost: std::sync::Mutex<Option<u64>>,
+}
+
+/// Where each recorded call goes, in the order the kernel handed them over.
+pub type RecordSink = Box<dyn FnMut(candor_bpf::record::RawCall) + Send>;
+
+impl Recorder {
+    pub fn new(sink: RecordSink) -> std::sync::Arc<Recorder> {
+        std::sync::Arc::new(Recorder {
+            sink: std::sync::Mutex::new(Some(sink)),
+            lost: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// The calls the kernel could not hand over; None when the recording never started.
+    pub fn lost(&self) -> Option<u64> {
+        *self.lost.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take_sink(&self) -> Option<RecordSink> {
+        self.sink.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn ended(&self, lost: u64) {
+        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(lost);
+    }
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("lost", &self.lost())
+            .finish()
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub source: SourceChoice,
@@ -50,6 +91,8 @@ pub struct Options {
     /// Stop when the command exits, even if processes it started still run (they are
     /// named); by default the audit waits for them.
     pub stop_at_exit: bool,
+    /// Record every file-I/O call of the tree (`--record`): eBPF only, refused otherwise.
+    pub record: Option<std::sync::Arc<Recorder>>,
 }
 
 impl Default for Options {
@@ -59,6 +102,7 @@ impl Default for Options {
             interval: Duration::from_millis(5),
             pass_through: true,
             stop_at_exit: false,
+            record: None,
         }
     }
 }
@@ -93,8 +137,16 @@ pub fn audit(argv: &[String], opts: &Options) -> Result<Audit, SourceUnavailable
         .unwrap_or_else(|_| ".".into());
     let mut fallback_note = None;
     let sampling = || Box::new(procfs::ProcfsSource::new(opts.interval.as_secs_f64()));
-    let mut source: Box<dyn PhaseSource> = match opts.source.choose(|| bpf::BpfSource::load(&cwd)) {
+    let load = || bpf::BpfSource::load(&cwd, opts.record.clone());
+    let mut source: Box<dyn PhaseSource> = match opts.source.choose(load) {
         Chosen::Bpf(b) => Box::new(b),
+        // Only the tracer records: a recording cannot fall back to /proc sampling.
+        Chosen::Procfs if opts.record.is_some() => {
+            return Err(SourceUnavailable(
+                "a recording is made by the eBPF tracer, not by /proc sampling".into(),
+            ))
+        }
+        Chosen::NoBpf { why, .. } if opts.record.is_some() => return Err(SourceUnavailable(why)),
         Chosen::Procfs => sampling(),
         Chosen::NoBpf { why, asked: true } => return Err(SourceUnavailable(why)),
         Chosen::NoBpf { why, asked: false } => {

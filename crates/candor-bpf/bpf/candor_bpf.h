@@ -38,6 +38,9 @@ static __u64 (*bpf_get_current_task)(void) = (void *)35;
 static long (*bpf_probe_read_user_str)(void *dst, __u32 size, const void *src) = (void *)114;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
 static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
+static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
+static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
+static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *src) = (void *)112;
 /* BPF_RB_NO_WAKEUP: user space drains the ring buffers on a timer and never waits on them,
  * so a record needs no wake-up (which would queue an irq_work from the traced call). */
 #define RB_NO_WAKEUP 1

@@ -91,6 +91,13 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn take_recording(
+        &mut self,
+        _sink: Box<dyn FnMut(crate::record::RawCall) + Send>,
+    ) -> Result<crate::record::Recording, TraceError> {
+        match *self {}
+    }
+
     pub fn count_syscalls(&mut self, _on: bool) -> Result<(), TraceError> {
         match *self {}
     }

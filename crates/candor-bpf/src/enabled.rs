@@ -99,9 +99,15 @@ impl Loaded {
         }
         let phases = u32::from(opts.phases);
         let quiet = quiet_comm(opts.quiet_thread_name.as_deref());
+        let record = u8::from(opts.record_except.is_some());
+        let record_except = opts.record_except.unwrap_or(0);
         let mut ebpf = EbpfLoader::new()
             .override_global("candor_phases", &phases, true)
             .override_global("candor_quiet_comm", &quiet, true)
+            .override_global("candor_record", &record, true)
+            .override_global("candor_record_self", &record_except, true)
+            // Not recording, the recording's ring buffer is one page.
+            .map_max_entries("rec_events", if record == 1 { 16 << 20 } else { 4096 })
             .load(OBJECT)
             .map_err(|e| Unavailable::Load(format!("{e:#}")))?;
         let mut loaded = Loaded {
@@ -193,6 +199,26 @@ impl Loaded {
     /// Attaches the counting program for a caller that needs the calls counted (`on`), or
     /// lets it go (`!on`): attached on the first request, detached when the last one lets
     /// go. A tracer loaded with `TraceOptions::syscalls` counts them throughout.
+    pub fn take_recording(
+        &mut self,
+        sink: Box<dyn FnMut(crate::record::RawCall) + Send>,
+    ) -> Result<crate::record::Recording, TraceError> {
+        let ring = RingBuf::try_from(
+            self.ebpf
+                .take_map("rec_events")
+                .ok_or_else(|| TraceError("the recording was taken already".into()))?,
+        )
+        .map_err(|e| err("rec_events", e))?;
+        let lost = aya::maps::Array::try_from(
+            self.ebpf
+                .take_map("rec_lost")
+                .ok_or_else(|| TraceError("map rec_lost missing".into()))?,
+        )
+        .map_err(|e| err("rec_lost", e))?;
+        crate::record::spawn(ring, lost, sink)
+            .map_err(|e| TraceError(format!("cannot start the recorder's thread: {e}")))
+    }
+
     pub fn count_syscalls(&mut self, on: bool) -> Result<(), TraceError> {
         if self.syscalls {
             return Ok(());

@@ -85,6 +85,10 @@ pub struct TraceOptions {
     /// figures, only the kernel's own cost of running a program on every system call (what
     /// `examples/overhead.rs` measures as the floor of any syscall tracing).
     pub empty_syscall_programs: bool,
+    /// Record every file-I/O call of the tracked set, except this process's (`candor audit
+    /// --record`): the syscall programs hand each one to user space, taken with
+    /// [`Tracer::take_recording`]. Needs `syscalls`.
+    pub record_except: Option<u32>,
 }
 
 impl Default for TraceOptions {
@@ -95,6 +99,7 @@ impl Default for TraceOptions {
             quiet_thread_name: None,
             syscalls: true,
             empty_syscall_programs: false,
+            record_except: None,
         }
     }
 }
@@ -161,6 +166,16 @@ impl Tracer {
     /// [`TraceOptions::syscalls`] counts them throughout and this does nothing.
     pub fn count_syscalls(&mut self, on: bool) -> Result<(), TraceError> {
         self.inner.count_syscalls(on)
+    }
+
+    /// The recorded calls of a tracer loaded with [`TraceOptions::record_except`], handed to
+    /// `sink` by a thread of their own until the returned recording is stopped (after the
+    /// tracer is dropped, the last ones too). Once only.
+    pub fn take_recording(
+        &mut self,
+        sink: Box<dyn FnMut(record::RawCall) + Send>,
+    ) -> Result<record::Recording, TraceError> {
+        self.inner.take_recording(sink)
     }
 
     /// Adds a process (and, from now on, its children) to the tracked set.

@@ -1,10 +1,7 @@
-//! The recorder of `candor audit --record`: loads bpf/record.bpf.c (its own object, built
-//! beside candor.bpf.o), follows this process's children (never this process itself), and
-//! hands every recorded call to a sink on a thread of its own, which drains the ring buffer
-//! every few milliseconds. Calls the kernel could not hand over (ring buffer full) are
-//! counted (`Recording::stop`'s `lost`).
-
-use crate::Unavailable;
+//! The recording of `candor audit --record`: the tracer's syscall programs (bpf/candor.bpf.c,
+//! `record_call`) hand every file-I/O call of the tracked set (never candor's own) to a ring
+//! buffer, which a thread of its own drains every few milliseconds into a sink. Calls the
+//! kernel could not hand over (ring buffer full) are counted (`Recording::stop`'s `lost`).
 
 /// A fork record's `nr`: `args[0]` is the child's pid.
 pub const FORK: u32 = 0xFFFF;
@@ -97,76 +94,20 @@ impl Drop for Recording {
     }
 }
 
-#[cfg(candor_bpf_disabled)]
-pub fn start(_sink: Box<dyn FnMut(RawCall) + Send>) -> Result<Recording, Unavailable> {
-    Err(Unavailable::NotBuilt(
-        env!("CANDOR_BPF_DISABLED_WHY").to_string(),
-    ))
-}
-
+/// Drains `ring` into `sink` on a thread of its own until the recording is stopped; `lost`
+/// is the kernel's count of the calls it had no room for.
 #[cfg(not(candor_bpf_disabled))]
-static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/record.bpf.o"));
-
-/// Loads and attaches the recorder, following the children this process starts from now
-/// on; `sink` gets every call in the order the ring buffer holds them (per thread, the
-/// order they were made).
-#[cfg(not(candor_bpf_disabled))]
-pub fn start(mut sink: Box<dyn FnMut(RawCall) + Send>) -> Result<Recording, Unavailable> {
-    use aya::maps::{Array, HashMap, RingBuf};
-    use aya::programs::{RawTracePoint, TracePoint};
-    use aya::EbpfLoader;
-    crate::probe::ensure_tracefs();
-    let me = std::process::id();
-    let mut ebpf = EbpfLoader::new()
-        .override_global("rec_self", &me, true)
-        .load(OBJECT)
-        .map_err(|e| Unavailable::Load(format!("{e:#}")))?;
-    {
-        let map = ebpf
-            .map_mut("rec_tracked")
-            .ok_or_else(|| Unavailable::Load("map rec_tracked missing".into()))?;
-        let mut tracked: HashMap<_, u32, u8> =
-            HashMap::try_from(map).map_err(|e| Unavailable::Load(e.to_string()))?;
-        tracked
-            .insert(me, 1, 0)
-            .map_err(|e| Unavailable::Load(e.to_string()))?;
-    }
-    let attach_err = |what: &str, e: &dyn std::fmt::Display| {
-        Unavailable::Attach(what.to_string(), e.to_string())
-    };
-    for (name, tp) in [
-        ("record_fork", "sched_process_fork"),
-        ("record_task_exit", "sched_process_exit"),
-    ] {
-        let p: &mut TracePoint = ebpf
-            .program_mut(name)
-            .ok_or_else(|| Unavailable::Load(format!("program {name} missing")))?
-            .try_into()
-            .map_err(|e| Unavailable::Load(format!("{e}")))?;
-        p.load().map_err(|e| Unavailable::Load(format!("{e:#}")))?;
-        p.attach("sched", tp)
-            .map_err(|e| attach_err(&format!("sched:{tp}"), &e))?;
-    }
-    for (name, tp) in [("record_enter", "sys_enter"), ("record_exit", "sys_exit")] {
-        let p: &mut RawTracePoint = ebpf
-            .program_mut(name)
-            .ok_or_else(|| Unavailable::Load(format!("program {name} missing")))?
-            .try_into()
-            .map_err(|e| Unavailable::Load(format!("{e}")))?;
-        p.load().map_err(|e| Unavailable::Load(format!("{e:#}")))?;
-        p.attach(tp).map_err(|e| attach_err(tp, &e))?;
-    }
-    let mut ring = RingBuf::try_from(
-        ebpf.take_map("rec_events")
-            .ok_or_else(|| Unavailable::Load("map rec_events missing".into()))?,
-    )
-    .map_err(|e| Unavailable::Load(e.to_string()))?;
+pub(crate) fn spawn(
+    mut ring: aya::maps::RingBuf<aya::maps::MapData>,
+    lost: aya::maps::Array<aya::maps::MapData, u64>,
+    mut sink: Box<dyn FnMut(RawCall) + Send>,
+) -> std::io::Result<Recording> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
         .name("candor-record".into())
         .spawn(move || {
-            let mut drain = |ring: &mut RingBuf<aya::maps::MapData>| {
+            let mut drain = |ring: &mut aya::maps::RingBuf<aya::maps::MapData>| {
                 while let Some(item) = ring.next() {
                     if let Some(c) = decode(&item) {
                         sink(c);
@@ -178,17 +119,8 @@ pub fn start(mut sink: Box<dyn FnMut(RawCall) + Send>) -> Result<Recording, Unav
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
             drain(&mut ring);
-            let lost = ebpf
-                .map("rec_lost")
-                .and_then(|m| Array::<_, u64>::try_from(m).ok())
-                .and_then(|a| a.get(&0, 0).ok())
-                .unwrap_or(0);
-            drain(&mut ring);
-            // The programs detach when `ebpf` is dropped, here.
-            drop(ebpf);
-            lost
-        })
-        .map_err(|e| Unavailable::Load(format!("cannot start the recorder's thread: {e}")))?;
+            lost.get(&0, 0).unwrap_or(0)
+        })?;
     Ok(Recording {
         stop,
         thread: Some(thread),

@@ -223,11 +223,27 @@ fn an_strace_log_of_a_small_program_is_its_calls() {
     assert_eq!(iolog, want);
 }
 
-/// One call edited (a write the recording saw cut short at 100 bytes) is named by the
-/// replay, and with eBPF the witness's count of write bytes differs: `unverified`.
-#[test]
-fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+/// Replays the strace log `l` (its files under /data) on `target` with `--witness` and
+/// `--repeat` as given, the result as JSON.
+fn replay_log(l: &Path, witness: &str, repeat: &str, target: &Path) -> Output {
+    replay(&[
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--witness",
+        witness,
+        "--repeat",
+        repeat,
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ])
+}
+
+/// A temporary directory with an empty `target` in it, and LOG with one call edited: the
+/// pwrite the recording saw return 4096 bytes returns 100.
+fn with_one_call_edited() -> (tempfile::TempDir, std::path::PathBuf, String) {
     let d = tempfile::tempdir().expect("a temporary directory");
     let target = d.path().join("target");
     std::fs::create_dir(&target).expect("mkdir");
@@ -236,22 +252,19 @@ fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
         "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 100",
     );
     assert_ne!(edited, LOG);
+    (d, target, edited)
+}
+
+/// One call edited (a write the recording saw cut short at 100 bytes) is named by the
+/// replay, and with eBPF the witness's count of write bytes differs: `unverified`.
+#[test]
+fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, target, edited) = with_one_call_edited();
     let l = d.path().join("edited.log");
     std::fs::write(&l, &edited).expect("write");
     let bpf = common::is_root() && candor_testkit::kernel_bpf().is_ok();
-    let o = replay(&[
-        "--from-strace",
-        l.to_str().unwrap(),
-        "--traced-dir",
-        "/data",
-        "--witness",
-        if bpf { "bpf" } else { "procfs" },
-        "--repeat",
-        "1",
-        "--format",
-        "json",
-        target.to_str().unwrap(),
-    ]);
+    let o = replay_log(&l, if bpf { "bpf" } else { "procfs" }, "1", &target);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let r = &json(&o)["results"][0];
     assert_eq!(
@@ -287,30 +300,11 @@ fn several_repetitions_are_counted_on_the_first_and_still_judged() {
     if !need_bpf() {
         return;
     }
-    let d = tempfile::tempdir().expect("a temporary directory");
-    let target = d.path().join("target");
-    std::fs::create_dir(&target).expect("mkdir");
-    let edited = LOG.replace(
-        "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 4096",
-        "pwrite64(3</data/db>, \"\\1\\1\"..., 4096, 8192) = 100",
-    );
-    assert_ne!(edited, LOG);
+    let (d, target, edited) = with_one_call_edited();
     for (log, verdict) in [(LOG, "match"), (edited.as_str(), "mismatch")] {
         let l = d.path().join("app.log");
         std::fs::write(&l, log).expect("write");
-        let o = replay(&[
-            "--from-strace",
-            l.to_str().unwrap(),
-            "--traced-dir",
-            "/data",
-            "--witness",
-            "bpf",
-            "--repeat",
-            "3",
-            "--format",
-            "json",
-            target.to_str().unwrap(),
-        ]);
+        let o = replay_log(&l, "bpf", "3", &target);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let r = &json(&o)["results"][0];
         assert_eq!(r["reps"].as_array().map(Vec::len), Some(3), "{r}");
@@ -517,6 +511,31 @@ fn record(trace: &Path, dir: &Path, cmd: &[&str], stdin: Option<&Path>) {
     let err = text(&o.stderr);
     assert!(err.contains("candor: recorded "), "{err}");
     assert!(!err.contains("lost"), "{err}");
+}
+
+/// A recording is made by the audit's eBPF tracer: `--record` with `--witness procfs` is
+/// refused in one sentence (exit 2) before anything runs, and no trace is left.
+#[test]
+fn a_recording_with_the_procfs_witness_is_refused() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("t.trace");
+    let marker = d.path().join("ran");
+    let o = candor()
+        .args(["audit", "--quiet", "--witness", "procfs", "--record"])
+        .arg(&trace)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .expect("candor runs");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr).trim(),
+        "candor: --record records with the eBPF tracer: leave out --witness procfs"
+    );
+    assert!(
+        !trace.exists() && !marker.exists(),
+        "nothing ran, nothing written"
+    );
 }
 
 /// Replays `trace` once on `fs` with the eBPF witness: every kind the trace holds is

@@ -82,12 +82,11 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
     }
-    let opts = Options {
-        source,
-        interval: Duration::from_millis(args.interval),
-        pass_through: !args.quiet,
-        stop_at_exit: args.stop_at_exit,
-    };
+    if args.record.is_some() && source == SourceChoice::Procfs {
+        return Err(Failure::usage(
+            "--record records with the eBPF tracer: leave out --witness procfs",
+        ));
+    }
     let started_at = rfc3339_now();
     let recording = match &args.record {
         Some(t) => Some(super::replay::record_start(
@@ -97,11 +96,22 @@ pub fn run(args: Args) -> CmdResult {
         )?),
         None => None,
     };
-    let audit = candor_audit::audit(&args.command, &opts).map_err(|e| {
-        Failure::usage(format!(
+    let opts = Options {
+        source,
+        interval: Duration::from_millis(args.interval),
+        pass_through: !args.quiet,
+        stop_at_exit: args.stop_at_exit,
+        record: recording.as_ref().map(|r| r.recorder.clone()),
+    };
+    let audit = candor_audit::audit(&args.command, &opts).map_err(|e| match &recording {
+        Some(_) => Failure::usage(format!(
+            "--record needs the eBPF recorder, which is not available: {}",
+            e.0
+        )),
+        None => Failure::usage(format!(
             "--witness bpf: {} (use --witness auto to fall back to /proc sampling)",
             e.0
-        ))
+        )),
     })?;
     if let Some(r) = recording {
         super::replay::record_finish(r, &args.command, audit.claims.first())?;

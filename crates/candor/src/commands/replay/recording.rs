@@ -1,5 +1,6 @@
-//! `candor audit --record`: the eBPF recorder started before the program, its calls made
-//! into a trace as they come, and the trace written with the program's own figure.
+//! `candor audit --record`: the sink the audit's eBPF tracer hands the program's calls to
+//! (packed while it runs, made into a trace after), and the trace written with the
+//! program's own figure.
 
 use crate::exit::Failure;
 use candor_model::rfc3339_now;
@@ -8,16 +9,17 @@ use std::path::{Path, PathBuf};
 
 /// `candor audit --record`: a recording under way.
 pub struct Recording {
-    recording: candor_bpf::record::Recording,
+    /// What the audit records into (`candor_audit::Options::record`).
+    pub recorder: std::sync::Arc<candor_audit::Recorder>,
     converter: std::sync::Arc<std::sync::Mutex<Option<candor_replay::record::Spool>>>,
     path: PathBuf,
     dirs: Vec<String>,
     started_at: String,
 }
 
-/// Starts recording the children candor starts from now on (root, eBPF), keeping the
-/// files under `dirs` (default: the current directory). Refused in one sentence when the
-/// recorder cannot load or the trace cannot be written.
+/// Makes the sink of a recording of the program the audit runs (root, eBPF: the audit's
+/// tracer records), keeping the files under `dirs` (default: the current directory).
+/// Refused in one sentence when the trace cannot be written.
 pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<Recording, Failure> {
     crate::paths::check_output_file("--record", path, "trace")?;
     let dirs: Vec<String> = if dirs.is_empty() {
@@ -45,7 +47,7 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
         }),
     )));
     let sink = converter.clone();
-    let recording = candor_bpf::record::start(Box::new(move |c| {
+    let recorder = candor_audit::Recorder::new(Box::new(move |c| {
         if let Some(conv) = sink.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             conv.push(&candor_replay::record::Recorded {
                 ts: c.ts,
@@ -60,14 +62,9 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
                 p2: c.p2,
             });
         }
-    }))
-    .map_err(|e| {
-        Failure::usage(format!(
-            "--record needs the eBPF recorder, which is not available: {e}"
-        ))
-    })?;
+    }));
     Ok(Recording {
-        recording,
+        recorder,
         converter,
         path: path.to_path_buf(),
         dirs,
@@ -82,7 +79,9 @@ pub fn record_finish(
     command: &[String],
     figure: Option<&candor_audit::Claim>,
 ) -> Result<(), Failure> {
-    let lost = r.recording.stop();
+    let Some(lost) = r.recorder.lost() else {
+        return Err(Failure::failed("the recording did not start"));
+    };
     let Some(conv) = r.converter.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return Err(Failure::failed("the recording was lost"));
     };
