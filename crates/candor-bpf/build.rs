@@ -8,8 +8,8 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rustc-check-cfg=cfg(candor_bpf_disabled)");
-    println!("cargo:rerun-if-changed=bpf/candor.bpf.c");
-    println!("cargo:rerun-if-changed=bpf/candor_bpf.h");
+    // candor.bpf.c and the parts it includes (bpf/*.bpf.h, candor_bpf.h).
+    println!("cargo:rerun-if-changed=bpf");
     println!("cargo:rerun-if-env-changed=CANDOR_BPF");
     println!("cargo:rerun-if-env-changed=CLANG");
 
