@@ -93,6 +93,9 @@ pub struct ProcfsSource {
     /// less often for a process whose memory map takes long to read (a large program's
     /// thousands of mappings), so the sampler keeps its pace.
     next_scan_s: HashMap<u32, f64>,
+    /// Indexes in `phases` of files closed as forward-only writers (`accounting::forward`):
+    /// late bytes given to one cannot take it past its size.
+    forward_writers: HashSet<usize>,
 }
 
 impl ProcfsSource {
@@ -114,6 +117,7 @@ impl ProcfsSource {
             inherited: HashSet::new(),
             channels: BTreeMap::new(),
             next_scan_s: HashMap::new(),
+            forward_writers: HashSet::new(),
         }
     }
 

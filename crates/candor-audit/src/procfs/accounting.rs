@@ -15,17 +15,27 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 /// elsewhere (dd's summary written to /dev/null after it closed its output). Returns what
 /// is taken off.
 fn trim_to_size(f: &mut OpenFile) -> u64 {
-    if !(f.sequential && f.pos_follows && f.info.writes() && !f.info.reads()) {
+    if !forward(f) {
         return 0;
     }
-    let Ok(md) = std::fs::metadata(&f.phase.path) else {
+    trim_phase(&mut f.phase)
+}
+
+/// Whether a file was only ever written forward by write calls.
+fn forward(f: &OpenFile) -> bool {
+    f.sequential && f.pos_follows && f.info.writes() && !f.info.reads()
+}
+
+/// Takes off a forward-only writer's phase what is beyond its file's size; returns it.
+fn trim_phase(ph: &mut Phase) -> u64 {
+    let Ok(md) = std::fs::metadata(&ph.path) else {
         return 0;
     };
-    if !md.file_type().is_file() || Some(md.ino()) != f.phase.inode {
+    if !md.file_type().is_file() || Some(md.ino()) != ph.inode {
         return 0;
     }
-    let excess = f.phase.write_bytes.saturating_sub(md.len());
-    f.phase.write_bytes -= excess;
+    let excess = ph.write_bytes.saturating_sub(md.len());
+    ph.write_bytes -= excess;
     excess
 }
 
@@ -255,6 +265,15 @@ impl ProcfsSource {
                     rest.read_bytes = 0;
                 }
                 Self::attribute_closed(&mut self.phases, &last, late);
+                // A file written forward to its end cannot take more than its size: the
+                // rest came after it closed (dd's summary to /dev/null).
+                for &i in &last {
+                    if self.forward_writers.contains(&i) {
+                        if let Some(ph) = self.phases.get_mut(i) {
+                            self.unattributed.wchar += trim_phase(ph);
+                        }
+                    }
+                }
             }
         }
         self.unattributed = self.unattributed.plus(rest);
@@ -272,6 +291,9 @@ impl ProcfsSource {
         for fd in closed {
             if let Some(mut f) = p.files.remove(&fd) {
                 self.unattributed.wchar += trim_to_size(&mut f);
+                if forward(&f) {
+                    self.forward_writers.insert(self.phases.len());
+                }
                 let mut ph = f.phase;
                 ph.close_s = mid;
                 p.last_files.push(self.phases.len());
@@ -308,6 +330,9 @@ impl ProcfsSource {
         };
         for (_, mut f) in p.files.drain() {
             self.unattributed.wchar += trim_to_size(&mut f);
+            if forward(&f) {
+                self.forward_writers.insert(self.phases.len());
+            }
             let mut ph = f.phase;
             ph.close_s = at;
             p.last_files.push(self.phases.len());
@@ -322,6 +347,67 @@ mod tests {
     use crate::phase::PhaseSource;
     use crate::procfs::tests::tempfile_dir;
     use candor_procfs::FdInfo;
+
+    /// dd's way of ending: its output written whole and closed, then its summary written to
+    /// /dev/null; a reading that finds it ended after the close brings the summary's bytes
+    /// with no file open. They are not the output file's: a file written forward to its end
+    /// takes no more than its size (a fresh-clone run once gave dd's 200 MiB file 63 bytes
+    /// more than its size).
+    #[test]
+    fn late_bytes_beyond_a_forward_writer_s_size_are_not_its() {
+        let dir = tempfile_dir("late-summary");
+        let path = dir.join("out");
+        let f = std::fs::File::create(&path).unwrap();
+        let mib = 1u64 << 20;
+        f.set_len(4 * mib).unwrap();
+        let path = path.display().to_string();
+        let info = |pos: u64| FdInfo::parse(&format!("pos:\t{pos}\nflags:\t0100001\nmnt_id:\t1\n"));
+        let io = |w: u64| Io {
+            wchar: w,
+            syscw: w.div_ceil(mib),
+            write_bytes: w,
+            ..Default::default()
+        };
+        let pid = 4_000_001;
+        let mut src = ProcfsSource::new(0.005);
+        src.add_proc(pid, 1, "dd".into(), 0.0);
+        for (k, t) in [(1u64, 0.01), (2, 0.02), (3, 0.03), (4, 0.04)] {
+            let alive = Reading {
+                total: Some(io(k * mib)),
+                threads: Some([(pid, io(k * mib))].into_iter().collect()),
+                fds: vec![(1, path.clone(), info(k * mib))],
+                closing: Vec::new(),
+                ended: false,
+            };
+            src.apply(pid, alive, io(k * mib), t);
+        }
+        // Closed, then ended: the summary's 98 bytes arrive with no file open.
+        let closed = Reading {
+            total: Some(io(4 * mib)),
+            threads: None,
+            fds: vec![(1, path.clone(), info(4 * mib))],
+            closing: vec![1],
+            ended: true,
+        };
+        src.apply(pid, closed, io(4 * mib), 0.05);
+        let last = Reading {
+            total: Some(io(4 * mib + 98)),
+            threads: None,
+            fds: Vec::new(),
+            closing: Vec::new(),
+            ended: true,
+        };
+        src.apply(pid, last, io(4 * mib + 98), 0.06);
+        let obs = src.finish();
+        let _ = std::fs::remove_dir_all(&dir);
+        let written: u64 = obs
+            .phases
+            .iter()
+            .filter(|p| p.path == path)
+            .map(|p| p.write_bytes)
+            .sum();
+        assert_eq!(written, 4 * mib, "{obs:#?}");
+    }
 
     /// The reading that finds a process ended was taken a moment before its last write:
     /// its counters (read first) miss the last record, the ended check (read after) closes
