@@ -348,6 +348,39 @@ mod tests {
     use crate::procfs::tests::tempfile_dir;
     use candor_procfs::FdInfo;
 
+    /// Ends the sampling and removes `dir`: the bytes written to `path` in every phase, and
+    /// what was observed.
+    fn finish_writing(
+        mut src: ProcfsSource,
+        dir: &std::path::Path,
+        path: &str,
+    ) -> (u64, crate::phase::Observed) {
+        let obs = src.finish();
+        let _ = std::fs::remove_dir_all(dir);
+        let written = obs
+            .phases
+            .iter()
+            .filter(|p| p.path == path)
+            .map(|p| p.write_bytes)
+            .sum();
+        (written, obs)
+    }
+
+    /// A reading of a process found ended, with its counters `total` and, when given, its
+    /// descriptor 1 open on a file at a position and seen closing.
+    fn ended(total: Io, closing: Option<(&str, FdInfo)>) -> Reading {
+        Reading {
+            total: Some(total),
+            threads: None,
+            closing: closing.iter().map(|_| 1).collect(),
+            fds: closing
+                .into_iter()
+                .map(|(p, i)| (1, p.to_string(), i))
+                .collect(),
+            ended: true,
+        }
+    }
+
     /// dd's way of ending: its output written whole and closed, then its summary written to
     /// /dev/null; a reading that finds it ended after the close brings the summary's bytes
     /// with no file open. They are not the output file's: a file written forward to its end
@@ -382,30 +415,11 @@ mod tests {
             src.apply(pid, alive, io(k * mib), t);
         }
         // Closed, then ended: the summary's 98 bytes arrive with no file open.
-        let closed = Reading {
-            total: Some(io(4 * mib)),
-            threads: None,
-            fds: vec![(1, path.clone(), info(4 * mib))],
-            closing: vec![1],
-            ended: true,
-        };
+        let closed = ended(io(4 * mib), Some((&path, info(4 * mib))));
         src.apply(pid, closed, io(4 * mib), 0.05);
-        let last = Reading {
-            total: Some(io(4 * mib + 98)),
-            threads: None,
-            fds: Vec::new(),
-            closing: Vec::new(),
-            ended: true,
-        };
+        let last = ended(io(4 * mib + 98), None);
         src.apply(pid, last, io(4 * mib + 98), 0.06);
-        let obs = src.finish();
-        let _ = std::fs::remove_dir_all(&dir);
-        let written: u64 = obs
-            .phases
-            .iter()
-            .filter(|p| p.path == path)
-            .map(|p| p.write_bytes)
-            .sum();
+        let (written, obs) = finish_writing(src, &dir, &path);
         assert_eq!(written, 4 * mib, "{obs:#?}");
     }
 
@@ -442,31 +456,12 @@ mod tests {
         };
         src.apply(pid, alive, io(63 * mib), 0.01);
         // The racy reading: counters before the 64th record, ended by the time it checks.
-        let racy = Reading {
-            total: Some(io(63 * mib)),
-            threads: None,
-            fds: vec![(1, path.clone(), info(63 * mib))],
-            closing: vec![1],
-            ended: true,
-        };
+        let racy = ended(io(63 * mib), Some((&path, info(63 * mib))));
         src.apply(pid, racy, io(63 * mib), 0.02);
         // The final counters, read when the runner saw it end.
-        let last = Reading {
-            total: Some(io(64 * mib)),
-            threads: None,
-            fds: Vec::new(),
-            closing: Vec::new(),
-            ended: true,
-        };
+        let last = ended(io(64 * mib), None);
         src.apply(pid, last, io(64 * mib), 0.03);
-        let obs = src.finish();
-        let _ = std::fs::remove_dir_all(&dir);
-        let written: u64 = obs
-            .phases
-            .iter()
-            .filter(|p| p.path == path)
-            .map(|p| p.write_bytes)
-            .sum();
+        let (written, obs) = finish_writing(src, &dir, &path);
         assert_eq!(written, 64 * mib, "{obs:#?}");
         assert!(
             !obs.notes
