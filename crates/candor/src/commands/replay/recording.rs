@@ -80,7 +80,9 @@ pub fn record_finish(
     figure: Option<&candor_audit::Claim>,
 ) -> Result<(), Failure> {
     let Some(lost) = r.recorder.lost() else {
-        return Err(Failure::failed("the recording did not start"));
+        return Err(Failure::failed(
+            "the recording did not start: the audit ran without its eBPF tracer; run it as root on a kernel that loads eBPF (candor doctor says what is missing)",
+        ));
     };
     let Some(conv) = r.converter.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return Err(Failure::failed("the recording was lost"));
