@@ -149,10 +149,6 @@ struct io_kiocb {
 	void *ctx;
 } __attribute__((preserve_access_index));
 
-struct folio {
-	unsigned long _flags_1;
-} __attribute__((preserve_access_index));
-
 static __always_inline void chan_lost_add(__u32 chan, __u64 calls, __u64 bytes)
 {
 	struct chan_lost_stat *l = bpf_map_lookup_elem(&chan_lost, &chan);

@@ -377,8 +377,10 @@ int candor_sys_exit(__u64 *ctx)
 	return 0;
 }
 
-SEC("tracepoint/exceptions/page_fault_user")
-int candor_page_fault(void *ctx)
+/* page_fault_user(address, regs, error_code): a typed raw tracepoint, so no perf record
+ * is built for the faults of every other process of the machine. */
+SEC("tp_btf/page_fault_user")
+int candor_page_fault(__u64 *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!is_tracked_tgid(tgid))

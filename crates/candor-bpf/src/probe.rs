@@ -153,44 +153,39 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
             true,
             "request owners",
         ),
-        tp(
+        btf(
             "filemap",
             "mm_filemap_add_to_page_cache",
             "candor_cache_add",
             true,
-            &[("i_ino", 16), ("s_dev", 32), ("order", 36)],
             "cache misses",
         ),
-        tp(
+        btf(
             "writeback",
             "writeback_dirty_folio",
             "candor_dirty_folio",
             false,
-            &[("ino", 40)],
             "writeback attribution",
         ),
-        tp(
+        btf(
             "writeback",
             "writeback_single_inode_start",
             "candor_wb_start",
             false,
-            &[("ino", 40)],
             "writeback attribution",
         ),
-        tp(
+        btf(
             "writeback",
             "writeback_single_inode",
             "candor_wb_end",
             false,
-            &[("ino", 40)],
             "writeback attribution",
         ),
-        tp(
+        btf(
             "exceptions",
             "page_fault_user",
             "candor_page_fault",
             false,
-            &[],
             "mmap page faults",
         ),
         tp(
