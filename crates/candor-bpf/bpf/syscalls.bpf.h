@@ -6,8 +6,10 @@
 /* Syscalls are traced on the raw tracepoints raw_syscalls:sys_enter/sys_exit: a raw
  * tracepoint runs the program straight from the kernel's hook, without the copy into a
  * perf record that a classic tracepoint makes, which costs several hundred nanoseconds
- * per call. Arguments come from the saved user registers (x86_64 struct pt_regs, whose
- * layout is user-visible ABI). */
+ * per call. They are attached typed by the kernel's BTF (tp_btf): the hook's first
+ * argument is then a typed pointer to the saved user registers (x86_64 struct pt_regs,
+ * whose layout is user-visible ABI), read with plain loads instead of a helper call per
+ * register (about 28 ns each). */
 #define PT_REGS_R10 56
 #define PT_REGS_DX 96
 #define PT_REGS_SI 104
@@ -15,9 +17,7 @@
 
 static __always_inline __u64 reg(const void *regs, int off)
 {
-	__u64 v = 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (const char *)regs + off);
-	return v;
+	return *(const __u64 *)((const char *)regs + off);
 }
 
 /* `starts` has one entry per tracked thread (made by user space for the threads that
@@ -25,7 +25,7 @@ static __always_inline __u64 reg(const void *regs, int off)
  * exit), reused from call to call (ts = 0 when idle): its lookup is also the "is this
  * thread tracked" test, and an in-place write is much cheaper than a hash insert and
  * delete on every call. */
-SEC("raw_tp/sys_enter")
+SEC("tp_btf/sys_enter")
 int candor_sys_enter(__u64 *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -86,13 +86,13 @@ int candor_sys_enter(__u64 *ctx)
 /* Do-nothing twins of the two syscall programs, attached only to measure what the kernel
  * itself charges every system call once a program sits on these tracepoints (the
  * overhead example's "empty" mode); candor never attaches them otherwise. */
-SEC("raw_tp/sys_enter")
+SEC("tp_btf/sys_enter")
 int candor_sys_enter_null(void *ctx)
 {
 	return 0;
 }
 
-SEC("raw_tp/sys_exit")
+SEC("tp_btf/sys_exit")
 int candor_sys_exit_null(void *ctx)
 {
 	return 0;
@@ -105,7 +105,7 @@ int candor_sys_exit_null(void *ctx)
  * call's number (orig_ax) and arguments (only ax has become the result). */
 #define PT_REGS_ORIG_AX 120
 
-SEC("raw_tp/sys_exit")
+SEC("tp_btf/sys_exit")
 int candor_sys_count(__u64 *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -269,7 +269,7 @@ static __always_inline void set_direct(struct phase *p, int direct, __u64 now)
 		p->flags &= ~PHASE_DIRECT;
 }
 
-SEC("raw_tp/sys_exit")
+SEC("tp_btf/sys_exit")
 int candor_sys_exit(__u64 *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();

@@ -10,7 +10,7 @@ use crate::raw::{
 };
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::raw_trace_point::RawTracePointLink;
+use aya::programs::tp_btf::BtfTracePointLink;
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::Btf;
 use aya::{Ebpf, EbpfLoader};
@@ -41,7 +41,7 @@ pub struct Loaded {
     syscalls: bool,
     /// The counting program attached on demand (`count_syscalls`), and how many callers
     /// asked for it.
-    on_demand: Vec<RawTracePointLink>,
+    on_demand: Vec<BtfTracePointLink>,
     demand: u32,
 }
 
@@ -235,16 +235,18 @@ impl Loaded {
             return Ok(());
         }
         let program = probe::COUNTING_PROGRAM;
-        let attached = (|| -> Result<RawTracePointLink, String> {
+        let attached = (|| -> Result<BtfTracePointLink, String> {
             let prog = self
                 .ebpf
                 .program_mut(program)
                 .ok_or_else(|| format!("program {program} missing"))?;
-            let tp: &mut RawTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+            let tp: &mut BtfTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
             if tp.fd().is_err() {
-                tp.load().map_err(|e| verifier_message(&e))?;
+                let mut btf = None;
+                tp.load("sys_exit", kernel_btf(&mut btf)?)
+                    .map_err(|e| verifier_message(&e))?;
             }
-            let id = tp.attach("sys_exit").map_err(|e| chain(&e))?;
+            let id = tp.attach().map_err(|e| chain(&e))?;
             tp.take_link(id).map_err(|e| chain(&e))
         })();
         match attached {

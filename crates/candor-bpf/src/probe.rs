@@ -109,7 +109,7 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
     ];
     for (name, program) in SYSCALL_PROGRAMS {
         v.push(TracepointSpec {
-            attach: Attach::Raw,
+            attach: Attach::Btf,
             ..tp("raw_syscalls", name, program, true, &[], "syscall counts")
         });
     }
@@ -505,7 +505,7 @@ format:
         for name in ["sys_enter", "sys_exit"] {
             let t = all.iter().find(|t| t.name == name);
             assert!(
-                t.is_some_and(|t| t.attach == Attach::Raw && t.required),
+                t.is_some_and(|t| t.attach == Attach::Btf && t.required),
                 "{name}"
             );
         }
