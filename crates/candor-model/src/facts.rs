@@ -256,6 +256,11 @@ pub struct CallSample {
     /// the same calls; None: the first operations of each thread.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<u32>,
+    /// Some(true): the calls were counted on a pass of their own, made before the
+    /// `repetitions` timed ones (`candor replay --timing fast` with eBPF), so no timed
+    /// repetition paid for the counting. None in files from before it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counting_pass: Option<bool>,
 }
 
 /// Calls of one kind, and the bytes they returned (read-like and copy calls).
@@ -309,6 +314,7 @@ impl CallFacts {
                 ops: a.ops + b.ops,
                 of: a.of + b.of,
                 repetitions: a.repetitions.or(b.repetitions),
+                counting_pass: a.counting_pass.or(b.counting_pass),
             }),
             (a, b) => a.or(b),
         };

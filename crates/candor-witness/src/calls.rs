@@ -24,11 +24,17 @@ const THREAD_IO_KINDS: [&str; 2] = ["read", "write"];
 /// first 1000 of its 20000 operations (a sample: ...)" and the like; empty for the kernel's
 /// count of every operation.
 fn scope(c: &CallFacts) -> String {
+    const WHY: &str = "while a program counts calls on the syscall tracepoint, every system \
+                       call of the machine takes the kernel's slow path, about 0.3 us each";
     match c.sample {
+        Some(s) if s.counting_pass == Some(true) => format!(
+            " on a counting pass of its own, made before the {} timed repetition{} (which \
+             make the same calls: {WHY}, so no timed repetition is counted)",
+            s.repetitions.unwrap_or(1),
+            if s.repetitions.unwrap_or(1) == 1 { "" } else { "s" }
+        ),
         Some(s) if s.ops < s.of => format!(
-            " in a sample of {} of its {} operations ({}: while a \
-             program counts calls on the syscall tracepoint, every system call of the machine \
-             takes the kernel's slow path, about 0.3 us each, so only a sample is counted)",
+            " in a sample of {} of its {} operations ({}: {WHY}, so only a sample is counted)",
             s.ops,
             s.of,
             match s.repetitions {
@@ -367,6 +373,7 @@ mod tests {
             ops: 1000,
             of: 20_000,
             repetitions: None,
+            counting_pass: None,
         });
         c.counted_by = Some("ebpf".into());
         let k = check(&c).expect("a check");

@@ -722,6 +722,22 @@ pub fn combine(reps: Vec<candor_model::Witness>) -> Option<candor_model::Witness
     facts::combine(reps)
 }
 
+/// Merges the witnesses of a test's repetitions whose calls were counted on a pass of
+/// their own (`candor replay`'s counting pass): the repetitions' figures, judged with the
+/// pass's count of the calls, as if their first repetition had been counted.
+pub fn combine_counted(
+    mut reps: Vec<candor_model::Witness>,
+    pass: &candor_model::Witness,
+) -> Option<candor_model::Witness> {
+    if let (Some(first), Some(calls)) = (
+        reps.first_mut().and_then(|w| w.extra.facts.as_mut()),
+        pass.extra.facts.as_ref().map(|f| f.calls.clone()),
+    ) {
+        first.calls = calls;
+    }
+    facts::combine(reps)
+}
+
 /// The machine (CPU, caches, RAM, kernel).
 pub fn describe_host() -> Host {
     host::describe_host()

@@ -290,42 +290,79 @@ fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
     assert_eq!(r["witness"]["verdict"], "unverified");
 }
 
-/// With eBPF and several repetitions the calls are counted on the first repetition only
-/// (the counting program slows every system call of the machine while it is attached):
-/// the check says so, counts that repetition's calls exactly, and still catches a trace
-/// with one call edited; the other repetitions are replayed and timed all the same.
+/// With eBPF the counting program slows every system call of the machine while it is
+/// attached, so the calls are counted once. With `--timing fast` (the default) that is on a
+/// counting pass of its own, before the timed repetitions, none of which is counted; with
+/// recorded gaps (`--timing scale=X`) it is the first repetition. Either way the check says
+/// so, counts one replay's calls exactly, and still catches a trace with one call edited;
+/// every repetition is replayed and timed all the same.
 #[test]
-fn several_repetitions_are_counted_on_the_first_and_still_judged() {
+fn the_calls_are_counted_once_and_still_judged() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !need_bpf() {
         return;
     }
     let (d, target, edited) = with_one_call_edited();
-    for (log, verdict) in [(LOG, "match"), (edited.as_str(), "mismatch")] {
-        let l = d.path().join("app.log");
-        std::fs::write(&l, log).expect("write");
-        let o = replay_log(&l, "bpf", "3", &target);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        let r = &json(&o)["results"][0];
-        assert_eq!(r["reps"].as_array().map(Vec::len), Some(3), "{r}");
-        let c = &r["witness"]["syscalls_check"];
-        assert_eq!(c["verdict"], verdict, "{c}");
-        // LOG's 13 calls without the thread's start (clone) are the replay's 12 operations.
-        assert_eq!(
-            c["sample"],
-            serde_json::json!({"ops": 12, "of": 36, "repetitions": 3}),
-            "{c}"
-        );
-        assert_eq!(
-            c["kinds"]["pread64"]["expected"], 2,
-            "one repetition's: {c}"
-        );
-        assert_eq!(c["kinds"]["pread64"]["counted"], 2, "{c}");
-        let sentence = c["sentence"].as_str().unwrap_or("");
-        assert!(
-            sentence.contains("in a sample of 12 of its 36 operations (the first of 3 repetitions, which make the same calls"),
-            "{sentence}"
-        );
+    for timing in ["fast", "scale=0.5"] {
+        for (log, verdict) in [(LOG, "match"), (edited.as_str(), "mismatch")] {
+            let l = d.path().join("app.log");
+            std::fs::write(&l, log).expect("write");
+            let o = replay(&[
+                "--from-strace",
+                l.to_str().unwrap(),
+                "--traced-dir",
+                "/data",
+                "--witness",
+                "bpf",
+                "--repeat",
+                "3",
+                "--timing",
+                timing,
+                "--format",
+                "json",
+                target.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let r = &json(&o)["results"][0];
+            assert_eq!(r["reps"].as_array().map(Vec::len), Some(3), "{r}");
+            let c = &r["witness"]["syscalls_check"];
+            assert_eq!(c["verdict"], verdict, "{timing}: {c}");
+            if verdict == "mismatch" {
+                assert_eq!(r["witness"]["verdict"], "unverified", "{timing}");
+            }
+            assert_eq!(
+                c["kinds"]["pread64"]["expected"], 2,
+                "one replay's: {c}"
+            );
+            assert_eq!(c["kinds"]["pread64"]["counted"], 2, "{c}");
+            let sentence = c["sentence"].as_str().unwrap_or("");
+            // LOG's 13 calls without the thread's start (clone) are the replay's 12
+            // operations.
+            let pass = &r["extra"]["replay"]["counting_pass"];
+            if timing == "fast" {
+                assert_eq!(
+                    c["sample"],
+                    serde_json::json!({"ops": 12, "of": 36, "repetitions": 3, "counting_pass": true}),
+                    "{c}"
+                );
+                assert!(
+                    sentence.contains("on a counting pass of its own, made before the 3 timed repetitions (which make the same calls"),
+                    "{sentence}"
+                );
+                assert_eq!(pass["calls"], 12, "{r}");
+            } else {
+                assert_eq!(
+                    c["sample"],
+                    serde_json::json!({"ops": 12, "of": 36, "repetitions": 3}),
+                    "{c}"
+                );
+                assert!(
+                    sentence.contains("in a sample of 12 of its 36 operations (the first of 3 repetitions, which make the same calls"),
+                    "{sentence}"
+                );
+                assert!(pass.is_null(), "{r}");
+            }
+        }
     }
 }
 

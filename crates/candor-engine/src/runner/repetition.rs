@@ -432,6 +432,7 @@ pub(super) fn special(
             ops: *ops,
             of: m.stats.ops,
             repetitions: None,
+            counting_pass: None,
         }),
         calls: Some(sample.map_or(calls.0, |(_, c)| c.0)),
         calls_thread_io: io_counted.map(|c| c.0),

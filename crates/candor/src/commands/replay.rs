@@ -24,7 +24,7 @@ use candor_replay::play::{self, Timing};
 use candor_replay::{format, Trace};
 use candor_report::Format;
 use candor_witness::Mode;
-use repetition::{one_rep, Interrupted, Target};
+use repetition::{one_rep, Interrupted, Pass, Target};
 use std::path::{Path, PathBuf};
 
 /// `candor replay --help`'s text before the options.
@@ -297,6 +297,7 @@ pub fn run(a: Args) -> CmdResult {
             path: p.clone(),
             dir,
             witness: w,
+            counting: None,
             reps: Vec::new(),
             precondition: None,
         });
@@ -306,23 +307,33 @@ pub fn run(a: Args) -> CmdResult {
     let t0 = std::time::Instant::now();
     let mut stop = None;
     let mut failure = None;
-    'reps: for rep in 0..a.repeat {
+    let passes = Pass::plan(
+        &a,
+        tgts.iter().any(|t| t.witness.counts_calls_by_attaching()),
+    );
+    'reps: for pass in passes {
         for t in tgts.iter_mut() {
+            if pass == Pass::Counting && !t.witness.counts_calls_by_attaching() {
+                continue;
+            }
             if let Some(sig) = signals::stop_requested() {
                 stop = Some(sig);
                 break 'reps;
             }
             if !a.quiet {
+                let which = match pass {
+                    Pass::Counting => "the counting pass".to_string(),
+                    Pass::Timed(rep) => format!("{}/{}", rep + 1, a.repeat),
+                };
                 eprintln!(
-                    "candor: replaying {} calls of {} threads on {} ({}/{})",
+                    "candor: replaying {} calls of {} threads on {} ({which})",
                     trace.call_count(),
                     trace.calls.len(),
                     t.path.display(),
-                    rep + 1,
-                    a.repeat
                 );
             }
-            match one_rep(&a, &trace, t, rep, &expected, &cpus, t0) {
+            match one_rep(&a, &trace, t, pass, &expected, &cpus, t0) {
+                Ok(r) if pass == Pass::Counting => t.counting = Some(r),
                 Ok(r) => t.reps.push(r),
                 Err(e) if e == Interrupted.to_string() => {
                     stop = signals::stop_requested();

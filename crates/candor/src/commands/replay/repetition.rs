@@ -27,8 +27,50 @@ pub(super) struct Target {
     pub(super) path: PathBuf,
     pub(super) dir: RunDir,
     pub(super) witness: candor_witness::Witness,
+    /// The counting pass, when the calls were counted on a pass of their own.
+    pub(super) counting: Option<Rep>,
     pub(super) reps: Vec<Rep>,
     pub(super) precondition: Option<candor_model::Precondition>,
+}
+
+/// Which replay of the trace on a target this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// Made before the timed repetitions only to count the calls. With eBPF, counting
+    /// makes every system call of the machine take the kernel's slow path (about 0.3 us
+    /// each, a third of a cached 4 KiB read), so with `--timing fast` the calls are counted
+    /// on a pass of their own and no timed repetition pays for it. Its figures are not the
+    /// result's.
+    Counting,
+    /// A timed repetition (from 0).
+    Timed(u32),
+}
+
+impl Pass {
+    /// The passes a replay makes on each target, in order.
+    pub(super) fn plan(a: &Args, counts_by_attaching: bool) -> Vec<Pass> {
+        let mut v = Vec::new();
+        if Self::counting_pass(a, counts_by_attaching) {
+            v.push(Pass::Counting);
+        }
+        v.extend((0..a.repeat).map(Pass::Timed));
+        v
+    }
+
+    /// Whether the calls are counted on a pass of their own: with eBPF (counted by
+    /// attaching a program) and `--timing fast`, where the counting's cost would be in the
+    /// figure. With recorded gaps the calls wait for their time anyway, and the first
+    /// repetition is counted.
+    pub(super) fn counting_pass(a: &Args, counts_by_attaching: bool) -> bool {
+        counts_by_attaching && a.timing == play::Timing::Fast
+    }
+
+    fn dir_name(self) -> String {
+        match self {
+            Pass::Counting => "count".to_string(),
+            Pass::Timed(rep) => format!("r{rep}"),
+        }
+    }
 }
 
 /// One repetition's figures.
@@ -52,8 +94,8 @@ fn rusage() -> (f64, f64) {
 
 /// A fresh directory for one repetition inside the run directory, opened without
 /// following links.
-fn rep_dir(run: &RunDir, rep: u32) -> std::io::Result<(PathBuf, OwnedFd)> {
-    let p = run.file(&format!("r{rep}"));
+fn rep_dir(run: &RunDir, pass: Pass) -> std::io::Result<(PathBuf, OwnedFd)> {
+    let p = run.file(&pass.dir_name());
     std::fs::DirBuilder::new().create(&p)?;
     let d = std::fs::OpenOptions::new()
         .read(true)
@@ -68,25 +110,29 @@ fn remove_rep_dir(p: &Path) {
     let _ = std::fs::remove_dir_all(p);
 }
 
-/// One repetition on one target; the error is one sentence, or `Interrupted`'s.
+/// One pass on one target; the error is one sentence, or `Interrupted`'s.
 pub(super) fn one_rep(
     a: &Args,
     trace: &Trace,
     t: &mut Target,
-    rep: u32,
+    pass: Pass,
     expected: &BTreeMap<String, CallCount>,
     cpus: &[usize],
     t0: std::time::Instant,
 ) -> Result<Rep, String> {
-    let (path, dir) = rep_dir(&t.dir, rep).map_err(|e| {
+    let rep = match pass {
+        Pass::Counting => 0,
+        Pass::Timed(rep) => rep,
+    };
+    let (path, dir) = rep_dir(&t.dir, pass).map_err(|e| {
         format!(
             "cannot make the replay's directory in {}: {e}",
             t.dir.path().display()
         )
     })?;
-    // The files are preconditioned before the first repetition on each target, as `run`
-    // does before a test's first, and their pages dropped after it.
-    let precondition = a.precondition.filter(|_| rep == 0);
+    // The files are preconditioned before the first timed repetition on each target, as
+    // `run` does before a test's first, and their pages dropped after it.
+    let precondition = a.precondition.filter(|_| pass == Pass::Timed(0));
     let laid = play::lay_out(
         trace,
         dir.as_fd(),
@@ -182,10 +228,13 @@ pub(super) fn one_rep(
     }
     let started_s = t0.elapsed().as_secs_f64();
     // With eBPF the calls are counted by a program that every system call of the machine
-    // pays for while it is attached: the first repetition is counted (every repetition
-    // makes the same calls) and the others run without it.
-    let sampled = a.repeat > 1 && t.witness.counts_calls_by_attaching();
-    let counted = rep == 0 || !sampled;
+    // pays for while it is attached: they are counted once, on the counting pass or else on
+    // the first repetition (every repetition makes the same calls), and the other
+    // repetitions run without it.
+    let attaching = t.witness.counts_calls_by_attaching();
+    let own_pass = Pass::counting_pass(a, attaching);
+    let sampled = attaching && (own_pass || a.repeat > 1);
+    let counted = !attaching || pass == Pass::Counting || (!own_pass && rep == 0);
     let mut watch = if counted {
         t.witness.begin_counting_calls(&files)
     } else {
@@ -224,6 +273,7 @@ pub(super) fn one_rep(
             ops: hist.count(),
             of: hist.count() * u64::from(a.repeat),
             repetitions: Some(a.repeat),
+            counting_pass: own_pass.then_some(true),
         }),
         ..Default::default()
     };

@@ -113,6 +113,13 @@ pub(super) fn result_of(a: &Args, trace: &Trace, t: &Target) -> TestResult {
         "diverged_calls": diverged / t.reps.len() as u64,
         "divergences": first,
     });
+    if let Some(c) = &t.counting {
+        // The counting pass's own time: what counting every call cost (not in the figures).
+        replay["counting_pass"] = serde_json::json!({
+            "seconds": c.played.seconds,
+            "calls": c.played.all_latency().count(),
+        });
+    }
     if diverged > 0 {
         replay["divergence"] = serde_json::json!(format!(
             "The replay on {} diverged from the trace in {} calls per repetition: {}.",
@@ -176,7 +183,13 @@ pub(super) fn result_of(a: &Args, trace: &Trace, t: &Target) -> TestResult {
                 ..Default::default()
             })
             .collect(),
-        witness: candor_witness::combine(t.reps.iter().map(|r| r.witness.clone()).collect()),
+        witness: {
+            let reps = t.reps.iter().map(|r| r.witness.clone()).collect();
+            match &t.counting {
+                Some(c) => candor_witness::combine_counted(reps, &c.witness),
+                None => candor_witness::combine(reps),
+            }
+        },
         precondition: t.precondition.clone(),
         extra,
         ..Default::default()
