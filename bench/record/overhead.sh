@@ -6,6 +6,7 @@
 # the three, under the machine's timing lock. Prints every figure, then medians and the
 # spread. Root (loop device, eBPF).
 #   bench/record/overhead.sh [ROUNDS]   (default 5)
+# ONLY=dbench or ONLY=sqlite runs that one alone (the other's figure is printed as -).
 set -eu
 rounds=${1:-5}
 candor=${CANDOR:-$(dirname "$0")/../../target/release/candor}
@@ -35,24 +36,29 @@ load=/usr/share/dbench/client.txt
 
 # $1: plain, audit or record. Prints "dbench MB/s" and "sqlite seconds".
 one() {
-    work=${WORK:-$work}; candor=${CANDOR:-$candor}; load=${LOAD:-$load}; sql=${SQL:-$sql}
+    work=${WORK:-$work}; candor=${CANDOR:-$candor}; load=${LOAD:-$load}; sql=${SQL:-$sql}; only=${ONLY:-}
     d=$work/mnt/d; rm -rf "$d"; mkdir "$d"
     case $1 in
         plain) pre="" ;;
         audit) pre="$candor audit --" ;;
         record) pre="$candor audit --record $work/t.trace --record-dir $d --" ;;
     esac
-    db=$($pre dbench -c "$load" -D "$d" -t 4 2 2>/dev/null | sed -n 's/^Throughput \([0-9.]*\) MB\/sec.*/\1/p')
-    rm -rf "$d"; mkdir "$d"
+    db=- sq=-
+    if [ "$only" != sqlite ]; then
+        db=$($pre dbench -c "$load" -D "$d" -t 4 2 2>/dev/null | sed -n 's/^Throughput \([0-9.]*\) MB\/sec.*/\1/p')
+        rm -rf "$d"; mkdir "$d"
+    fi
     # sqlite3's own figure: the sum of its statements' "Run Time: real" (.timer on).
-    sq=$( (echo ".timer on"; cat "$sql") | $pre sqlite3 "$d/t.db" 2>/dev/null | awk '/^Run Time: real/ {s += $4} END {printf "%.4f", s}')
+    if [ "$only" != dbench ]; then
+        sq=$( (echo ".timer on"; cat "$sql") | $pre sqlite3 "$d/t.db" 2>/dev/null | awk '/^Run Time: real/ {s += $4} END {printf "%.4f", s}')
+    fi
     echo "$db $sq"
 }
 
 # Each run holds the timing lock; the three modes alternate within every round.
 for r in $(seq "$rounds"); do
     for mode in plain audit record; do
-        out=$(flock /tmp/candor-heavy.lock env WORK="$work" CANDOR="$candor" LOAD="$load" SQL="$sql" MODE=$mode sh -c "$(sed -n '/^one() {/,/^}/p' "$0"); one \$MODE")
+        out=$(flock /tmp/candor-heavy.lock env WORK="$work" CANDOR="$candor" LOAD="$load" SQL="$sql" ONLY="${ONLY:-}" MODE=$mode sh -c "$(sed -n '/^one() {/,/^}/p' "$0"); one \$MODE")
         echo "round $r $mode dbench_MBps ${out% *} sqlite_s ${out#* }"
     done
 done
