@@ -407,11 +407,10 @@ struct {
 	__type(value, __u64);
 } inflight SEC(".maps");
 
-/* An inode under writeback: the device of its backing_dev_info (the disk its requests go
- * to, in the block programs' encoding, parsed from the tracepoint's "MAJ:MIN" name; 0 for
- * a name of another form) and its number. Inode numbers repeat across filesystems: by
- * number alone, another filesystem's inode 12 written back while the set's inode 12 was
- * marked was the set's. */
+/* An inode under writeback: its superblock's device and its number (`wb_key_of`). Inode
+ * numbers repeat across filesystems: by number alone, another filesystem's inode 12 written
+ * back while the set's inode 12 was marked was the set's. (Two filesystems on one disk,
+ * partitions, share a backing device: the superblock's device tells them apart too.) */
 struct wb_key {
 	__u32 dev;
 	__u32 pad;

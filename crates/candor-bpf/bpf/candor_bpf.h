@@ -46,17 +46,8 @@ static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *src) = (vo
 #define RB_NO_WAKEUP 1
 
 /* Kernel structs: only the members read, relocated by name at load time. */
-/* A backing device (the writeback programs name it by its "MAJ:MIN" name, as the
- * writeback tracepoints' records do). `dev` is a struct device pointer, read as a word. */
-struct backing_dev_info {
-	void *dev;
-	char dev_name[64];
-} __attribute__((preserve_access_index));
-
 struct super_block {
 	__u32 s_dev;
-	unsigned long s_magic;
-	struct backing_dev_info *s_bdi;
 } __attribute__((preserve_access_index));
 
 struct inode {
@@ -100,17 +91,6 @@ struct task_struct {
 struct gendisk {
 	int major;
 	int first_minor;
-	struct backing_dev_info *bdi;
-} __attribute__((preserve_access_index));
-
-struct block_device {
-	struct gendisk *bd_disk;
-} __attribute__((preserve_access_index));
-
-/* A block device's inode sits in the same allocation as its struct block_device. */
-struct bdev_inode {
-	struct block_device bdev;
-	struct inode vfs_inode;
 } __attribute__((preserve_access_index));
 
 struct request_queue {

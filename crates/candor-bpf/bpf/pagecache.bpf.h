@@ -51,66 +51,14 @@ int candor_cache_add(__u64 *ctx)
 	return 0;
 }
 
-/* The device a backing_dev_info's name gives ("7:2" -> major 7, minor 2, encoded as the
- * block programs' devices are), or 0 when the name is not "MAJ:MIN". */
-static __always_inline __u32 bdi_dev(const char *from)
+/* An inode as the writeback programs know it: its superblock's device (the inode's own
+ * device number when it has none) and its number. Both programs that name it (a folio
+ * dirtied, an inode written back) get the inode itself, so two plain loads make the key. */
+static __always_inline struct wb_key wb_key_of(struct inode *in)
 {
-	char name[32] = {};
-	/* Copied to the stack first, then parsed there. */
-	if (bpf_probe_read_kernel(name, sizeof(name), from))
-		return 0;
-	__u32 major = 0, minor = 0, colon = 0, digits = 0;
-	for (int i = 0; i < 32; i++) {
-		char c = name[i];
-		if (c == 0)
-			break;
-		if (c == ':' && !colon && digits) {
-			colon = 1;
-			digits = 0;
-		} else if (c >= '0' && c <= '9') {
-			if (colon)
-				minor = minor * 10 + (c - '0');
-			else
-				major = major * 10 + (c - '0');
-			digits++;
-		} else {
-			return 0;
-		}
-	}
-	if (!colon || !digits)
-		return 0;
-	return (major << 20) | (minor & 0xfffff);
-}
-
-#define BDEVFS_MAGIC 0x62646576
-
-/* The device an inode's writeback is named by: its backing device's name, as the kernel's
- * inode_to_bdi() finds it (a block device's inode: its disk's; any other: its superblock's),
- * or 0 when there is none or the name is not "MAJ:MIN". */
-static __always_inline __u32 inode_bdi_dev(struct inode *in)
-{
-	if (!in)
-		return 0;
 	struct super_block *sb = in->i_sb;
-	if (!sb)
-		return 0;
-	/* Read with helper calls: the block device path reaches the disk through memory the
-	 * verifier cannot type, and both paths must end in one kind of pointer. */
-	struct backing_dev_info *bdi = 0;
-	void *named = 0;
-	if (sb->s_magic == BDEVFS_MAGIC) {
-		struct bdev_inode *bi = (struct bdev_inode *)((char *)in -
-			__builtin_preserve_field_info(((struct bdev_inode *)0)->vfs_inode, 0));
-		struct gendisk *disk = 0;
-		if (bpf_probe_read_kernel(&disk, sizeof(disk), &bi->bdev.bd_disk) || !disk)
-			return 0;
-		bpf_probe_read_kernel(&bdi, sizeof(bdi), &disk->bdi);
-	} else {
-		bpf_probe_read_kernel(&bdi, sizeof(bdi), &sb->s_bdi);
-	}
-	if (!bdi || bpf_probe_read_kernel(&named, sizeof(named), &bdi->dev) || !named)
-		return 0;
-	return bdi_dev(bdi->dev_name);
+	struct wb_key k = { .dev = sb ? sb->s_dev : in->i_rdev, .ino = in->i_ino };
+	return k;
 }
 
 /* writeback_dirty_folio(folio, mapping): the set's writes dirty an inode's pages. */
@@ -127,7 +75,7 @@ int candor_dirty_folio(__u64 *ctx)
 	struct inode *in = mapping->host;
 	if (!in)
 		return 0;
-	struct wb_key k = { .dev = inode_bdi_dev(in), .ino = in->i_ino };
+	struct wb_key k = wb_key_of(in);
 	/* The set's own mark wins over the job's (a file both wrote: --shared-file). */
 	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &k);
 	if (by && (*by == SET_OWN || *by == set))
@@ -145,7 +93,7 @@ int candor_wb_start(__u64 *ctx)
 	struct inode *in = (struct inode *)ctx[0];
 	if (!in)
 		return 0;
-	struct wb_key k = { .dev = inode_bdi_dev(in), .ino = in->i_ino };
+	struct wb_key k = wb_key_of(in);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_map_update_elem(&wb_cur, &tid, &k, BPF_ANY);
 	return 0;
