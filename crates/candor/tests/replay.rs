@@ -225,7 +225,7 @@ fn an_strace_log_of_a_small_program_is_its_calls() {
 
 /// Replays the strace log `l` (its files under /data) on `target` with `--witness` and
 /// `--repeat` as given, the result as JSON.
-fn replay_log(l: &Path, witness: &str, repeat: &str, target: &Path) -> Output {
+fn replay_log(l: &Path, witness: &str, repeat: &str, timing: &str, target: &Path) -> Output {
     replay(&[
         "--from-strace",
         l.to_str().unwrap(),
@@ -235,6 +235,8 @@ fn replay_log(l: &Path, witness: &str, repeat: &str, target: &Path) -> Output {
         witness,
         "--repeat",
         repeat,
+        "--timing",
+        timing,
         "--format",
         "json",
         target.to_str().unwrap(),
@@ -264,7 +266,7 @@ fn a_trace_with_one_call_edited_fails_the_fidelity_check() {
     let l = d.path().join("edited.log");
     std::fs::write(&l, &edited).expect("write");
     let bpf = common::is_root() && candor_testkit::kernel_bpf().is_ok();
-    let o = replay_log(&l, if bpf { "bpf" } else { "procfs" }, "1", &target);
+    let o = replay_log(&l, if bpf { "bpf" } else { "procfs" }, "1", "fast", &target);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let r = &json(&o)["results"][0];
     assert_eq!(
@@ -307,21 +309,7 @@ fn the_calls_are_counted_once_and_still_judged() {
         for (log, verdict) in [(LOG, "match"), (edited.as_str(), "mismatch")] {
             let l = d.path().join("app.log");
             std::fs::write(&l, log).expect("write");
-            let o = replay(&[
-                "--from-strace",
-                l.to_str().unwrap(),
-                "--traced-dir",
-                "/data",
-                "--witness",
-                "bpf",
-                "--repeat",
-                "3",
-                "--timing",
-                timing,
-                "--format",
-                "json",
-                target.to_str().unwrap(),
-            ]);
+            let o = replay_log(&l, "bpf", "3", timing, &target);
             assert!(o.status.success(), "{}", text(&o.stderr));
             let r = &json(&o)["results"][0];
             assert_eq!(r["reps"].as_array().map(Vec::len), Some(3), "{r}");
