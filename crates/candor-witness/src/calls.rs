@@ -31,7 +31,11 @@ fn scope(c: &CallFacts) -> String {
             " on a counting pass of its own, made before the {} timed repetition{} (which \
              make the same calls: {WHY}, so no timed repetition is counted)",
             s.repetitions.unwrap_or(1),
-            if s.repetitions.unwrap_or(1) == 1 { "" } else { "s" }
+            if s.repetitions.unwrap_or(1) == 1 {
+                ""
+            } else {
+                "s"
+            }
         ),
         Some(s) if s.ops < s.of => format!(
             " in a sample of {} of its {} operations ({}: {WHY}, so only a sample is counted)",

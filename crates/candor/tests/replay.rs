@@ -318,10 +318,7 @@ fn the_calls_are_counted_once_and_still_judged() {
             if verdict == "mismatch" {
                 assert_eq!(r["witness"]["verdict"], "unverified", "{timing}");
             }
-            assert_eq!(
-                c["kinds"]["pread64"]["expected"], 2,
-                "one replay's: {c}"
-            );
+            assert_eq!(c["kinds"]["pread64"]["expected"], 2, "one replay's: {c}");
             assert_eq!(c["kinds"]["pread64"]["counted"], 2, "{c}");
             let sentence = c["sentence"].as_str().unwrap_or("");
             // LOG's 13 calls without the thread's start (clone) are the replay's 12
