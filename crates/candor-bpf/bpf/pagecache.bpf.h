@@ -25,7 +25,6 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int candor_cache_add(__u64 *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct folio *folio = (struct folio *)ctx[0];
 	struct address_space *mapping = folio->mapping;
 	if (!mapping)
@@ -37,12 +36,11 @@ int candor_cache_add(__u64 *ctx)
 	__u64 pages = folio_pages(folio);
 	struct file_key k = { .dev = sb ? sb->s_dev : host->i_rdev, .ino = host->i_ino };
 	struct file_stat *fs = bpf_map_lookup_elem(&files, &k);
-	int count = is_tracked_tgid(tgid);
-	if (fs) {
+	/* A page of a file the set follows counts whoever reads it in (readahead from an
+	 * io-wq worker too); any other counts when the set reads it in. */
+	if (fs)
 		__sync_fetch_and_add(&fs->misses, pages);
-		count = 1;
-	}
-	if (count) {
+	if (fs || is_tracked_tgid(bpf_get_current_pid_tgid() >> 32)) {
 		__u32 zero = 0;
 		__u64 *m = bpf_map_lookup_elem(&cache_misses, &zero);
 		if (m)
