@@ -59,26 +59,53 @@ static __always_inline struct wb_key wb_key_of(struct inode *in)
 	return k;
 }
 
+/* The inode this CPU last saw the set dirty, and which process did. The kernel runs the
+ * dirtying program with the mapping's page lock held and interrupts off, so every
+ * nanosecond spent there also holds up the flusher working on the same file: a folio
+ * dirtied again by the same process in the same inode (a test writing its file, page
+ * after page) returns after one per-CPU read, without the process set's and the marks'
+ * hash lookups. A mark once made is never removed, so the inode is still marked. */
+struct wb_last {
+	__u32 tgid;
+	__u32 dev;
+	__u64 ino;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wb_last);
+} wb_last SEC(".maps");
+
 /* writeback_dirty_folio(folio, mapping): the set's writes dirty an inode's pages. */
 SEC("tp_btf/writeback_dirty_folio")
 int candor_dirty_folio(__u64 *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u8 set = set_of(tgid);
-	if (!set)
-		return 0;
 	struct address_space *mapping = (struct address_space *)ctx[1];
 	if (!mapping)
 		return 0;
 	struct inode *in = mapping->host;
 	if (!in)
 		return 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct wb_key k = wb_key_of(in);
+	__u32 zero = 0;
+	struct wb_last *last = bpf_map_lookup_elem(&wb_last, &zero);
+	if (last && last->tgid == tgid && last->ino == k.ino && last->dev == k.dev)
+		return 0;
+	__u8 set = set_of(tgid);
+	if (!set)
+		return 0;
 	/* The set's own mark wins over the job's (a file both wrote: --shared-file). */
 	__u8 *by = bpf_map_lookup_elem(&wb_inodes, &k);
-	if (by && (*by == SET_OWN || *by == set))
-		return 0;
-	bpf_map_update_elem(&wb_inodes, &k, &set, BPF_ANY);
+	if (!by || (*by != SET_OWN && *by != set))
+		bpf_map_update_elem(&wb_inodes, &k, &set, BPF_ANY);
+	if (last) {
+		last->tgid = tgid;
+		last->dev = k.dev;
+		last->ino = k.ino;
+	}
 	return 0;
 }
 
