@@ -110,7 +110,9 @@ impl Output {
 }
 
 /// Writes `text` to `path` atomically: a new file beside it (O_EXCL, not following links,
-/// mode 0644, synced), then a rename over `path`.
+/// mode 0644, synced), then a rename over `path`. Only a regular file (or nothing) is ever
+/// replaced: a device, pipe, socket, directory or symbolic link at `path` is an error, and
+/// is left as it was (a rename over /dev/null would replace the device with a file).
 pub fn save_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     save_atomic_with(path, |w| w.write_all(text.as_bytes()))
 }
@@ -128,6 +130,14 @@ pub fn save_atomic_with(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "result.json".into());
+    let replaceable = || match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => Err(std::io::Error::other(format!(
+            "{} is not a regular file, and candor replaces only files",
+            path.display()
+        ))),
+        _ => Ok(()),
+    };
+    replaceable()?;
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let write = || -> std::io::Result<()> {
@@ -141,6 +151,8 @@ pub fn save_atomic_with(
         fill(&mut buf)?;
         let f = buf.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
+        // Checked again just before: the path may have changed while the file was written.
+        replaceable()?;
         std::fs::rename(&tmp, path)
     };
     let r = write();
@@ -164,6 +176,38 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "only the result is left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A pipe or a link where the result goes is left as it was: the rename that replaces
+    /// a file would replace them too (and, run as root with `-o /dev/null`, the device).
+    #[test]
+    fn only_a_regular_file_is_ever_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = std::env::temp_dir().join(format!("candor-output-nf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let e = save_atomic(&fifo, "x").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        let target = dir.join("target");
+        std::fs::write(&target, "kept").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(save_atomic(&link, "x").is_err());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(names.len(), 3, "no temporary left: {names:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

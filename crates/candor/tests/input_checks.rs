@@ -4,7 +4,7 @@
 //! replace something that is not a regular file (`-o`, `--html`, `--rank-output`), and
 //! pseudo-filesystems (`/proc`, `/sys`...) as targets. Each is exit 2, one sentence naming
 //! the option or target, and nothing left behind: no `.candor-*` directory in the target,
-//! no output file.
+//! no output file. `candor audit -o` and `candor merge -o` refuse the same outputs.
 
 mod common;
 use common::{candor, need_programs, need_root, text};
@@ -169,6 +169,56 @@ fn an_output_that_is_a_pipe_or_a_link_is_not_replaced() {
         .unwrap()
         .file_type()
         .is_symlink());
+}
+
+/// `candor audit -o` and `candor merge -o` naming a pipe are refused before anything runs
+/// and leave it a pipe: their save renames a new file over the path, which (as root, with
+/// `-o /dev/null`) once replaced the null device with a file.
+#[test]
+fn audit_and_merge_outputs_that_are_not_files_are_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let out = tempfile::tempdir().unwrap();
+    let fifo = out.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: c is a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let marker = out.path().join("ran");
+    let runs = [
+        vec![
+            "audit".to_string(),
+            "-o".into(),
+            fifo.display().to_string(),
+            "--".into(),
+            "touch".into(),
+            marker.display().to_string(),
+        ],
+        vec![
+            "merge".to_string(),
+            "a.json".into(),
+            "b.json".into(),
+            "-o".into(),
+            fifo.display().to_string(),
+        ],
+    ];
+    for args in runs {
+        let o = candor().args(&args).output().expect("candor runs");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("-o") && err.contains("a pipe"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo(),
+            "{args:?}: the pipe was replaced"
+        );
+    }
+    assert!(!marker.exists(), "the audited command ran");
+    assert_eq!(left_in(out.path()), vec!["pipe".to_string()]);
 }
 
 /// A tmpfs mounted for the test; unmounted when dropped.

@@ -81,6 +81,9 @@ pub fn run(args: Args) -> CmdResult {
                 )));
             }
         }
+        // A device, pipe, link or directory is refused before the command runs: saving
+        // replaces the file named, and must never replace /dev/null or what a link names.
+        crate::paths::check_output_file("-o", out, "audit")?;
     }
     if args.record.is_some() && source == SourceChoice::Procfs {
         return Err(Failure::usage(

@@ -96,6 +96,7 @@ pub fn run(args: Args) -> CmdResult {
             "nothing to merge: give the result files of two or more nodes",
         ));
     }
+    crate::paths::check_output_file("-o", &args.output, "merged result")?;
     let mut docs = Vec::new();
     for p in &args.results {
         let doc = candor_model::load_result_within(p, args.max_input_size)
