@@ -11,7 +11,7 @@ use crate::raw::{
 use crate::{TraceError, TraceOptions, Unavailable};
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::tp_btf::BtfTracePointLink;
-use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
+use aya::programs::{BtfTracePoint, TracePoint};
 use aya::Btf;
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashSet;
@@ -171,13 +171,6 @@ impl Loaded {
                                 .map_err(|e| verifier_message(&e))?;
                         }
                         tp.attach().map_err(|e| chain(&e))?;
-                    }
-                    Attach::Raw => {
-                        let tp: &mut RawTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
-                        if first {
-                            tp.load().map_err(|e| verifier_message(&e))?;
-                        }
-                        tp.attach(&spec.name).map_err(|e| chain(&e))?;
                     }
                 }
                 Ok(())

@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 pub enum Attach {
     /// A classic tracepoint: the program reads the event's record (checked layout).
     Tracepoint,
-    /// A raw tracepoint: the program gets the hook's arguments directly (cheaper).
-    Raw,
-    /// A raw tracepoint typed by the kernel's BTF (`tp_btf`): the arguments are typed
-    /// pointers the program reads with plain loads instead of a helper call per field.
+    /// A raw tracepoint typed by the kernel's BTF (`tp_btf`): the program gets the hook's
+    /// arguments directly (no perf record is built), as typed pointers it reads with plain
+    /// loads instead of a helper call per field.
     Btf,
 }
 
@@ -500,7 +499,7 @@ format:
     }
 
     #[test]
-    fn syscalls_go_through_raw_tracepoints() {
+    fn syscalls_go_through_typed_raw_tracepoints() {
         let all = tracepoints();
         for name in ["sys_enter", "sys_exit"] {
             let t = all.iter().find(|t| t.name == name);
