@@ -289,13 +289,36 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
     eprintln!("{checks} live cross-checks, {lagging} behind diskstats by completions the witness named unseen");
     let d = t.snapshot().expect("snapshot").delta(&s0);
     let own = d.block_sum(&[dev], Direction::Read, Owner::is_own);
-    assert_eq!(
-        own.bytes, total,
-        "device read bytes vs bytes read with O_DIRECT"
+    // A completion the kernel did not hand to the program (docs/bpf.md) is counted when its
+    // request is used again, without a latency; one still unseen at the end can only be
+    // missing if the witness's own check names it (1 MiB a request at most here). Any
+    // other shortfall is a failure.
+    let unseen: u64 = t
+        .unseen_completions()
+        .expect("unseen completions")
+        .iter()
+        .filter(|(d, _)| *d == dev)
+        .map(|(_, n)| *n)
+        .sum();
+    assert!(
+        own.bytes <= total && total - own.bytes <= unseen << 20,
+        "device read bytes {} vs {total} read with O_DIRECT ({unseen} completions named unseen)",
+        own.bytes
     );
     assert_eq!(d.syscall("pread64"), (128, total));
-    assert!(own.completions >= 128, "completions {}", own.completions);
-    assert_eq!(own.latency.total(), own.completions);
+    assert!(
+        own.completions + unseen >= 128,
+        "completions {}",
+        own.completions
+    );
+    assert!(
+        own.latency.total() <= own.completions
+            && own.completions - own.latency.total() <= d.completions_recovered,
+        "every completion has its latency but those counted at their request's next use: {} of {} ({} recovered)",
+        own.latency.total(),
+        own.completions,
+        d.completions_recovered
+    );
     eprintln!(
         "direct read: foreign {} kernel threads {}",
         d.foreign_bytes(&[dev]),
@@ -304,7 +327,11 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
     assert_eq!(d.foreign_bytes(&[dev]), 0);
     let (disk1, _) = diskstats(&name);
     let all = d.block_sum(&[dev], Direction::Read, |_| true).bytes;
-    assert_eq!(disk1 - disk0, all, "diskstats agrees at the end");
+    assert!(
+        all <= disk1 - disk0 && disk1 - disk0 - all <= unseen << 20,
+        "diskstats agrees at the end: {} against {all} ({unseen} completions named unseen)",
+        disk1 - disk0
+    );
     eprintln!(
         "direct read: {} bytes, {} completions, p50 {:?} ns, {checks} in-flight cross-checks",
         own.bytes,
