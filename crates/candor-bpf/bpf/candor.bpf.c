@@ -92,7 +92,11 @@ volatile const char candor_quiet_comm[16] = {};
 #define DIAG_PHASES_MERGED 5
 /* Block requests of the tree not counted per file because `blk_files` was full. */
 #define DIAG_BLK_FILES_FULL 6
-#define NDIAG 7
+/* Not a loss: processes of the set that ended (the last thread of the group). A process
+ * that exits leaves its files open in `fds`; user space collects them when this moves,
+ * instead of looking through every open file at every reading. */
+#define DIAG_SET_EXITS 7
+#define NDIAG 8
 
 struct sys_stat {
 	__u64 count;

@@ -220,8 +220,13 @@ int candor_exit(void *ctx)
 	 * tracked. The process itself leaves the set when its whole group is dead. */
 	if (tid != tgid)
 		bpf_map_delete_elem(&tracked, &tid);
-	if (group_dead)
+	if (group_dead) {
+		/* Out of the set first: a reader that sees the count move finds it gone. */
+		int own = candor_phases && is_tracked_tgid(tgid);
 		bpf_map_delete_elem(&tracked, &tgid);
+		if (own)
+			diag_inc(DIAG_SET_EXITS);
+	}
 	bpf_map_delete_elem(&starts, &tid);
 	return 0;
 }

@@ -43,6 +43,9 @@ pub struct Loaded {
     /// asked for it.
     on_demand: Vec<BtfTracePointLink>,
     demand: u32,
+    /// The count of the set's processes that had ended at the last look through `fds`
+    /// for their files (None before the first).
+    exits_seen: Option<u64>,
 }
 
 /// A thread name as the kernel stores it (15 bytes and a NUL); all zero for none.
@@ -122,6 +125,7 @@ impl Loaded {
             syscalls: opts.syscalls,
             on_demand: Vec::new(),
             demand: 0,
+            exits_seen: None,
         };
         for pid in &opts.seed_pids {
             loaded.add_pid(*pid).map_err(|e| Unavailable::Load(e.0))?;
@@ -460,6 +464,15 @@ impl Loaded {
                 out.push(p);
             }
         }
+        // Files left open by processes that ended: looked for only when one has ended
+        // since the last look (a look reads every open file of the set, a system call
+        // each).
+        let exits = self.diag_sum(crate::raw::DIAG_SET_EXITS)?;
+        if self.exits_seen == Some(exits) {
+            out.sort_by_key(|p| (p.open_ns, p.tgid, p.fd));
+            return Ok(out);
+        }
+        self.exits_seen = Some(exits);
         let tracked: HashSet<u32> = self.tracked()?.into_iter().collect();
         let map = self
             .ebpf
@@ -527,6 +540,13 @@ impl Loaded {
     }
 
     /// Files the tracked set has open now (copies; they stay in the kernel's table).
+    /// One diagnostic counter, summed over the CPUs.
+    fn diag_sum(&self, which: u32) -> Result<u64, TraceError> {
+        let m: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.map("diag")?).map_err(|e| err("diag", e))?;
+        Ok(m.get(&which, 0).map_err(|e| err("diag", e))?.iter().sum())
+    }
+
     pub fn open(&self) -> Result<Vec<RawPhase>, TraceError> {
         let fds: HashMap<_, FdKey, RawPhase> =
             HashMap::try_from(self.map("fds")?).map_err(|e| err("fds", e))?;

@@ -63,7 +63,9 @@ pub const DIAG_COMPLETIONS_RECOVERED: u32 = 4;
 pub const DIAG_PHASES_MERGED: u32 = 5;
 /// Block requests of the tracked set not counted per file: the `blk_files` table was full.
 pub const DIAG_BLK_FILES_FULL: u32 = 6;
-pub const NDIAG: u32 = 7;
+/// Processes of the set that ended: their files left open are collected when it moves.
+pub const DIAG_SET_EXITS: u32 = 7;
+pub const NDIAG: u32 = 8;
 
 /// Phase flags.
 pub const PHASE_OPENED: u32 = 1;
