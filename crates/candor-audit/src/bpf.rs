@@ -72,7 +72,7 @@ impl BpfSource {
             raw: Vec::new(),
             snapshots: Vec::new(),
             notes,
-            counters: crate::procfs::ProcfsSource::new(0.02 * COMPANION_EVERY as f64),
+            counters: crate::procfs::ProcfsSource::companion(0.02 * COMPANION_EVERY as f64),
             ticks: 0,
             counted: Vec::new(),
             unattributed: Default::default(),

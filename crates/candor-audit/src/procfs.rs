@@ -96,6 +96,12 @@ pub struct ProcfsSource {
     /// Indexes in `phases` of files closed as forward-only writers (`accounting::forward`):
     /// late bytes given to one cannot take it past its size.
     forward_writers: HashSet<usize>,
+    /// Beside the eBPF tracer (`companion`), which sees every file's I/O itself: the
+    /// descriptors are read only for the files channels may have used, and, per process,
+    /// when next (fifty times a reading's cost apart: a program holding thousands of files
+    /// open costs the sampler at most a fiftieth of its time).
+    companion: bool,
+    next_fds_s: HashMap<u32, f64>,
 }
 
 impl ProcfsSource {
@@ -118,6 +124,18 @@ impl ProcfsSource {
             channels: BTreeMap::new(),
             next_scan_s: HashMap::new(),
             forward_writers: HashSet::new(),
+            companion: false,
+            next_fds_s: HashMap::new(),
+        }
+    }
+
+    /// The sampler beside the eBPF tracer: processes, their counters and their channels;
+    /// its file phases are not used (the tracer's are), so a process's descriptors are
+    /// read less often when reading them costs much (see `next_fds_s`).
+    pub fn companion(interval_s: f64) -> ProcfsSource {
+        ProcfsSource {
+            companion: true,
+            ..ProcfsSource::new(interval_s)
         }
     }
 
@@ -179,14 +197,36 @@ impl PhaseSource for ProcfsSource {
         // that output; when the command wrote in between, its wchar may or may not hold
         // those bytes, so read again (a few times at most).
         let probe = |me: &Self| me.output_probe.as_ref().map(|p| p());
+        let with_fds: Vec<bool> = pids
+            .iter()
+            .map(|pid| !self.companion || self.next_fds_s.get(pid).is_none_or(|t| now >= *t))
+            .collect();
         let mut readings: Vec<(u32, Reading)> = Vec::new();
+        let mut costs: Vec<f64> = Vec::new();
         let mut output = None;
         for _ in 0..3 {
             let before = probe(self);
-            readings = pids.iter().map(|pid| (*pid, Self::read(*pid))).collect();
+            costs.clear();
+            readings = pids
+                .iter()
+                .zip(&with_fds)
+                .map(|(pid, fds)| {
+                    let started = Instant::now();
+                    let r = Self::read(*pid, *fds);
+                    costs.push(started.elapsed().as_secs_f64());
+                    (*pid, r)
+                })
+                .collect();
             output = before;
             if probe(self) == before {
                 break;
+            }
+        }
+        if self.companion {
+            for ((pid, fds), cost) in pids.iter().zip(&with_fds).zip(&costs) {
+                if *fds {
+                    self.next_fds_s.insert(*pid, now + 50.0 * cost);
+                }
             }
         }
         if let Some(o) = output {

@@ -67,9 +67,10 @@ impl ProcfsSource {
 
     /// [`Self::discover`] from the `children` files of the tree's live processes and of
     /// candor's own (orphans come to candor, the subreaper), and of every process found
-    /// so, in turn: a few small reads a tick where a walk of /proc reads the machine's
-    /// whole process list (most of an idle tick's time). False, and nothing done, when the
-    /// kernel has no children files: the walk does the work then.
+    /// so, in turn: one small read per thread of the tree (whose counters the tick reads
+    /// anyway) where a walk of /proc reads the machine's whole process list (most of an
+    /// idle tick's time). False, and nothing done, when the kernel has no children files:
+    /// the walk does the work then.
     fn discover_by_children(&mut self, now: f64) -> bool {
         let kernel = Kernel::system();
         let mut parents: Vec<u32> = self
@@ -139,11 +140,20 @@ impl ProcfsSource {
         out
     }
 
-    pub(super) fn read(pid: u32) -> Reading {
+    /// One process's reading; without its descriptors when not `with_fds` (the companion
+    /// of the eBPF tracer between two readings of them).
+    pub(super) fn read(pid: u32, with_fds: bool) -> Reading {
         // The descriptors are listed before and after the counters: a file closed while
         // they are read (its last bytes are in them) is in the first list, one opened
         // meanwhile (its first bytes may be) in the second.
-        let fds_before = Self::read_fds(pid);
+        let fds_of = |pid| {
+            if with_fds {
+                Self::read_fds(pid)
+            } else {
+                Vec::new()
+            }
+        };
+        let fds_before = fds_of(pid);
         let kernel = Kernel::system();
         let total = kernel.pid_io(Pid::Id(pid)).ok();
         // A zombie's threads are gone: its whole reading is all there is.
@@ -157,7 +167,7 @@ impl ProcfsSource {
             let closing = fds_before.iter().map(|f| f.0).collect();
             (fds_before, closing)
         } else {
-            merge_fds(fds_before, Self::read_fds(pid))
+            merge_fds(fds_before, fds_of(pid))
         };
         Reading {
             total,
