@@ -168,6 +168,16 @@ fn write_file(path: &Path, mib: usize) {
 }
 
 /// Sectors read and written on a device, from /proc/diskstats.
+/// Block requests on `dev` whose completion the witness's own check says it did not see.
+fn unseen_on(t: &Tracer, dev: DevId) -> u64 {
+    t.unseen_completions()
+        .expect("unseen completions")
+        .iter()
+        .filter(|(d, _)| *d == dev)
+        .map(|(_, n)| *n)
+        .sum()
+}
+
 fn diskstats(name: &str) -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/diskstats").expect("diskstats");
     for line in text.lines() {
@@ -263,13 +273,7 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
             // which at a pass boundary is only after this check. Such a lag must be
             // named by the witness's own check, and be no more than those requests hold
             // (1 MiB each at most here).
-            let unseen: u64 = t
-                .unseen_completions()
-                .expect("unseen completions")
-                .iter()
-                .filter(|(d, _)| *d == dev)
-                .map(|(_, n)| *n)
-                .sum();
+            let unseen = unseen_on(&t, dev);
             assert!(
                 unseen > 0 && lo - disk0 - bpf <= unseen << 20,
                 "diskstats {} <= bpf {bpf} (+ {unseen} completions the witness says it did not see)",
@@ -293,13 +297,7 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
     // request is used again, without a latency; one still unseen at the end can only be
     // missing if the witness's own check names it (1 MiB a request at most here). Any
     // other shortfall is a failure.
-    let unseen: u64 = t
-        .unseen_completions()
-        .expect("unseen completions")
-        .iter()
-        .filter(|(d, _)| *d == dev)
-        .map(|(_, n)| *n)
-        .sum();
+    let unseen = unseen_on(&t, dev);
     assert!(
         own.bytes <= total && total - own.bytes <= unseen << 20,
         "device read bytes {} vs {total} read with O_DIRECT ({unseen} completions named unseen)",
