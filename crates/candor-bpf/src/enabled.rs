@@ -539,7 +539,6 @@ impl Loaded {
         Ok(m.iter().filter_map(Result::ok).collect())
     }
 
-    /// Files the tracked set has open now (copies; they stay in the kernel's table).
     /// One diagnostic counter, summed over the CPUs.
     fn diag_sum(&self, which: u32) -> Result<u64, TraceError> {
         let m: PerCpuArray<_, u64> =
@@ -547,6 +546,7 @@ impl Loaded {
         Ok(m.get(&which, 0).map_err(|e| err("diag", e))?.iter().sum())
     }
 
+    /// Files the tracked set has open now (copies; they stay in the kernel's table).
     pub fn open(&self) -> Result<Vec<RawPhase>, TraceError> {
         let fds: HashMap<_, FdKey, RawPhase> =
             HashMap::try_from(self.map("fds")?).map_err(|e| err("fds", e))?;
