@@ -30,7 +30,7 @@ pub struct BpfSource {
 }
 
 /// How many of the runner's ticks (20 ms apart with eBPF) go by between two readings of
-/// /proc beside the tracer: each reading reads every process of the tree,
+/// /proc beside the tracer: each reading lists /proc and reads every process of the tree,
 /// which costs the machine far more than draining the tracer, and the counters it gives
 /// are totals that a later reading still holds.
 const COMPANION_EVERY: u64 = 5;

@@ -395,35 +395,6 @@ impl Kernel {
         Ok(t)
     }
 
-    /// A process's children: the pids in its threads' `children` files (a child belongs to
-    /// the thread that forked it). Err when the process has ended, or when the kernel has
-    /// no such files (built without CONFIG_PROC_CHILDREN).
-    pub fn pid_children(&self, pid: Pid) -> Result<Vec<u32>> {
-        let mut out = Vec::new();
-        for tid in self.pid_tasks(pid)? {
-            let text = match self.read(Self::pid_path(pid, &format!("task/{tid}/children"))) {
-                Ok(t) => t,
-                // The thread is there and has no such file: the kernel has none.
-                Err(e)
-                    if self
-                        .path(Self::pid_path(pid, &format!("task/{tid}")))
-                        .is_dir() =>
-                {
-                    return Err(e)
-                }
-                // A thread that ended between the listing and the reading has no children.
-                Err(_) => continue,
-            };
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|n| n.parse::<u32>().ok()),
-            );
-        }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
-    }
-
     /// The path `drop_caches` writes, for messages.
     pub fn drop_caches_path(&self) -> PathBuf {
         self.path(paths::DROP_CACHES)
@@ -771,33 +742,6 @@ pub fn cache_size(text: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    /// A process's children are its threads' together; a thread without a children file
-    /// means a kernel without them (an error, so the caller walks /proc instead), and so
-    /// does a process that is gone.
-    #[test]
-    fn children_are_every_thread_s_and_a_kernel_without_the_files_says_so() {
-        let root = std::env::temp_dir().join(format!("candor-children-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let task = |pid: u32, tid: u32, children: Option<&str>| {
-            let dir = root.join(format!("proc/{pid}/task/{tid}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            if let Some(c) = children {
-                std::fs::write(dir.join("children"), c).unwrap();
-            }
-        };
-        task(10, 10, Some("12 11 "));
-        task(10, 13, Some("14 11"));
-        task(20, 20, None);
-        let k = super::Kernel::at(&root);
-        assert_eq!(
-            k.pid_children(super::Pid::Id(10)).unwrap(),
-            vec![11, 12, 14]
-        );
-        assert!(k.pid_children(super::Pid::Id(20)).is_err());
-        assert!(k.pid_children(super::Pid::Id(30)).is_err());
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
     #[test]
     fn sysfs_inflight_is_reads_plus_writes() {
         use super::parse_inflight;

@@ -26,9 +26,6 @@ impl ProcfsSource {
     /// New processes of the tree: any pid whose parent is in the tree (or is candor itself,
     /// for orphans re-parented to it as subreaper).
     pub(super) fn discover(&mut self, now: f64) {
-        if self.discover_by_children(now) {
-            return;
-        }
         let kernel = Kernel::system();
         let Ok(pids) = kernel.pids() else {
             return;
@@ -63,46 +60,6 @@ impl ProcfsSource {
         for (pid, _, _) in fresh {
             self.classified.insert(pid, false);
         }
-    }
-
-    /// [`Self::discover`] from the `children` files of the tree's live processes and of
-    /// candor's own (orphans come to candor, the subreaper), and of every process found
-    /// so, in turn: one small read per thread of the tree (whose counters the tick reads
-    /// anyway) where a walk of /proc reads the machine's whole process list (most of an
-    /// idle tick's time). False, and nothing done, when the kernel has no children files:
-    /// the walk does the work then.
-    fn discover_by_children(&mut self, now: f64) -> bool {
-        let kernel = Kernel::system();
-        let mut parents: Vec<u32> = self
-            .procs
-            .iter()
-            .filter(|(_, p)| p.alive)
-            .map(|(pid, _)| *pid)
-            .collect();
-        parents.push(self.me);
-        let mut asked: HashSet<u32> = HashSet::new();
-        while let Some(parent) = parents.pop() {
-            if !asked.insert(parent) {
-                continue;
-            }
-            let children = match kernel.pid_children(Pid::Id(parent)) {
-                Ok(c) => c,
-                // candor itself is alive: no file means no children files on this kernel.
-                Err(_) if parent == self.me => return false,
-                // A process of the tree that ended meanwhile: its children went to candor.
-                Err(_) => continue,
-            };
-            for pid in children {
-                if self.classified.get(&pid) == Some(&true) {
-                    continue;
-                }
-                if let Ok(stat) = kernel.pid_stat(Pid::Id(pid)) {
-                    self.add_proc(pid, stat.ppid, stat.comm, now);
-                    parents.push(pid);
-                }
-            }
-        }
-        true
     }
 
     fn read_threads(pid: u32) -> Option<HashMap<u32, Io>> {
