@@ -43,17 +43,7 @@ fn left_in(dir: &Path) -> Vec<String> {
 fn refused(dir: &Path, args: &[&str], says: &[&str]) -> String {
     let before = left_in(dir);
     let (o, took) = run(dir, args);
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim().lines().count(),
-        1,
-        "{args:?}: one sentence: {err}"
-    );
-    assert!(err.starts_with("candor: "), "{args:?}: {err}");
-    for s in says {
-        assert!(err.contains(s), "{args:?}: expected \"{s}\" in: {err}");
-    }
+    let err = one_sentence(&o, &format!("{args:?}"), says);
     assert!(
         took < Duration::from_secs(20),
         "{args:?}: refused only after {took:?}"
@@ -108,6 +98,19 @@ fn a_record_above_1g_is_refused_naming_it() {
         &["--tests", "0", "--file-size", "8g", "--record-size", "4g"],
         &["--record-size 4G"],
     );
+}
+
+/// A usage refusal's output: exit 2 and one line `candor: ...` containing each of `says`
+/// (`what` names the command in the messages). Returns the line.
+fn one_sentence(o: &Output, what: &str, says: &[&str]) -> String {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{what}: one sentence: {err}");
+    assert!(err.starts_with("candor: "), "{what}: {err}");
+    for s in says {
+        assert!(err.contains(s), "{what}: expected \"{s}\" in: {err}");
+    }
+    err
 }
 
 /// `refused` for a run of nothing (`--tests 0 --file-size 64k`) writing its output `opt`
@@ -202,13 +205,7 @@ fn audit_and_merge_outputs_that_are_not_files_are_not_replaced() {
     ];
     for args in runs {
         let o = candor().args(&args).output().expect("candor runs");
-        let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.contains("-o") && err.contains("a pipe"),
-            "{args:?}: {err}"
-        );
+        one_sentence(&o, &format!("{args:?}"), &["-o", "a pipe"]);
         assert!(
             std::fs::symlink_metadata(&fifo)
                 .unwrap()
@@ -286,12 +283,10 @@ fn a_rank_output_that_cannot_be_made_is_refused_before_the_run() {
         c.env_remove(k);
     }
     let o = c.output().expect("candor runs");
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("(--rank-output)") && err.contains("is not a directory"),
-        "{err}"
+    let err = one_sentence(
+        &o,
+        "--rank-output",
+        &["(--rank-output)", "is not a directory"],
     );
     assert_eq!(left_in(dir.path()), vec!["a-file".to_string()], "{err}");
 }
