@@ -20,11 +20,11 @@ struct rq_info {
 #define REQ_OP_WRITE 1
 #define REQ_OP_DISCARD 3
 
-static __always_inline __u8 owner_now(void)
+static __always_inline __u8 owner_now(__u32 memo)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	__u8 set = set_of(tgid);
+	__u8 set = set_of_memo(tgid, memo);
 	if (set == SET_OWN)
 		return OWNER_TRACKED;
 	if (set == SET_JOB)
@@ -234,12 +234,12 @@ static __always_inline void req_recover(struct req_val *old)
 }
 
 /* A fresh record for `rq` (replacing any it had), its owner decided now. */
-static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
+static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp, __u32 memo)
 {
 	struct rq_info ri = {};
 	if (rq_info_btf(rqp, &ri))
 		return 0;
-	__u8 owner = owner_now();
+	__u8 owner = owner_now(memo);
 	__u32 fdev = 0;
 	__u64 ino = 0;
 	req_file(rqp, owner, &fdev, &ino);
@@ -274,25 +274,25 @@ static __always_inline struct req_val *req_new(__u64 rq, struct request *rqp)
 	return bpf_map_lookup_elem(&reqs, &rq);
 }
 
-static __always_inline struct req_val *req_of(__u64 *ctx)
+static __always_inline struct req_val *req_of(__u64 *ctx, __u32 memo)
 {
 	__u64 rq = rq_addr(ctx);
 	struct req_val *v = req_find(rq);
-	return v ? v : req_new(rq, (struct request *)ctx[0]);
+	return v ? v : req_new(rq, (struct request *)ctx[0], memo);
 }
 
 /* The request enters the block layer in its submitter's context: decide its owner here. */
 SEC("tp_btf/block_io_start")
 int candor_io_start(__u64 *ctx)
 {
-	req_new(rq_addr(ctx), (struct request *)ctx[0]);
+	req_new(rq_addr(ctx), (struct request *)ctx[0], MEMO_IO_START);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_insert")
 int candor_rq_insert(__u64 *ctx)
 {
-	struct req_val *v = req_of(ctx);
+	struct req_val *v = req_of(ctx, MEMO_RQ_INSERT);
 	if (v)
 		v->insert_ns = bpf_ktime_get_ns();
 	return 0;
@@ -302,7 +302,7 @@ SEC("tp_btf/block_rq_issue")
 int candor_rq_issue(__u64 *ctx)
 {
 	struct request *rqp = (struct request *)ctx[0];
-	struct req_val *v = req_of(ctx);
+	struct req_val *v = req_of(ctx, MEMO_RQ_ISSUE);
 	if (!v)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
@@ -317,7 +317,7 @@ int candor_rq_issue(__u64 *ctx)
 			return 0;
 		v->dev = ri.dev;
 		v->dir = ri.dir;
-		v->owner = owner_now();
+		v->owner = owner_now(MEMO_RQ_ISSUE);
 		req_file(rqp, v->owner, &v->fdev, &v->ino);
 	}
 	v->issued = 1;

@@ -486,6 +486,74 @@ static __always_inline int is_tracked_tgid(__u32 tgid)
 	return set_of(tgid) == SET_OWN;
 }
 
+/* The set's generation: slot 0 moves whenever a program changes `tracked` (a fork into
+ * the set, a member's exit), slot 1 whenever user space does. Array lookups with a constant
+ * key are inlined by the verifier: reading both costs a few loads. */
+#define GEN_BPF 0
+#define GEN_USER 1
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} set_gen SEC(".maps");
+
+static __always_inline void set_changed(void)
+{
+	__u32 k = GEN_BPF;
+	__u64 *g = bpf_map_lookup_elem(&set_gen, &k);
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
+/* The last answer of set_of on this CPU for one calling program (`MEMO_*`: a program never
+ * runs nested in itself on a CPU, so each has its slot and no memo is written half by
+ * another), valid while neither generation has moved. A page added to the cache, a page
+ * dirtied, a bio started: each happens hundreds of thousands of times a second from the
+ * same process, which then pays a per-CPU read instead of a hash lookup. */
+#define MEMO_CACHE_ADD 0
+#define MEMO_DIRTY 1
+#define MEMO_IO_START 2
+#define MEMO_RQ_ISSUE 3
+#define MEMO_RQ_INSERT 4
+#define MEMO_SLOTS 5
+struct set_memo {
+	__u64 gen_bpf;
+	__u64 gen_user;
+	__u32 tgid;
+	__u8 set;
+	__u8 valid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MEMO_SLOTS);
+	__type(key, __u32);
+	__type(value, struct set_memo);
+} set_memo SEC(".maps");
+
+static __always_inline __u8 set_of_memo(__u32 tgid, __u32 slot)
+{
+	__u32 kb = GEN_BPF, ku = GEN_USER;
+	__u64 *gb = bpf_map_lookup_elem(&set_gen, &kb);
+	__u64 *gu = bpf_map_lookup_elem(&set_gen, &ku);
+	struct set_memo *m = bpf_map_lookup_elem(&set_memo, &slot);
+	if (!gb || !gu || !m)
+		return set_of(tgid);
+	/* The generations are read before the set: a change after this read moves them and
+	 * the next call asks the set again. */
+	__u64 b = *gb, u = *gu;
+	if (m->valid && m->tgid == tgid && m->gen_bpf == b && m->gen_user == u)
+		return m->set;
+	__u8 set = set_of(tgid);
+	m->gen_bpf = b;
+	m->gen_user = u;
+	m->tgid = tgid;
+	m->set = set;
+	m->valid = 1;
+	return set;
+}
+
 static __always_inline int slot_of(__s32 nr)
 {
 	switch (nr) { /* x86_64 syscall numbers */

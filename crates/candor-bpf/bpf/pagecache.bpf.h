@@ -35,12 +35,14 @@ int candor_cache_add(__u64 *ctx)
 	struct super_block *sb = host->i_sb;
 	__u64 pages = folio_pages(folio);
 	struct file_key k = { .dev = sb ? sb->s_dev : host->i_rdev, .ino = host->i_ino };
-	struct file_stat *fs = bpf_map_lookup_elem(&files, &k);
+	/* Per-file figures exist only with phases (`candor audit`): without them the map is
+	 * empty and the lookup is left out. */
+	struct file_stat *fs = candor_phases ? bpf_map_lookup_elem(&files, &k) : 0;
 	/* A page of a file the set follows counts whoever reads it in (readahead from an
 	 * io-wq worker too); any other counts when the set reads it in. */
 	if (fs)
 		__sync_fetch_and_add(&fs->misses, pages);
-	if (fs || is_tracked_tgid(bpf_get_current_pid_tgid() >> 32)) {
+	if (fs || set_of_memo(bpf_get_current_pid_tgid() >> 32, MEMO_CACHE_ADD) == SET_OWN) {
 		__u32 zero = 0;
 		__u64 *m = bpf_map_lookup_elem(&cache_misses, &zero);
 		if (m)
@@ -94,7 +96,7 @@ int candor_dirty_folio(__u64 *ctx)
 	struct wb_last *last = bpf_map_lookup_elem(&wb_last, &zero);
 	if (last && last->tgid == tgid && last->ino == k.ino && last->dev == k.dev)
 		return 0;
-	__u8 set = set_of(tgid);
+	__u8 set = set_of_memo(tgid, MEMO_DIRTY);
 	if (!set)
 		return 0;
 	/* The set's own mark wins over the job's (a file both wrote: --shared-file). */

@@ -174,6 +174,7 @@ int candor_fork(void *ctx)
 	bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + 20);
 	/* A child belongs where its parent does. */
 	bpf_map_update_elem(&tracked, &child, &set, BPF_ANY);
+	set_changed();
 	if (set != SET_OWN)
 		return 0;
 	/* Every tracked thread has an (idle) syscall slot: sys_enter needs no other lookup. */
@@ -218,12 +219,13 @@ int candor_exit(void *ctx)
 	}
 	/* A thread's own id was added at clone; drop it so a later process reusing it is not
 	 * tracked. The process itself leaves the set when its whole group is dead. */
-	if (tid != tgid)
-		bpf_map_delete_elem(&tracked, &tid);
+	if (tid != tgid && bpf_map_delete_elem(&tracked, &tid) == 0)
+		set_changed();
 	if (group_dead) {
 		/* Out of the set first: a reader that sees the count move finds it gone. */
 		int own = candor_phases && is_tracked_tgid(tgid);
-		bpf_map_delete_elem(&tracked, &tgid);
+		if (bpf_map_delete_elem(&tracked, &tgid) == 0)
+			set_changed();
 		if (own)
 			diag_inc(DIAG_SET_EXITS);
 	}

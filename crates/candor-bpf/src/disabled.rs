@@ -106,6 +106,14 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn count_cache_inserts(&mut self, _on: bool) -> Result<(), TraceError> {
+        match *self {}
+    }
+
+    pub fn counts_cache_inserts(&self) -> bool {
+        match *self {}
+    }
+
     pub fn skipped(&self) -> Vec<(String, String)> {
         match *self {}
     }

@@ -39,13 +39,72 @@ pub struct Loaded {
     skipped: Vec<(String, String)>,
     quiet: [u8; 16],
     syscalls: bool,
-    /// The counting program attached on demand (`count_syscalls`), and how many callers
-    /// asked for it.
-    on_demand: Vec<BtfTracePointLink>,
-    demand: u32,
+    /// The counting program attached on demand (`count_syscalls`).
+    counting: OnDemand,
+    /// With `TraceOptions::cache_inserts_on_demand`, the page-insertion program
+    /// (`count_cache_inserts`); None when it is attached throughout.
+    inserting: Option<OnDemand>,
     /// The count of the set's processes that had ended at the last look through `fds`
     /// for their files (None before the first).
     exits_seen: Option<u64>,
+}
+
+/// A program attached while some caller needs it: how many do, and its link while attached.
+#[derive(Default)]
+struct OnDemand {
+    demand: u32,
+    link: Option<BtfTracePointLink>,
+}
+
+impl OnDemand {
+    /// `on`: one more caller needs `program` on the typed tracepoint `category:hook`
+    /// (attached for the first); `!on`: one lets go (detached after the last).
+    fn ask(
+        &mut self,
+        ebpf: &mut Ebpf,
+        program: &str,
+        (category, hook): (&str, &str),
+        on: bool,
+    ) -> Result<(), TraceError> {
+        if !on {
+            self.demand = self.demand.saturating_sub(1);
+            if self.demand == 0 {
+                self.link = None;
+            }
+            return Ok(());
+        }
+        self.demand += 1;
+        if self.demand > 1 {
+            return Ok(());
+        }
+        let attached = (|| -> Result<BtfTracePointLink, String> {
+            let prog = ebpf
+                .program_mut(program)
+                .ok_or_else(|| format!("program {program} missing"))?;
+            let tp: &mut BtfTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+            if tp.fd().is_err() {
+                let mut btf = None;
+                tp.load(hook, kernel_btf(&mut btf)?)
+                    .map_err(|e| verifier_message(&e))?;
+            }
+            let id = tp.attach().map_err(|e| chain(&e))?;
+            tp.take_link(id).map_err(|e| chain(&e))
+        })();
+        match attached {
+            Ok(link) => {
+                self.link = Some(link);
+                Ok(())
+            }
+            Err(why) => {
+                self.demand = 0;
+                Err(TraceError(format!("attaching {category}:{hook}: {why}")))
+            }
+        }
+    }
+
+    fn attached(&self) -> bool {
+        self.link.is_some()
+    }
 }
 
 /// A thread name as the kernel stores it (15 bytes and a NUL); all zero for none.
@@ -123,8 +182,8 @@ impl Loaded {
             skipped: Vec::new(),
             quiet,
             syscalls: opts.syscalls,
-            on_demand: Vec::new(),
-            demand: 0,
+            counting: OnDemand::default(),
+            inserting: opts.cache_inserts_on_demand.then(OnDemand::default),
             exits_seen: None,
         };
         for pid in &opts.seed_pids {
@@ -140,7 +199,9 @@ impl Loaded {
                     (true, true) => probe::empty_program(spec.program),
                     (true, false) => spec.program,
                 }
-            } else if probe::is_channel_program(spec.program) && !opts.phases {
+            } else if probe::is_channel_program(spec.program) && !opts.phases
+                || spec.program == probe::CACHE_INSERT_PROGRAM && opts.cache_inserts_on_demand
+            {
                 continue;
             } else {
                 spec.program
@@ -220,48 +281,32 @@ impl Loaded {
         if self.syscalls {
             return Ok(());
         }
-        if !on {
-            self.demand = self.demand.saturating_sub(1);
-            if self.demand == 0 {
-                self.on_demand.clear();
-            }
-            return Ok(());
-        }
-        self.demand += 1;
-        if self.demand > 1 {
-            return Ok(());
-        }
-        let program = probe::COUNTING_PROGRAM;
-        let attached = (|| -> Result<BtfTracePointLink, String> {
-            let prog = self
-                .ebpf
-                .program_mut(program)
-                .ok_or_else(|| format!("program {program} missing"))?;
-            let tp: &mut BtfTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
-            if tp.fd().is_err() {
-                let mut btf = None;
-                tp.load("sys_exit", kernel_btf(&mut btf)?)
-                    .map_err(|e| verifier_message(&e))?;
-            }
-            let id = tp.attach().map_err(|e| chain(&e))?;
-            tp.take_link(id).map_err(|e| chain(&e))
-        })();
-        match attached {
-            Ok(link) => {
-                self.on_demand.push(link);
-                Ok(())
-            }
-            Err(why) => {
-                self.demand = 0;
-                Err(TraceError(format!(
-                    "attaching raw_syscalls:sys_exit: {why}"
-                )))
-            }
+        self.counting.ask(
+            &mut self.ebpf,
+            probe::COUNTING_PROGRAM,
+            ("raw_syscalls", "sys_exit"),
+            on,
+        )
+    }
+
+    pub fn count_cache_inserts(&mut self, on: bool) -> Result<(), TraceError> {
+        match self.inserting.as_mut() {
+            None => Ok(()),
+            Some(d) => d.ask(
+                &mut self.ebpf,
+                probe::CACHE_INSERT_PROGRAM,
+                ("filemap", "mm_filemap_add_to_page_cache"),
+                on,
+            ),
         }
     }
 
+    pub fn counts_cache_inserts(&self) -> bool {
+        self.inserting.as_ref().is_none_or(OnDemand::attached)
+    }
+
     pub fn counts_syscalls(&self) -> bool {
-        self.syscalls || !self.on_demand.is_empty()
+        self.syscalls || self.counting.attached()
     }
 
     /// Runs the kernel skipped, summed over the loaded programs. The kernel does not run a
@@ -286,6 +331,7 @@ impl Loaded {
         self.u32_hash::<u8>("tracked")?
             .insert(pid, 1, 0)
             .map_err(|e| err("tracked insert", e))?;
+        self.set_changed()?;
         let quiet = self.quiet;
         let mut starts = self.u32_hash::<SysStart>("starts")?;
         let mut tids = threads_of(pid);
@@ -306,7 +352,7 @@ impl Loaded {
         // BPF_NOEXIST: a process of the set itself stays the set's. No syscall slots: the
         // job's calls are not the set's figures.
         match self.u32_hash::<u8>("tracked")?.insert(pid, 2, 1) {
-            Ok(()) => Ok(()),
+            Ok(()) => self.set_changed(),
             Err(aya::maps::MapError::SyscallError(e))
                 if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
             {
@@ -324,6 +370,7 @@ impl Loaded {
     pub fn remove_pid(&mut self, pid: u32) -> Result<(), TraceError> {
         // Already gone (the process ended) is fine.
         let _ = self.u32_hash::<u8>("tracked")?.remove(&pid);
+        self.set_changed()?;
         let mut starts = self.u32_hash::<SysStart>("starts")?;
         for tid in threads_of(pid).into_iter().chain([pid]) {
             let _ = starts.remove(&tid);
@@ -332,6 +379,20 @@ impl Loaded {
     }
 
     /// One of the maps keyed by a process or thread id, for writing.
+    /// Moves user space's generation of the set (`set_gen` slot 1): the programs' memos of
+    /// who is in the set are asked again. Called after every change this side makes.
+    fn set_changed(&mut self) -> Result<(), TraceError> {
+        let map = self
+            .ebpf
+            .map_mut("set_gen")
+            .ok_or_else(|| TraceError("map set_gen missing".into()))?;
+        let mut gen: aya::maps::Array<&mut MapData, u64> =
+            aya::maps::Array::try_from(map).map_err(|e| err("set_gen", e))?;
+        let now = gen.get(&1, 0).map_err(|e| err("set_gen", e))?;
+        gen.set(1, now.wrapping_add(1), 0)
+            .map_err(|e| err("set_gen", e))
+    }
+
     fn u32_hash<V: aya::Pod>(
         &mut self,
         name: &str,

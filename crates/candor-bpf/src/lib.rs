@@ -89,6 +89,10 @@ pub struct TraceOptions {
     /// --record`): the syscall programs hand each one to user space, taken with
     /// [`Tracer::take_recording`]. Needs `syscalls`.
     pub record_except: Option<u32>,
+    /// Leave the page-insertion program (`cache_misses`) unattached until a caller asks
+    /// for it ([`Tracer::count_cache_inserts`]): a test that only writes adds a page to
+    /// the cache with nearly every write, and needs no count of them.
+    pub cache_inserts_on_demand: bool,
 }
 
 impl Default for TraceOptions {
@@ -100,6 +104,7 @@ impl Default for TraceOptions {
             syscalls: true,
             empty_syscall_programs: false,
             record_except: None,
+            cache_inserts_on_demand: false,
         }
     }
 }
@@ -166,6 +171,19 @@ impl Tracer {
     /// [`TraceOptions::syscalls`] counts them throughout and this does nothing.
     pub fn count_syscalls(&mut self, on: bool) -> Result<(), TraceError> {
         self.inner.count_syscalls(on)
+    }
+
+    /// Counts pages added to the page cache (`cache_misses`) for as long as a caller needs
+    /// them, in a tracer loaded with [`TraceOptions::cache_inserts_on_demand`]: `true` asks,
+    /// `false` lets go; detached when every caller has let go. Otherwise they are counted
+    /// throughout and this does nothing.
+    pub fn count_cache_inserts(&mut self, on: bool) -> Result<(), TraceError> {
+        self.inner.count_cache_inserts(on)
+    }
+
+    /// Whether pages added to the page cache are counted right now.
+    pub fn counts_cache_inserts(&self) -> bool {
+        self.inner.counts_cache_inserts()
     }
 
     /// The recorded calls of a tracer loaded with [`TraceOptions::record_except`], handed to

@@ -48,6 +48,10 @@ const SYSCALL_PROGRAMS: [(&str, &str); 2] = [
 /// errors and bytes per call kind, no time.
 pub(crate) const COUNTING_PROGRAM: &str = "candor_sys_count";
 
+/// The program that counts pages added to the page cache: attached on demand when the
+/// tracer is loaded with `TraceOptions::cache_inserts_on_demand`.
+pub(crate) const CACHE_INSERT_PROGRAM: &str = "candor_cache_add";
+
 /// The do-nothing twin of a per-syscall program (`TraceOptions::empty_syscall_programs`).
 pub fn empty_program(program: &'static str) -> &'static str {
     match program {

@@ -672,3 +672,70 @@ fn syscall_programs_attach_on_demand() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Reads `path` through the page cache after dropping its pages (POSIX_FADV_DONTNEED on a
+/// synced file): every page comes in again.
+fn read_uncached(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).expect("open");
+    // SAFETY: fadvise on a descriptor this function owns.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    std::io::Read::read_to_end(&mut &f, &mut Vec::new()).expect("read");
+}
+
+/// With `cache_inserts_on_demand`, pages coming into the cache are counted only while a
+/// caller asks; and a process that leaves the set stops being counted at once, though
+/// the program remembers per CPU whom it last found in the set (the memo is dropped when
+/// user space changes the set), and is counted again once it is back.
+#[test]
+fn cache_inserts_are_counted_on_demand_and_follow_the_set() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut t) = tracer(&TraceOptions {
+        cache_inserts_on_demand: true,
+        ..TraceOptions::this_process()
+            .without_syscalls()
+            .without_phases()
+    }) else {
+        return;
+    };
+    let Some(fs) = scratch() else {
+        return;
+    };
+    let file = fs.path().join("pages.dat");
+    write_file(&file, 4);
+    let pages = (4u64 << 20) / 4096;
+    let inserts = |t: &Tracer, f: &dyn Fn()| {
+        let s0 = t.snapshot().expect("snapshot");
+        f();
+        t.snapshot().expect("snapshot").delta(&s0).cache_misses
+    };
+    assert!(!t.counts_cache_inserts());
+    assert_eq!(
+        inserts(&t, &|| read_uncached(&file)),
+        0,
+        "not asked for yet"
+    );
+    t.count_cache_inserts(true).expect("attach");
+    t.count_cache_inserts(true).expect("attach again");
+    assert!(t.counts_cache_inserts());
+    let n = inserts(&t, &|| read_uncached(&file));
+    assert!(
+        (pages..pages + 64).contains(&n),
+        "asked: {n} pages, file {pages}"
+    );
+    // Out of the set: the same reads count nothing, on whichever CPU they run.
+    let me = std::process::id();
+    t.remove_pid(me).expect("remove");
+    for _ in 0..3 {
+        assert_eq!(inserts(&t, &|| read_uncached(&file)), 0, "out of the set");
+    }
+    t.add_pid(me).expect("add");
+    let n = inserts(&t, &|| read_uncached(&file));
+    assert!((pages..pages + 64).contains(&n), "back in the set: {n}");
+    // One caller lets go: still attached; the second: detached.
+    t.count_cache_inserts(false).expect("one lets go");
+    assert!(t.counts_cache_inserts());
+    t.count_cache_inserts(false).expect("the other lets go");
+    assert!(!t.counts_cache_inserts());
+    assert_eq!(inserts(&t, &|| read_uncached(&file)), 0, "let go");
+}

@@ -26,6 +26,7 @@ fn shared(syscalls: bool) -> Result<Shared, String> {
         .get_or_init(|| {
             let mut opts = TraceOptions {
                 quiet_thread_name: Some(SAMPLER_THREAD.into()),
+                cache_inserts_on_demand: true,
                 ..TraceOptions::this_process().without_phases()
             };
             if !syscalls {
@@ -123,7 +124,17 @@ impl Source for Bpf {
         !self.syscalls
     }
 
-    fn start(&self, _files: &[PathBuf], calls: bool) -> Box<dyn Probe> {
+    fn start(&self, _files: &[PathBuf], calls: bool, reads: bool) -> Box<dyn Probe> {
+        // A test that may read gets the page-insertion program for this repetition; one
+        // that only writes leaves it off (a page added per buffered write).
+        let inserting = reads.then(|| {
+            self.tracer
+                .lock()
+                .map_err(|_| "the tracer's lock was poisoned".to_string())?
+                .count_cache_inserts(true)
+                .map(|()| true)
+                .map_err(|e| e.to_string())
+        });
         // A test counted by its calls gets the syscall programs for this repetition, before
         // its first snapshot; a run traced with --trace-syscalls has them already.
         let counting = calls.then(|| {
@@ -142,6 +153,7 @@ impl Source for Bpf {
             tracer: self.tracer.clone(),
             syscalls: self.syscalls,
             counting,
+            inserting,
             devices: self.devices.clone(),
             begin: snapshot(&self.tracer),
             sampled: None,
@@ -157,6 +169,9 @@ struct BpfProbe {
     /// A test counted by its calls: whether this probe attached the syscall programs
     /// (and must let them go), or why they could not be; None for the other tests.
     counting: Option<Result<bool, String>>,
+    /// A test that may read: whether this probe asked for the page-insertion program (and
+    /// must let it go), or why it could not; None for a test that only writes.
+    inserting: Option<Result<bool, String>>,
     devices: Vec<DevId>,
     begin: Result<Snapshot, String>,
     /// The count at the end of the sample of operations (`Probe::calls_end`), when the
@@ -176,11 +191,22 @@ impl BpfProbe {
             }
         }
     }
+
+    /// Lets the page-insertion program go if this probe asked for it.
+    fn release_inserting(&mut self) {
+        if let Some(Ok(true)) = self.inserting {
+            self.inserting = Some(Ok(false));
+            if let Ok(mut t) = self.tracer.lock() {
+                let _ = t.count_cache_inserts(false);
+            }
+        }
+    }
 }
 
 impl Drop for BpfProbe {
     fn drop(&mut self) {
         self.release();
+        self.release_inserting();
     }
 }
 
@@ -232,11 +258,13 @@ impl Probe for BpfProbe {
     fn before_last(&mut self) {
         self.last = Some(snapshot(&self.tracer));
         self.release();
+        self.release_inserting();
     }
 
     fn finish(&mut self, facts: &mut Facts, w: &mut candor_model::Witness) {
         let last = self.last.take().unwrap_or_else(|| snapshot(&self.tracer));
         self.release();
+        self.release_inserting();
         // The test's calls over the timed region, when they were counted.
         if let Some(c) = facts.calls.as_mut() {
             let end = self.sampled.as_ref().or(self.window.as_ref());
@@ -273,6 +301,18 @@ impl Probe for BpfProbe {
         };
         let d = &self.devices;
         candor_bpf::model::fill_witness(&total, d, w);
+        let counted_inserts = matches!(self.inserting, Some(Ok(_)));
+        if !counted_inserts {
+            w.cache_misses = None;
+            let why = match &self.inserting {
+                Some(Err(why)) => {
+                    format!("the page-insertion program could not be attached: {why}")
+                }
+                _ => INSERTS_OFF.to_string(),
+            };
+            w.extra
+                .insert("bpf_cache_inserts".into(), serde_json::json!(why));
+        }
         if d.is_empty() {
             // No block device under the target (tmpfs, FUSE): sums over no device would be
             // every device's, so there is nothing to attribute and no block figure to show.
@@ -284,7 +324,7 @@ impl Probe for BpfProbe {
         } else {
             facts.exact = Some(exact(&window, &total, d));
             facts.requests = Some(requests(&window, d));
-            facts.cache_inserts = Some(window.cache_misses);
+            facts.cache_inserts = counted_inserts.then_some(window.cache_misses);
             facts.writeback_window = Some(
                 window
                     .block_sum(d, Direction::Write, |o| o == Owner::Writeback)
@@ -350,6 +390,10 @@ const BLOCK_EXTRAS: [&str; 5] = [
 /// Why a bpf witness block has no `syscalls` (the default of `candor run`).
 const SYSCALLS_OFF: &str = "not traced: tracing every system call costs about 0.2 us per call \
      (a fifth of a cached 4 KiB read); add --trace-syscalls for per-call counts, bytes and latency";
+
+/// Why a test that only writes has no `cache_misses`.
+const INSERTS_OFF: &str = "not counted for a test that only writes: nearly every buffered \
+     write adds a page to the cache, and counting them cost about 40 ns per write";
 
 /// Why a copy or metadata test's witness block has no `syscalls` though its calls were
 /// traced: only their kinds in the timed region are kept, in `syscalls_check`.

@@ -346,7 +346,14 @@ impl Witness {
 
     /// Takes the first sample before a repetition's timed region; `files` are the test's files.
     pub fn begin(&self, files: &[PathBuf]) -> Watch {
-        self.begin_with(files, false)
+        self.begin_with(files, false, true)
+    }
+
+    /// `begin` for a test that only writes: the eBPF source leaves the pages added to the
+    /// page cache uncounted (nearly every buffered write adds one, and their program would
+    /// cost each write more than the witness may; docs/bpf.md).
+    pub fn begin_writing(&self, files: &[PathBuf]) -> Watch {
+        self.begin_with(files, false, false)
     }
 
     /// `begin` for a test whose operations are system calls the runner counts (copy,
@@ -354,10 +361,10 @@ impl Witness {
     /// the timed region, attaching its syscall programs for this repetition only when
     /// `--trace-syscalls` has not attached them for the whole run.
     pub fn begin_counting_calls(&self, files: &[PathBuf]) -> Watch {
-        self.begin_with(files, true)
+        self.begin_with(files, true, true)
     }
 
-    fn begin_with(&self, files: &[PathBuf], calls: bool) -> Watch {
+    fn begin_with(&self, files: &[PathBuf], calls: bool, reads: bool) -> Watch {
         let files = files.to_vec();
         if self.source.is_none() {
             let begin = Sample::take(&[]);
@@ -392,7 +399,7 @@ impl Witness {
         let inodes_begin = inodes_in_use(&self.target);
         let begin = Sample::take(&self.devices);
         // The probe starts after the sample, so its figures hold the test, not the witness.
-        let probe = self.source.as_ref().map(|s| s.start(&files, calls));
+        let probe = self.source.as_ref().map(|s| s.start(&files, calls, reads));
         let sampler = Sampler::start(&begin, self.devices.clone(), self.config.interval);
         Watch {
             source: self.source.clone(),

@@ -16,8 +16,9 @@ pub trait Source: Send + Sync {
     /// witness's own reading of /proc is not counted as the test's system calls). `calls`:
     /// the test's operations are system calls the runner counts (copy, metadata), which a
     /// source that can count them per kind counts over the timed region
-    /// (`facts.calls.counted`).
-    fn start(&self, files: &[PathBuf], calls: bool) -> Box<dyn Probe>;
+    /// (`facts.calls.counted`). `reads`: the test may read (false for one that only
+    /// writes, whose pages added to the cache a source may leave uncounted).
+    fn start(&self, files: &[PathBuf], calls: bool, reads: bool) -> Box<dyn Probe>;
     /// Whether counting the calls attaches a program for the repetition (eBPF without
     /// --trace-syscalls): a cost every system call pays while it is attached, which the
     /// runner limits to a sample of the operations (`Watch::calls_sampled`).
@@ -53,7 +54,7 @@ impl Source for Procfs {
     fn name(&self) -> &'static str {
         "procfs"
     }
-    fn start(&self, _files: &[PathBuf], _calls: bool) -> Box<dyn Probe> {
+    fn start(&self, _files: &[PathBuf], _calls: bool, _reads: bool) -> Box<dyn Probe> {
         Box::new(NoProbe)
     }
 }

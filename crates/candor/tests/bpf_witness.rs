@@ -10,6 +10,10 @@ use common::{need_bpf, run_in, text};
 /// test's witness block, or None (after a skip) when this machine has no eBPF witness; as
 /// root in a build with the programs, a witness that does not load is a failure.
 fn write_16m_4k(extra: &[&str]) -> Option<serde_json::Value> {
+    test_16m_4k("write", extra)
+}
+
+fn test_16m_4k(test: &str, extra: &[&str]) -> Option<serde_json::Value> {
     if !need_bpf() {
         return None;
     }
@@ -18,7 +22,7 @@ fn write_16m_4k(extra: &[&str]) -> Option<serde_json::Value> {
         "--witness",
         "bpf",
         "--tests",
-        "write",
+        test,
         "--engine",
         "psync",
         "--file-size",
@@ -58,7 +62,25 @@ fn by_default_the_bpf_witness_leaves_syscalls_untraced_and_says_so() {
         "block write bytes {block}; the witness's exact figures: {}",
         w["extra"]["facts"]["exact"]
     );
-    assert!(w["cache_misses"].as_u64().is_some(), "{w}");
+    // A test that only writes leaves the pages it adds to the cache uncounted, and says why.
+    assert!(w["cache_misses"].is_null(), "{w}");
+    let why = w["extra"]["bpf_cache_inserts"].as_str().unwrap_or_default();
+    assert!(why.contains("only writes"), "{w}");
+}
+
+/// A test that reads counts the pages its reads brought into the cache: a 16 MiB file
+/// read with its pages dropped first brings in every one of its 4096 pages.
+#[test]
+fn a_read_counts_the_pages_it_brings_into_the_cache() {
+    let Some(w) = test_16m_4k("read", &[]) else {
+        return;
+    };
+    let pages = w["cache_misses"].as_u64();
+    assert!(
+        pages.is_some_and(|p| p >= 4096),
+        "cache_misses {pages:?}: {w}"
+    );
+    assert!(w["extra"]["bpf_cache_inserts"].is_null(), "{w}");
 }
 
 #[test]

@@ -185,7 +185,12 @@ pub(super) fn records(
             .into_iter()
             .map(|w| scope.spawn(move || w.run(g)))
             .collect();
-        watch = Some(target.witness.begin(&prepared.paths));
+        // A test that only writes has no read whose pages the witness must count.
+        watch = Some(if spec.direction == Direction::Write {
+            target.witness.begin_writing(&prepared.paths)
+        } else {
+            target.witness.begin(&prepared.paths)
+        });
         frame.cpu0 = process_cpu();
         // Last thing before the release: the witness's first sample can take a while, and
         // it must not delay one process's start against the others'.
