@@ -393,7 +393,7 @@ const SYSCALLS_OFF: &str = "not traced: tracing every system call costs about 0.
 
 /// Why a test that only writes has no `cache_misses`.
 const INSERTS_OFF: &str = "not counted for a test that only writes: nearly every buffered \
-     write adds a page to the cache, and counting them cost about 40 ns per write";
+     write adds a page to the cache, and counting them cost each write up to 80 ns (docs/bpf.md)";
 
 /// Why a copy or metadata test's witness block has no `syscalls` though its calls were
 /// traced: only their kinds in the timed region are kept, in `syscalls_check`.
