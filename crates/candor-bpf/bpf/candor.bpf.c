@@ -750,6 +750,23 @@ static __always_inline struct phase *new_phase(__u32 tgid, __u32 fd, __u64 now,
 
 /* The programs, by what they watch; each part uses the definitions above and those of the
  * parts before it. */
+/* The saved user registers of a system call (x86_64 struct pt_regs, whose layout is
+ * user-visible ABI), at their offsets. The syscall programs are typed raw tracepoints, so
+ * each register is a plain load from the typed pointer instead of a helper call (about
+ * 28 ns each). */
+#define PT_REGS_R10 56
+#define PT_REGS_R9 64
+#define PT_REGS_R8 72
+#define PT_REGS_DX 96
+#define PT_REGS_SI 104
+#define PT_REGS_DI 112
+#define PT_REGS_ORIG_AX 120
+
+static __always_inline __u64 reg(const void *regs, int off)
+{
+	return *(const __u64 *)((const char *)regs + off);
+}
+
 #include "process.bpf.h"
 #include "syscalls.bpf.h"
 #include "block.bpf.h"

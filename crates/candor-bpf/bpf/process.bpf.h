@@ -94,22 +94,6 @@ static __always_inline int rec_paths_of(__s32 nr)
 	return -1;
 }
 
-/* The saved user registers (x86_64 struct pt_regs, whose layout is user-visible ABI): the
- * syscall programs are typed raw tracepoints, so each is a plain load from the typed
- * pointer, not a helper call. */
-#define REC_R10 56
-#define REC_R9 64
-#define REC_R8 72
-#define REC_DX 96
-#define REC_SI 104
-#define REC_DI 112
-#define REC_ORIG_AX 120
-
-static __always_inline __u64 rec_reg(const void *regs, int off)
-{
-	return *(const __u64 *)((const char *)regs + off);
-}
-
 /* At a tracked call's exit: its record, when it is one the recording keeps. */
 static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start, __u64 lat,
 					__s64 ret)
@@ -118,7 +102,7 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 	if (tgid == candor_record_self)
 		return;
 	const void *regs = (const void *)ctx[0];
-	__s32 nr = (__s32)rec_reg(regs, REC_ORIG_AX);
+	__s32 nr = (__s32)reg(regs, PT_REGS_ORIG_AX);
 	int paths = rec_paths_of(nr);
 	if (paths < 0)
 		return;
@@ -126,12 +110,12 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 	c.ts = start;
 	c.dur = lat;
 	c.ret = ret;
-	c.args[0] = rec_reg(regs, REC_DI);
-	c.args[1] = rec_reg(regs, REC_SI);
-	c.args[2] = rec_reg(regs, REC_DX);
-	c.args[3] = rec_reg(regs, REC_R10);
-	c.args[4] = rec_reg(regs, REC_R8);
-	c.args[5] = rec_reg(regs, REC_R9);
+	c.args[0] = reg(regs, PT_REGS_DI);
+	c.args[1] = reg(regs, PT_REGS_SI);
+	c.args[2] = reg(regs, PT_REGS_DX);
+	c.args[3] = reg(regs, PT_REGS_R10);
+	c.args[4] = reg(regs, PT_REGS_R8);
+	c.args[5] = reg(regs, PT_REGS_R9);
 	c.tid = (__u32)id;
 	c.tgid = tgid;
 	c.nr = nr;

@@ -7,18 +7,8 @@
  * tracepoint runs the program straight from the kernel's hook, without the copy into a
  * perf record that a classic tracepoint makes, which costs several hundred nanoseconds
  * per call. They are attached typed by the kernel's BTF (tp_btf): the hook's first
- * argument is then a typed pointer to the saved user registers (x86_64 struct pt_regs,
- * whose layout is user-visible ABI), read with plain loads instead of a helper call per
- * register (about 28 ns each). */
-#define PT_REGS_R10 56
-#define PT_REGS_DX 96
-#define PT_REGS_SI 104
-#define PT_REGS_DI 112
-
-static __always_inline __u64 reg(const void *regs, int off)
-{
-	return *(const __u64 *)((const char *)regs + off);
-}
+ * argument is then a typed pointer to the saved user registers, read with `reg` (in
+ * candor.bpf.c). */
 
 /* `starts` has one entry per tracked thread (made by user space for the threads that
  * exist when a process is added, by the fork program for later ones, removed at thread
@@ -103,8 +93,6 @@ int candor_sys_exit_null(void *ctx)
  * Per slot it keeps the count, errors and bytes returned, no time and no phase: no clock
  * read and no second program per call. At exit the saved user registers still hold the
  * call's number (orig_ax) and arguments (only ax has become the result). */
-#define PT_REGS_ORIG_AX 120
-
 SEC("tp_btf/sys_exit")
 int candor_sys_count(__u64 *ctx)
 {
