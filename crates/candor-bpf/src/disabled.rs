@@ -114,6 +114,18 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn count_dirtying(&mut self, _on: bool) -> Result<(), TraceError> {
+        match *self {}
+    }
+
+    pub fn counts_dirtying(&self) -> bool {
+        match *self {}
+    }
+
+    pub fn mark_written(&mut self, _path: &std::path::Path) -> Result<bool, TraceError> {
+        match *self {}
+    }
+
     pub fn skipped(&self) -> Vec<(String, String)> {
         match *self {}
     }

@@ -44,6 +44,9 @@ pub struct Loaded {
     /// With `TraceOptions::cache_inserts_on_demand`, the page-insertion program
     /// (`count_cache_inserts`); None when it is attached throughout.
     inserting: Option<OnDemand>,
+    /// With `TraceOptions::dirtying_on_demand`, the dirtying program (`count_dirtying`);
+    /// None when it is attached throughout.
+    dirtying: Option<OnDemand>,
     /// The count of the set's processes that had ended at the last look through `fds`
     /// for their files (None before the first).
     exits_seen: Option<u64>,
@@ -105,6 +108,42 @@ impl OnDemand {
     fn attached(&self) -> bool {
         self.link.is_some()
     }
+}
+
+/// The filesystems whose inodes the programs key as user space can: the superblock is the
+/// mount's (mountinfo's device is its `s_dev`) and the inode that takes the dirtied pages
+/// is the file's own (not a stacked filesystem's, such as overlayfs's upper inode).
+const KEYED_FS: &[&str] = &["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs"];
+
+/// The key the programs give `path`'s inode in `wb_inodes`: its superblock's device, in the
+/// kernel's own encoding (major << 20 | minor), and its number; from statx's mount id and
+/// inode number and the mount's line in /proc/self/mountinfo (stat's st_dev is not the
+/// superblock's on btrfs, whose subvolumes each have a device of their own). None when the
+/// file or its mount cannot be found, or its filesystem is not one of `KEYED_FS`.
+pub(crate) fn inode_key(path: &std::path::Path) -> Option<(u32, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx is plain integers; all-zero is a valid value.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a buffer that outlives the call.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_STATX_SYNC_AS_STAT,
+            libc::STATX_INO | libc::STATX_MNT_ID,
+            &mut st,
+        )
+    };
+    if rc != 0 || st.stx_mask & libc::STATX_MNT_ID == 0 {
+        return None;
+    }
+    let mounts = candor_procfs::Kernel::system().mountinfo().ok()?;
+    let m = mounts.iter().find(|m| m.mount_id == st.stx_mnt_id)?;
+    if !KEYED_FS.contains(&m.fs_type.as_str()) || m.major >= 1 << 12 || m.minor >= 1 << 20 {
+        return None;
+    }
+    Some(((m.major << 20) | m.minor, st.stx_ino))
 }
 
 /// A thread name as the kernel stores it (15 bytes and a NUL); all zero for none.
@@ -184,6 +223,7 @@ impl Loaded {
             syscalls: opts.syscalls,
             counting: OnDemand::default(),
             inserting: opts.cache_inserts_on_demand.then(OnDemand::default),
+            dirtying: opts.dirtying_on_demand.then(OnDemand::default),
             exits_seen: None,
         };
         for pid in &opts.seed_pids {
@@ -201,6 +241,7 @@ impl Loaded {
                 }
             } else if probe::is_channel_program(spec.program) && !opts.phases
                 || spec.program == probe::CACHE_INSERT_PROGRAM && opts.cache_inserts_on_demand
+                || spec.program == probe::DIRTYING_PROGRAM && opts.dirtying_on_demand
             {
                 continue;
             } else {
@@ -303,6 +344,40 @@ impl Loaded {
 
     pub fn counts_cache_inserts(&self) -> bool {
         self.inserting.as_ref().is_none_or(OnDemand::attached)
+    }
+
+    pub fn count_dirtying(&mut self, on: bool) -> Result<(), TraceError> {
+        match self.dirtying.as_mut() {
+            None => Ok(()),
+            Some(d) => d.ask(
+                &mut self.ebpf,
+                probe::DIRTYING_PROGRAM,
+                ("writeback", "writeback_dirty_folio"),
+                on,
+            ),
+        }
+    }
+
+    pub fn counts_dirtying(&self) -> bool {
+        self.dirtying.as_ref().is_none_or(OnDemand::attached)
+    }
+
+    pub fn mark_written(&mut self, path: &std::path::Path) -> Result<bool, TraceError> {
+        let Some((dev, ino)) = inode_key(path) else {
+            return Ok(false);
+        };
+        let map = self
+            .ebpf
+            .map_mut("wb_inodes")
+            .ok_or_else(|| TraceError("map wb_inodes missing".into()))?;
+        let mut marks: HashMap<&mut MapData, crate::raw::FileKey, u8> =
+            HashMap::try_from(map).map_err(|e| err("wb_inodes", e))?;
+        let key = crate::raw::FileKey { dev, pad: 0, ino };
+        // SET_OWN (1): the set's own mark, which wins over any other.
+        marks
+            .insert(key, 1, 0)
+            .map_err(|e| err("wb_inodes insert", e))?;
+        Ok(true)
     }
 
     pub fn counts_syscalls(&self) -> bool {

@@ -93,6 +93,12 @@ pub struct TraceOptions {
     /// for it ([`Tracer::count_cache_inserts`]): a test that only writes adds a page to
     /// the cache with nearly every write, and needs no count of them.
     pub cache_inserts_on_demand: bool,
+    /// Leave the dirtying program (which marks the inodes the set dirties, so that their
+    /// writeback is the set's) unattached until a caller asks for it
+    /// ([`Tracer::count_dirtying`]); a caller that knows the files it will write marks them
+    /// itself ([`Tracer::mark_written`]) and runs without it: the program runs with the
+    /// page's mapping locked and interrupts off on every page a write dirties.
+    pub dirtying_on_demand: bool,
 }
 
 impl Default for TraceOptions {
@@ -105,6 +111,7 @@ impl Default for TraceOptions {
             empty_syscall_programs: false,
             record_except: None,
             cache_inserts_on_demand: false,
+            dirtying_on_demand: false,
         }
     }
 }
@@ -184,6 +191,27 @@ impl Tracer {
     /// Whether pages added to the page cache are counted right now.
     pub fn counts_cache_inserts(&self) -> bool {
         self.inner.counts_cache_inserts()
+    }
+
+    /// Marks the inodes the set dirties for as long as a caller needs it, in a tracer
+    /// loaded with [`TraceOptions::dirtying_on_demand`] (`true` asks, `false` lets go);
+    /// otherwise they are marked throughout and this does nothing.
+    pub fn count_dirtying(&mut self, on: bool) -> Result<(), TraceError> {
+        self.inner.count_dirtying(on)
+    }
+
+    /// Whether the inodes the set dirties are marked right now.
+    pub fn counts_dirtying(&self) -> bool {
+        self.inner.counts_dirtying()
+    }
+
+    /// Marks `path`'s inode as the set's, as the dirtying program would once the set
+    /// dirtied it: its writeback is the set's from now on. `Ok(false)` when its key cannot
+    /// be told from user space (the file is missing, or its filesystem is not one whose
+    /// inodes are keyed as its mount says: ext2/3/4, xfs, btrfs, f2fs); the caller then
+    /// needs the dirtying program.
+    pub fn mark_written(&mut self, path: &std::path::Path) -> Result<bool, TraceError> {
+        self.inner.mark_written(path)
     }
 
     /// The recorded calls of a tracer loaded with [`TraceOptions::record_except`], handed to

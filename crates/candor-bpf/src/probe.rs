@@ -52,6 +52,10 @@ pub(crate) const COUNTING_PROGRAM: &str = "candor_sys_count";
 /// tracer is loaded with `TraceOptions::cache_inserts_on_demand`.
 pub(crate) const CACHE_INSERT_PROGRAM: &str = "candor_cache_add";
 
+/// The program that marks the inodes the set dirties (whose writeback is then the set's):
+/// attached on demand when the tracer is loaded with `TraceOptions::dirtying_on_demand`.
+pub(crate) const DIRTYING_PROGRAM: &str = "candor_dirty_folio";
+
 /// The do-nothing twin of a per-syscall program (`TraceOptions::empty_syscall_programs`).
 pub fn empty_program(program: &'static str) -> &'static str {
     match program {

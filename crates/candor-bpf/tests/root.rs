@@ -29,8 +29,14 @@ fn tracer(opts: &TraceOptions) -> Option<Tracer> {
 }
 
 fn scratch() -> Option<candor_lab::ScratchFs> {
+    scratch_of("ext4")
+}
+
+/// A scratch filesystem of `kind` on a loop device (512 MiB: mkfs.xfs wants 300 MB).
+fn scratch_of(kind: &str) -> Option<candor_lab::ScratchFs> {
+    let size = if kind == "ext4" { 256 << 20 } else { 512 << 20 };
     candor_testkit::need_or(
-        candor_lab::scratch("ext4", 256 << 20),
+        candor_lab::scratch(kind, size),
         candor_lab::LabError::is_unsupported,
     )
 }
@@ -165,6 +171,24 @@ fn write_file(path: &Path, mib: usize) {
         std::io::Write::write_all(&mut f, &block).expect("write");
     }
     f.sync_all().expect("fsync");
+}
+
+/// sync(1) -f on `path`, from a process outside any traced set: the flusher writes the
+/// file's dirty pages back.
+fn sync_file(path: &Path) {
+    let ok = Command::new("sync")
+        .arg("-f")
+        .arg(path)
+        .status()
+        .expect("sync")
+        .success();
+    assert!(ok, "sync -f {}", path.display());
+}
+
+/// Bytes written back to `dev` for the set's inodes in the window `d`.
+fn writeback_bytes(d: &candor_bpf::Snapshot, dev: DevId) -> u64 {
+    d.block_sum(&[dev], Direction::Write, |o| o == Owner::Writeback)
+        .bytes
 }
 
 /// Sectors read and written on a device, from /proc/diskstats.
@@ -417,16 +441,9 @@ fn buffered_writeback_is_attributed_through_the_inode() {
     let mid = t.snapshot().expect("snapshot").delta(&s0);
     let mid_w = mid.own_bytes(&[dev], Direction::Write);
     // sync(1) is not tracked: the flusher kworker writes the data back.
-    assert!(Command::new("sync")
-        .arg("-f")
-        .arg(&file)
-        .status()
-        .expect("sync")
-        .success());
+    sync_file(&file);
     let d = t.snapshot().expect("snapshot").delta(&s0);
-    let wb = d
-        .block_sum(&[dev], Direction::Write, |o| o == Owner::Writeback)
-        .bytes;
+    let wb = writeback_bytes(&d, dev);
     let own = d.own_bytes(&[dev], Direction::Write);
     eprintln!(
         "before sync {mid_w}, writeback {wb}, own {own}, foreign {}",
@@ -738,4 +755,73 @@ fn cache_inserts_are_counted_on_demand_and_follow_the_set() {
     t.count_cache_inserts(false).expect("the other lets go");
     assert!(!t.counts_cache_inserts());
     assert_eq!(inserts(&t, &|| read_uncached(&file)), 0, "let go");
+}
+
+/// A file marked from user space (`mark_written`) is the set's when the flusher writes it
+/// back, though no process of the set dirtied it and the dirtying program is not attached;
+/// a file beside it, dirtied by the same process and not marked, is not. This checks the
+/// key user space computes (the superblock's device from mountinfo, the inode number)
+/// against the one the block programs look up, on ext4, xfs and btrfs (whose files' st_dev
+/// is their subvolume's, not the superblock's).
+#[test]
+fn a_file_marked_from_user_space_has_its_writeback_counted() {
+    for kind in ["ext4", "xfs", "btrfs"] {
+        marked_file_writeback(kind);
+    }
+}
+
+fn marked_file_writeback(kind: &str) {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut t) = tracer(&TraceOptions {
+        seed_pids: Vec::new(),
+        dirtying_on_demand: true,
+        ..TraceOptions::this_process()
+            .without_syscalls()
+            .without_phases()
+    }) else {
+        return;
+    };
+    let Some(fs) = scratch_of(kind) else {
+        return;
+    };
+    let dev = loop_dev(&fs);
+    let (marked, other) = (fs.path().join("marked.dat"), fs.path().join("other.dat"));
+    write_file(&marked, 8);
+    write_file(&other, 8);
+    assert!(!t.counts_dirtying());
+    assert!(
+        t.mark_written(&marked).expect("mark"),
+        "{kind}'s key is told"
+    );
+    assert!(!t.mark_written(&fs.path().join("missing")).expect("mark"));
+    let s0 = t.snapshot().expect("snapshot");
+    // Nobody of the set writes: a dd outside it dirties both files, sync(1) (outside it too)
+    // has the flusher write them back.
+    for f in [&marked, &other] {
+        let ok = Command::new("dd")
+            .args([
+                "if=/dev/zero",
+                "bs=1M",
+                "count=8",
+                "conv=notrunc",
+                "status=none",
+            ])
+            .arg(format!("of={}", f.display()))
+            .status()
+            .expect("dd")
+            .success();
+        assert!(ok);
+        sync_file(f);
+    }
+    let d = t.snapshot().expect("snapshot").delta(&s0);
+    let wb = writeback_bytes(&d, dev);
+    eprintln!(
+        "{kind}: writeback {wb}, foreign {}",
+        d.foreign_bytes(&[dev])
+    );
+    assert!(wb >= 8 << 20, "{kind}: the marked file's writeback: {wb}");
+    assert!(
+        wb < 16 << 20,
+        "{kind}: the unmarked file's counted too: {wb}"
+    );
 }

@@ -6,6 +6,9 @@ use std::path::PathBuf;
 /// One line of /proc/self/mountinfo.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Mount {
+    /// The mount's id (the first field of mountinfo; statx's `stx_mnt_id`), 0 when read
+    /// from /proc/mounts.
+    pub mount_id: u64,
     pub major: u32,
     pub minor: u32,
     pub mount_point: String,
@@ -34,6 +37,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
             continue;
         };
         out.push(Mount {
+            mount_id: f[0].parse().unwrap_or(0),
             major,
             minor,
             mount_point: unescape(f[4]),
@@ -134,6 +138,8 @@ mod tests {
         let m = parse_mountinfo(text);
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].mount_point, "/tmp/my disk");
+        assert_eq!(m[0].mount_id, 97);
+        assert_eq!((m[0].major, m[0].minor), (7, 3));
         assert_eq!(m[0].fs_type, "xfs");
         assert_eq!(m[0].source, "/dev/loop3");
         assert_eq!(m[0].super_options, "rw,attr2");

@@ -27,6 +27,7 @@ fn shared(syscalls: bool) -> Result<Shared, String> {
             let mut opts = TraceOptions {
                 quiet_thread_name: Some(SAMPLER_THREAD.into()),
                 cache_inserts_on_demand: true,
+                dirtying_on_demand: true,
                 ..TraceOptions::this_process().without_phases()
             };
             if !syscalls {
@@ -60,6 +61,7 @@ pub fn open(
     Ok(Box::new(Bpf {
         tracer,
         syscalls,
+        job: !job.is_empty(),
         devices: devices_for(target, placement),
     }))
 }
@@ -105,6 +107,9 @@ struct Bpf {
     tracer: Shared,
     /// Whether the tracer has its syscall programs attached.
     syscalls: bool,
+    /// Other processes of the job share the machine: their dirtied inodes are marked by
+    /// the dirtying program only.
+    job: bool,
     devices: Vec<DevId>,
 }
 
@@ -113,6 +118,32 @@ fn snapshot(t: &Shared) -> Result<Snapshot, String> {
         .lock()
         .map_err(|_| "the tracer's lock was poisoned".to_string())?;
     t.snapshot().map_err(|e| e.to_string())
+}
+
+impl Bpf {
+    /// Asks the tracer for a program attached on demand (`count` with `true`): Ok(true)
+    /// once it is, and the probe must let it go.
+    fn ask(
+        &self,
+        count: fn(&mut Tracer, bool) -> Result<(), candor_bpf::TraceError>,
+    ) -> Result<bool, String> {
+        let mut t = self
+            .tracer
+            .lock()
+            .map_err(|_| "the tracer's lock was poisoned".to_string())?;
+        count(&mut t, true)
+            .map(|()| true)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Marks every one of `files` as written by candor; false when there are none or one
+    /// could not be marked (it does not exist yet, or its filesystem's keys cannot be told).
+    fn mark_all(&self, files: &[PathBuf]) -> bool {
+        let Ok(mut t) = self.tracer.lock() else {
+            return false;
+        };
+        !files.is_empty() && files.iter().all(|f| t.mark_written(f).unwrap_or(false))
+    }
 }
 
 impl Source for Bpf {
@@ -124,17 +155,16 @@ impl Source for Bpf {
         !self.syscalls
     }
 
-    fn start(&self, _files: &[PathBuf], calls: bool, reads: bool) -> Box<dyn Probe> {
+    fn start(&self, files: &[PathBuf], calls: bool, reads: bool) -> Box<dyn Probe> {
         // A test that may read gets the page-insertion program for this repetition; one
         // that only writes leaves it off (a page added per buffered write).
-        let inserting = reads.then(|| {
-            self.tracer
-                .lock()
-                .map_err(|_| "the tracer's lock was poisoned".to_string())?
-                .count_cache_inserts(true)
-                .map(|()| true)
-                .map_err(|e| e.to_string())
-        });
+        let inserting = reads.then(|| self.ask(Tracer::count_cache_inserts));
+        // The inodes the test dirties must be marked for their writeback to be candor's: a
+        // test that only writes files that exist marks them itself and runs without the
+        // dirtying program (which runs on every page a write dirties, with the page's
+        // mapping locked); any other test has it for this repetition.
+        let dirtying =
+            (reads || self.job || !self.mark_all(files)).then(|| self.ask(Tracer::count_dirtying));
         // A test counted by its calls gets the syscall programs for this repetition, before
         // its first snapshot; a run traced with --trace-syscalls has them already.
         let counting = calls.then(|| {
@@ -154,6 +184,7 @@ impl Source for Bpf {
             syscalls: self.syscalls,
             counting,
             inserting,
+            dirtying,
             devices: self.devices.clone(),
             begin: snapshot(&self.tracer),
             sampled: None,
@@ -172,6 +203,9 @@ struct BpfProbe {
     /// A test that may read: whether this probe asked for the page-insertion program (and
     /// must let it go), or why it could not; None for a test that only writes.
     inserting: Option<Result<bool, String>>,
+    /// Whether this probe asked for the dirtying program, or why it could not; None for a
+    /// test that only writes files it marked itself.
+    dirtying: Option<Result<bool, String>>,
     devices: Vec<DevId>,
     begin: Result<Snapshot, String>,
     /// The count at the end of the sample of operations (`Probe::calls_end`), when the
@@ -192,12 +226,18 @@ impl BpfProbe {
         }
     }
 
-    /// Lets the page-insertion program go if this probe asked for it.
+    /// Lets the page-insertion and dirtying programs go if this probe asked for them.
     fn release_inserting(&mut self) {
         if let Some(Ok(true)) = self.inserting {
             self.inserting = Some(Ok(false));
             if let Ok(mut t) = self.tracer.lock() {
                 let _ = t.count_cache_inserts(false);
+            }
+        }
+        if let Some(Ok(true)) = self.dirtying {
+            self.dirtying = Some(Ok(false));
+            if let Ok(mut t) = self.tracer.lock() {
+                let _ = t.count_dirtying(false);
             }
         }
     }
@@ -301,6 +341,15 @@ impl Probe for BpfProbe {
         };
         let d = &self.devices;
         candor_bpf::model::fill_witness(&total, d, w);
+        if let Some(Err(why)) = &self.dirtying {
+            w.extra.insert(
+                "bpf_dirtying".into(),
+                serde_json::json!(format!(
+                    "the dirtying program could not be attached: {why}; writeback of the \
+                     test's files may count as other processes'"
+                )),
+            );
+        }
         let counted_inserts = matches!(self.inserting, Some(Ok(_)));
         if !counted_inserts {
             w.cache_misses = None;
