@@ -118,6 +118,10 @@ impl Loaded {
         match *self {}
     }
 
+    pub fn suspend_dirtying(&mut self, _on: bool) -> Result<(), TraceError> {
+        match *self {}
+    }
+
     pub fn counts_dirtying(&self) -> bool {
         match *self {}
     }

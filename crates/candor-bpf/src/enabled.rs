@@ -44,9 +44,10 @@ pub struct Loaded {
     /// With `TraceOptions::cache_inserts_on_demand`, the page-insertion program
     /// (`count_cache_inserts`); None when it is attached throughout.
     inserting: Option<OnDemand>,
-    /// With `TraceOptions::dirtying_on_demand`, the dirtying program (`count_dirtying`);
-    /// None when it is attached throughout.
-    dirtying: Option<OnDemand>,
+    /// With `TraceOptions::dirtying_suspendable`, the dirtying program and who needs or
+    /// suspends it (`count_dirtying`, `suspend_dirtying`); None when it is attached
+    /// throughout.
+    dirtying: Option<Dirtying>,
     /// The count of the set's processes that had ended at the last look through `fds`
     /// for their files (None before the first).
     exits_seen: Option<u64>,
@@ -80,20 +81,7 @@ impl OnDemand {
         if self.demand > 1 {
             return Ok(());
         }
-        let attached = (|| -> Result<BtfTracePointLink, String> {
-            let prog = ebpf
-                .program_mut(program)
-                .ok_or_else(|| format!("program {program} missing"))?;
-            let tp: &mut BtfTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
-            if tp.fd().is_err() {
-                let mut btf = None;
-                tp.load(hook, kernel_btf(&mut btf)?)
-                    .map_err(|e| verifier_message(&e))?;
-            }
-            let id = tp.attach().map_err(|e| chain(&e))?;
-            tp.take_link(id).map_err(|e| chain(&e))
-        })();
-        match attached {
+        match attach_btf(ebpf, program, hook) {
             Ok(link) => {
                 self.link = Some(link);
                 Ok(())
@@ -107,6 +95,47 @@ impl OnDemand {
 
     fn attached(&self) -> bool {
         self.link.is_some()
+    }
+}
+
+/// Loads `program` (the first time) for the typed tracepoint `hook` and attaches it; the
+/// link detaches it when dropped.
+fn attach_btf(ebpf: &mut Ebpf, program: &str, hook: &str) -> Result<BtfTracePointLink, String> {
+    let prog = ebpf
+        .program_mut(program)
+        .ok_or_else(|| format!("program {program} missing"))?;
+    let tp: &mut BtfTracePoint = prog.try_into().map_err(|e| format!("{e}"))?;
+    if tp.fd().is_err() {
+        let mut btf = None;
+        tp.load(hook, kernel_btf(&mut btf)?)
+            .map_err(|e| verifier_message(&e))?;
+    }
+    let id = tp.attach().map_err(|e| chain(&e))?;
+    tp.take_link(id).map_err(|e| chain(&e))
+}
+
+/// The dirtying program, attached unless a caller suspends it and none needs it: pages
+/// dirtied outside any test (the files' layout, another rank's writes) keep their marks.
+#[derive(Default)]
+struct Dirtying {
+    needed: u32,
+    suspended: u32,
+    link: Option<BtfTracePointLink>,
+}
+
+impl Dirtying {
+    /// Attaches or detaches the program to match the callers' wishes.
+    fn apply(&mut self, ebpf: &mut Ebpf) -> Result<(), TraceError> {
+        let want = self.suspended == 0 || self.needed > 0;
+        if !want {
+            self.link = None;
+        } else if self.link.is_none() {
+            let link = attach_btf(ebpf, probe::DIRTYING_PROGRAM, "writeback_dirty_folio").map_err(
+                |why| TraceError(format!("attaching writeback:writeback_dirty_folio: {why}")),
+            )?;
+            self.link = Some(link);
+        }
+        Ok(())
     }
 }
 
@@ -223,7 +252,7 @@ impl Loaded {
             syscalls: opts.syscalls,
             counting: OnDemand::default(),
             inserting: opts.cache_inserts_on_demand.then(OnDemand::default),
-            dirtying: opts.dirtying_on_demand.then(OnDemand::default),
+            dirtying: opts.dirtying_suspendable.then(Dirtying::default),
             exits_seen: None,
         };
         for pid in &opts.seed_pids {
@@ -241,7 +270,7 @@ impl Loaded {
                 }
             } else if probe::is_channel_program(spec.program) && !opts.phases
                 || spec.program == probe::CACHE_INSERT_PROGRAM && opts.cache_inserts_on_demand
-                || spec.program == probe::DIRTYING_PROGRAM && opts.dirtying_on_demand
+                || spec.program == probe::DIRTYING_PROGRAM && opts.dirtying_suspendable
             {
                 continue;
             } else {
@@ -286,6 +315,14 @@ impl Loaded {
                     return Err(Unavailable::Attach(spec.full_name(), why));
                 }
                 loaded.skipped.push((spec.full_name(), why));
+            }
+        }
+        // A suspendable dirtying program starts attached, like the others.
+        if let Some(d) = loaded.dirtying.as_mut() {
+            if let Err(e) = d.apply(&mut loaded.ebpf) {
+                loaded
+                    .skipped
+                    .push(("writeback:writeback_dirty_folio".into(), e.0));
             }
         }
         Ok(loaded)
@@ -349,17 +386,33 @@ impl Loaded {
     pub fn count_dirtying(&mut self, on: bool) -> Result<(), TraceError> {
         match self.dirtying.as_mut() {
             None => Ok(()),
-            Some(d) => d.ask(
-                &mut self.ebpf,
-                probe::DIRTYING_PROGRAM,
-                ("writeback", "writeback_dirty_folio"),
-                on,
-            ),
+            Some(d) => {
+                d.needed = if on {
+                    d.needed + 1
+                } else {
+                    d.needed.saturating_sub(1)
+                };
+                d.apply(&mut self.ebpf)
+            }
+        }
+    }
+
+    pub fn suspend_dirtying(&mut self, on: bool) -> Result<(), TraceError> {
+        match self.dirtying.as_mut() {
+            None => Ok(()),
+            Some(d) => {
+                d.suspended = if on {
+                    d.suspended + 1
+                } else {
+                    d.suspended.saturating_sub(1)
+                };
+                d.apply(&mut self.ebpf)
+            }
         }
     }
 
     pub fn counts_dirtying(&self) -> bool {
-        self.dirtying.as_ref().is_none_or(OnDemand::attached)
+        self.dirtying.as_ref().is_none_or(|d| d.link.is_some())
     }
 
     pub fn mark_written(&mut self, path: &std::path::Path) -> Result<bool, TraceError> {

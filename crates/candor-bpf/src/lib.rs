@@ -93,12 +93,13 @@ pub struct TraceOptions {
     /// for it ([`Tracer::count_cache_inserts`]): a test that only writes adds a page to
     /// the cache with nearly every write, and needs no count of them.
     pub cache_inserts_on_demand: bool,
-    /// Leave the dirtying program (which marks the inodes the set dirties, so that their
-    /// writeback is the set's) unattached until a caller asks for it
-    /// ([`Tracer::count_dirtying`]); a caller that knows the files it will write marks them
-    /// itself ([`Tracer::mark_written`]) and runs without it: the program runs with the
-    /// page's mapping locked and interrupts off on every page a write dirties.
-    pub dirtying_on_demand: bool,
+    /// Let callers suspend the dirtying program (which marks the inodes the set dirties,
+    /// so that their writeback is the set's): attached from the start, detached while a
+    /// caller that marked the files it will write itself ([`Tracer::mark_written`]) suspends
+    /// it ([`Tracer::suspend_dirtying`]) and no caller needs it ([`Tracer::count_dirtying`]).
+    /// It runs with the page's mapping locked and interrupts off on every page a write
+    /// dirties.
+    pub dirtying_suspendable: bool,
 }
 
 impl Default for TraceOptions {
@@ -111,7 +112,7 @@ impl Default for TraceOptions {
             empty_syscall_programs: false,
             record_except: None,
             cache_inserts_on_demand: false,
-            dirtying_on_demand: false,
+            dirtying_suspendable: false,
         }
     }
 }
@@ -193,11 +194,19 @@ impl Tracer {
         self.inner.counts_cache_inserts()
     }
 
-    /// Marks the inodes the set dirties for as long as a caller needs it, in a tracer
-    /// loaded with [`TraceOptions::dirtying_on_demand`] (`true` asks, `false` lets go);
-    /// otherwise they are marked throughout and this does nothing.
+    /// Keeps the dirtying program attached for as long as a caller needs it, whoever
+    /// suspends it, in a tracer loaded with [`TraceOptions::dirtying_suspendable`]
+    /// (`true` asks, `false` lets go); otherwise it is attached throughout and this does
+    /// nothing.
     pub fn count_dirtying(&mut self, on: bool) -> Result<(), TraceError> {
         self.inner.count_dirtying(on)
+    }
+
+    /// Detaches the dirtying program while a caller suspends it and no caller needs it,
+    /// in a tracer loaded with [`TraceOptions::dirtying_suspendable`] (`true` suspends,
+    /// `false` lets go); otherwise this does nothing.
+    pub fn suspend_dirtying(&mut self, on: bool) -> Result<(), TraceError> {
+        self.inner.suspend_dirtying(on)
     }
 
     /// Whether the inodes the set dirties are marked right now.

@@ -53,7 +53,8 @@ pub(crate) const COUNTING_PROGRAM: &str = "candor_sys_count";
 pub(crate) const CACHE_INSERT_PROGRAM: &str = "candor_cache_add";
 
 /// The program that marks the inodes the set dirties (whose writeback is then the set's):
-/// attached on demand when the tracer is loaded with `TraceOptions::dirtying_on_demand`.
+/// detached while suspended when the tracer is loaded with
+/// `TraceOptions::dirtying_suspendable`.
 pub(crate) const DIRTYING_PROGRAM: &str = "candor_dirty_folio";
 
 /// The do-nothing twin of a per-syscall program (`TraceOptions::empty_syscall_programs`).

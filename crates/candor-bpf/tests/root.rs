@@ -774,7 +774,7 @@ fn marked_file_writeback(kind: &str) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mut t) = tracer(&TraceOptions {
         seed_pids: Vec::new(),
-        dirtying_on_demand: true,
+        dirtying_suspendable: true,
         ..TraceOptions::this_process()
             .without_syscalls()
             .without_phases()
@@ -788,6 +788,9 @@ fn marked_file_writeback(kind: &str) {
     let (marked, other) = (fs.path().join("marked.dat"), fs.path().join("other.dat"));
     write_file(&marked, 8);
     write_file(&other, 8);
+    // Attached from the start; suspended, detached.
+    assert!(t.counts_dirtying());
+    t.suspend_dirtying(true).expect("suspend");
     assert!(!t.counts_dirtying());
     assert!(
         t.mark_written(&marked).expect("mark"),
@@ -824,4 +827,12 @@ fn marked_file_writeback(kind: &str) {
         wb < 16 << 20,
         "{kind}: the unmarked file's counted too: {wb}"
     );
+    // A caller that needs it has it back though the suspension stands; when it lets go
+    // the program is detached again, and attached once the suspension ends.
+    t.count_dirtying(true).expect("need");
+    assert!(t.counts_dirtying());
+    t.count_dirtying(false).expect("let go");
+    assert!(!t.counts_dirtying());
+    t.suspend_dirtying(false).expect("resume");
+    assert!(t.counts_dirtying());
 }

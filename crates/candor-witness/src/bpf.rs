@@ -27,7 +27,7 @@ fn shared(syscalls: bool) -> Result<Shared, String> {
             let mut opts = TraceOptions {
                 quiet_thread_name: Some(SAMPLER_THREAD.into()),
                 cache_inserts_on_demand: true,
-                dirtying_on_demand: true,
+                dirtying_suspendable: true,
                 ..TraceOptions::this_process().without_phases()
             };
             if !syscalls {
@@ -160,11 +160,16 @@ impl Source for Bpf {
         // that only writes leaves it off (a page added per buffered write).
         let inserting = reads.then(|| self.ask(Tracer::count_cache_inserts));
         // The inodes the test dirties must be marked for their writeback to be candor's: a
-        // test that only writes files that exist marks them itself and runs without the
+        // test that only writes files that exist marks them itself and suspends the
         // dirtying program (which runs on every page a write dirties, with the page's
-        // mapping locked); any other test has it for this repetition.
-        let dirtying =
-            (reads || self.job || !self.mark_all(files)).then(|| self.ask(Tracer::count_dirtying));
+        // mapping locked) for its repetition; any other test needs it, even while another
+        // target's repetition suspends it. Outside repetitions it stays attached, so pages
+        // dirtied then (a layout, another rank's writes) keep their marks.
+        let (dirtying, suspending) = if !reads && !self.job && self.mark_all(files) {
+            (None, Some(self.ask(Tracer::suspend_dirtying)))
+        } else {
+            (Some(self.ask(Tracer::count_dirtying)), None)
+        };
         // A test counted by its calls gets the syscall programs for this repetition, before
         // its first snapshot; a run traced with --trace-syscalls has them already.
         let counting = calls.then(|| {
@@ -185,6 +190,7 @@ impl Source for Bpf {
             counting,
             inserting,
             dirtying,
+            suspending,
             devices: self.devices.clone(),
             begin: snapshot(&self.tracer),
             sampled: None,
@@ -203,9 +209,11 @@ struct BpfProbe {
     /// A test that may read: whether this probe asked for the page-insertion program (and
     /// must let it go), or why it could not; None for a test that only writes.
     inserting: Option<Result<bool, String>>,
-    /// Whether this probe asked for the dirtying program, or why it could not; None for a
-    /// test that only writes files it marked itself.
+    /// Whether this probe needs the dirtying program kept attached (and must let it go),
+    /// or why it could not be; None for a test that only writes files it marked itself.
     dirtying: Option<Result<bool, String>>,
+    /// Such a test: whether it suspended the dirtying program (and must end that).
+    suspending: Option<Result<bool, String>>,
     devices: Vec<DevId>,
     begin: Result<Snapshot, String>,
     /// The count at the end of the sample of operations (`Probe::calls_end`), when the
@@ -238,6 +246,12 @@ impl BpfProbe {
             self.dirtying = Some(Ok(false));
             if let Ok(mut t) = self.tracer.lock() {
                 let _ = t.count_dirtying(false);
+            }
+        }
+        if let Some(Ok(true)) = self.suspending {
+            self.suspending = Some(Ok(false));
+            if let Ok(mut t) = self.tracer.lock() {
+                let _ = t.suspend_dirtying(false);
             }
         }
     }
