@@ -1006,7 +1006,7 @@ fn audit_interval_sets_how_often_the_command_is_sampled() {
     // The audit samples /proc, then looks whether the command has ended, then sleeps the
     // interval: a 300 ms command is seen to end at the first sample after it did.
     let dir = tempfile::tempdir().unwrap();
-    let wall = |interval: &str| {
+    let wall_as = |interval: &str, ms: &str| {
         let json = dir.path().join(format!("a{interval}.json"));
         let out = candor()
             .args([
@@ -1026,13 +1026,14 @@ fn audit_interval_sets_how_often_the_command_is_sampled() {
         let doc = json_of(&json);
         let notes = doc["audit"]["notes"].to_string();
         assert!(
-            notes.contains(&format!("sampling /proc every {interval} ms")),
+            notes.contains(&format!("sampling /proc every {ms} ms")),
             "{notes}"
         );
         doc["audit"]["wall_s"]
             .as_f64()
             .expect("the audit's wall time")
     };
+    let wall = |interval: &str| wall_as(interval, interval);
     let fine = wall("5");
     assert!(
         (0.3..0.8).contains(&fine),
@@ -1043,7 +1044,13 @@ fn audit_interval_sets_how_often_the_command_is_sampled() {
         (1.0..2.5).contains(&coarse),
         "every 1000 ms: seen to end at {coarse} s (the first sample after 300 ms is at 1 s)"
     );
-    for bad in ["0", "x", "10001"] {
+    // A time with its unit is the same period as the bare milliseconds.
+    let coarse_unit = wall_as("1s", "1000");
+    assert!(
+        (1.0..2.5).contains(&coarse_unit),
+        "every 1s: seen to end at {coarse_unit} s (the first sample after 300 ms is at 1 s)"
+    );
+    for bad in ["0", "x", "10001", "0.5ms", "11s", "-3"] {
         let out = candor()
             .args(["audit", "--interval", bad, "--", "true"])
             .output()

@@ -23,9 +23,9 @@ pub struct Args {
     /// How to observe: eBPF when it loads (root), else /proc sampling; or force one.
     #[arg(long, value_name = "auto|procfs|bpf", default_value = "auto", value_parser = refusing(parse_source))]
     pub witness: SourceChoice,
-    /// Sampling period of procfs and of diskstats, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 5,
-          help = format!("Sampling period of {PROC} and {DISKSTATS}, milliseconds"))]
+    /// Sampling period of procfs and of diskstats: milliseconds, or a time with its unit.
+    #[arg(long, value_name = "MS", default_value = "5", value_parser = refusing(parse_interval),
+          help = format!("Sampling period of {PROC} and {DISKSTATS}: milliseconds (5), or a time with its unit (20ms, 0.5s)"))]
     pub interval: u64,
     /// Do not pass the command's output through (it is still parsed).
     #[arg(short, long)]
@@ -63,13 +63,31 @@ fn parse_source(name: &str) -> Result<SourceChoice, String> {
         .ok_or_else(|| format!("--witness {name}: use auto, procfs or bpf"))
 }
 
+/// `--interval`: a bare number is milliseconds (`5`), anything else a time with its unit
+/// (`20ms`, `0.5s`), as `candor run --witness-interval` takes it; whole milliseconds from 1
+/// to 10000.
+fn parse_interval(text: &str) -> Result<u64, String> {
+    const RANGE: &str = "give a sampling period between 1 ms and 10 s, e.g. 5 or 20ms";
+    let t = text.trim();
+    let ms = if let Ok(n) = t.parse::<u64>() {
+        n
+    } else {
+        let d = candor_engine::plan::options::parse_duration(t)
+            .map_err(|e| format!("--interval {text}: {e}"))?;
+        let ms = d.as_secs_f64() * 1e3;
+        if ms.fract() != 0.0 {
+            return Err(format!("--interval {text}: {RANGE}, in whole milliseconds"));
+        }
+        ms as u64
+    };
+    if ms == 0 || ms > 10_000 {
+        return Err(format!("--interval {text}: {RANGE}"));
+    }
+    Ok(ms)
+}
+
 pub fn run(args: Args) -> CmdResult {
     let source = args.witness;
-    if args.interval == 0 || args.interval > 10_000 {
-        return Err(Failure::usage(
-            "--interval: give a sampling period between 1 and 10000 milliseconds",
-        ));
-    }
     if let Some(out) = &args.output {
         let dir = out.parent().filter(|p| !p.as_os_str().is_empty());
         if let Some(d) = dir {
