@@ -71,6 +71,9 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 0: case 1: case 3: case 5: case 8: case 9: case 17: case 18: case 19: case 20:
 	case 32: case 33: case 72: case 74: case 75: case 77: case 277: case 285: case 292:
 	case 295: case 296: case 327: case 328: case 426:
+	/* Copies the kernel makes between descriptors (sendfile, splice, copy_file_range):
+	 * kept so user space can say what the trace leaves out. */
+	case 40: case 275: case 326:
 		return 0;
 	case 2: /* open */
 	case 4: /* stat */
@@ -86,6 +89,7 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 258: /* mkdirat */
 	case 262: /* newfstatat */
 	case 263: /* unlinkat */
+	case 332: /* statx */
 		return 2;
 	case 264: /* renameat */
 	case 316: /* renameat2 */
@@ -125,6 +129,9 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 			bpf_probe_read_user(&c.extra, 8, (const char *)c.args[1] + 48);
 		else if (nr == 262)
 			bpf_probe_read_user(&c.extra, 8, (const char *)c.args[2] + 48);
+		/* statx: stx_size, at offset 40 of struct statx (its fifth argument). */
+		else if (nr == 332)
+			bpf_probe_read_user(&c.extra, 8, (const char *)c.args[4] + 40);
 	}
 	if (!paths) {
 		if (bpf_ringbuf_output(&rec_events, &c, sizeof(c), RB_NO_WAKEUP))

@@ -142,6 +142,9 @@ pub struct Converter {
     t0: Option<u64>,
     pub calls: u64,
     pub io_uring_enters: u64,
+    /// Copies the kernel made between descriptors (sendfile, splice, copy_file_range), per
+    /// call's name: calls and bytes moved. Not in the trace: the note says so.
+    pub copies: std::collections::BTreeMap<&'static str, (u64, u64)>,
 }
 
 fn quoted(p: &str) -> String {
@@ -163,6 +166,7 @@ impl Converter {
             t0: None,
             calls: 0,
             io_uring_enters: 0,
+            copies: Default::default(),
         }
     }
 
@@ -467,6 +471,35 @@ impl Converter {
                 self.io_uring_enters += 1;
                 return;
             }
+            40 | 275 | 326 => {
+                let name = match c.nr {
+                    40 => "sendfile",
+                    275 => "splice",
+                    _ => "copy_file_range",
+                };
+                let e = self.copies.entry(name).or_default();
+                e.0 += 1;
+                e.1 += c.ret.max(0) as u64;
+                return;
+            }
+            332 => {
+                // statx(dirfd, path, flags, mask, buf): a stat by its other name.
+                let empty = if a[2] & 0x1000 != 0 {
+                    "AT_EMPTY_PATH"
+                } else {
+                    "0"
+                };
+                (
+                    "statx",
+                    vec![
+                        self.dirfd(tg, a[0]),
+                        quoted(&c.p1),
+                        empty.into(),
+                        "STATX_ALL".into(),
+                        format!("{{st_size={}}}", c.extra),
+                    ],
+                )
+            }
             _ => return,
         };
         self.calls += 1;
@@ -503,6 +536,27 @@ impl Converter {
                 "the application made {uring} io_uring_enter calls: the I/O they submitted is not in the trace"
             ));
         }
+        let moved: u64 = self.copies.values().map(|(_, b)| b).sum();
+        if !self.copies.is_empty() {
+            let each: Vec<String> = self
+                .copies
+                .iter()
+                .map(|(name, (n, b))| {
+                    format!(
+                        "{n} {name} call{} ({b} bytes)",
+                        if *n == 1 { "" } else { "s" }
+                    )
+                })
+                .collect();
+            t.header.notes.push(format!(
+                "the application copied between files inside the kernel with {}: those copies are not in the trace, so a replay does not make them",
+                each.join(", ")
+            ));
+            // Bytes the application moved that no replay of this trace moves.
+            if moved > 0 {
+                t.header.complete = false;
+            }
+        }
         t
     }
 }
@@ -510,6 +564,7 @@ impl Converter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Kind;
 
     /// Calls of this process (so its descriptors and working directory can be read) on a
     /// file under /tmp: an open with its path, writes, a positional write at an offset
@@ -564,6 +619,59 @@ mod tests {
         let (a, b) = (direct.finish(0), spool.finish(0));
         assert_eq!(a.call_count(), 6, "every call, the failed read too");
         assert_eq!(crate::format::encode(&a), crate::format::encode(&b));
+    }
+
+    /// A statx of the file is a stat with the size the kernel wrote into its buffer, and
+    /// with an empty path and AT_EMPTY_PATH an fstat; a copy_file_range from it is not a
+    /// call the trace can hold: the trace names it with its bytes and is not complete.
+    #[test]
+    fn statx_is_a_stat_and_a_kernel_copy_is_named_not_kept() {
+        let mut conv = Converter::new(opts());
+        let mut all = calls();
+        all.pop(); // the close: the descriptor stays open for the calls below
+        let me = std::process::id();
+        let at_fdcwd = -100i64 as u64;
+        let mut statx = all[0].clone();
+        statx.ts = 10_000;
+        statx.nr = 332;
+        statx.args = [at_fdcwd, 0, 0, 0x7ff, 0, 0];
+        statx.ret = 0;
+        statx.extra = 4608;
+        let mut fstatx = statx.clone();
+        fstatx.ts = 10_500;
+        fstatx.args = [9, 0, 0x1000, 0x7ff, 0, 0];
+        fstatx.p1 = String::new();
+        let mut copy = statx.clone();
+        copy.ts = 11_000;
+        copy.nr = 326;
+        copy.args = [9, 0, 10, 0, 1 << 20, 0];
+        copy.ret = 4096;
+        copy.p1 = String::new();
+        for c in all.into_iter().chain([statx, fstatx, copy.clone(), copy]) {
+            assert_eq!((c.tid, c.tgid), (me, me));
+            conv.add(c);
+        }
+        let t = conv.finish(0);
+        let kinds: Vec<Kind> = t.calls.iter().flatten().map(|c| c.kind()).collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == Kind::Stat).count(),
+            1,
+            "{kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().filter(|k| **k == Kind::Fstat).count(),
+            1,
+            "{kinds:?}"
+        );
+        assert!(!t.header.complete);
+        assert!(
+            t.header
+                .notes
+                .iter()
+                .any(|n| n.contains("2 copy_file_range calls (8192 bytes)")),
+            "{:?}",
+            t.header.notes
+        );
     }
 
     #[test]

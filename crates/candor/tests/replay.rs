@@ -662,6 +662,85 @@ fn recorded_sqlite_and_tar_replay_exactly_on_ext4_and_xfs() {
     }
 }
 
+/// coreutils' `cp` copies with copy_file_range and `stat` asks with statx: the stat is
+/// recorded and replays as one, while the copy, which the kernel makes between the two
+/// descriptors, is named with its bytes in the trace and in the replay's warnings, and the
+/// trace is not complete.
+#[test]
+fn a_kernel_copy_is_named_and_a_statx_is_recorded() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["cp", "stat"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let from = src.path().join("from");
+    std::fs::write(&from, vec![b'c'; 1_000_000]).expect("write");
+    let to = src.path().join("to");
+    let cp_trace = d.path().join("cp.trace");
+    let o = candor()
+        .args(["audit", "--quiet", "--record"])
+        .arg(&cp_trace)
+        .arg("--record-dir")
+        .arg(src.path())
+        .arg("--")
+        .arg("cp")
+        .arg(&from)
+        .arg(&to)
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("copy_file_range call") && err.contains("(1000000 bytes)"),
+        "the recorder names the copy: {err}"
+    );
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let o = replay(&[
+        cp_trace.to_str().unwrap(),
+        "--witness",
+        "bpf",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        ext4.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("the trace: the application copied between files inside the kernel"),
+        "the replay says what the trace left out: {err}"
+    );
+    let r = json(&o)["results"][0].clone();
+    let recorded = &r["extra"]["replay"]["recorded"];
+    assert_eq!(recorded["complete"], false, "{recorded}");
+    assert!(
+        recorded["notes"].to_string().contains("copy_file_range"),
+        "{recorded}"
+    );
+    let stat_trace = d.path().join("stat.trace");
+    record(
+        &stat_trace,
+        src.path(),
+        &["stat", from.to_str().unwrap(), to.to_str().unwrap()],
+        None,
+    );
+    let (r, _) = replays_exactly_saying(&stat_trace, ext4.path(), &["stat"]);
+    assert!(
+        r["extra"]["replay"]["calls"]["stat"]["calls"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 2,
+        "both files' statx: {}",
+        r["extra"]["replay"]["calls"]
+    );
+}
+
 /// A fio iolog whose two writes are 400 ms apart: `--timing original` keeps the gap,
 /// `scale=0.25` a quarter of it, `fast` none.
 #[test]

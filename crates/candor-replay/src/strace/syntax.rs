@@ -136,9 +136,14 @@ pub(super) fn num(s: &str) -> u64 {
 
 /// The size in a stat structure as strace writes it (`{st_mode=S_IFREG|0644,
 /// st_size=4096, ...}`).
+/// The size in a stat buffer as strace prints it: `st_size=` (stat, newfstatat) or
+/// `stx_size=` (statx).
 pub(super) fn st_size(arg: &str) -> Option<u64> {
-    let p = arg.find("st_size=")?;
-    Some(num(arg[p + 8..].split([',', '}']).next().unwrap_or("0")))
+    let (p, n) = match arg.find("st_size=") {
+        Some(p) => (p, 8),
+        None => (arg.find("stx_size=")?, 9),
+    };
+    Some(num(arg[p + n..].split([',', '}']).next().unwrap_or("0")))
 }
 
 /// `HH:MM:SS.micro` as microseconds of the day.
@@ -229,5 +234,18 @@ mod tests {
         );
         assert_eq!(fd_arg("3</w/a>b, c.db>"), (3, Some("/w/a>b, c.db".into())));
         assert_eq!(split_args("AT_FDCWD</w>, \"d\""), ["AT_FDCWD</w>", "\"d\""]);
+    }
+
+    #[test]
+    fn the_size_is_read_from_stat_and_statx_buffers() {
+        assert_eq!(
+            st_size("{st_mode=S_IFREG|0644, st_size=4608, ...}"),
+            Some(4608)
+        );
+        assert_eq!(
+            st_size("{stx_mask=STATX_BASIC_STATS, stx_attributes=0, stx_size=1000000, ...}"),
+            Some(1_000_000)
+        );
+        assert_eq!(st_size("{stx_mask=STATX_BASIC_STATS, ...}"), None);
     }
 }

@@ -279,6 +279,12 @@ pub fn run(a: Args) -> CmdResult {
     let mut doc = RunDoc::new("replay", std::env::args().collect(), started_at);
     doc.host = candor_witness::describe_host();
     doc.targets = infos;
+    // What the trace itself says it left out (calls lost, I/O it could not hold).
+    for n in &trace.header.notes {
+        let w = format!("the trace: {n}");
+        eprintln!("candor: {w}");
+        doc.warnings.push(w);
+    }
     let mut tgts = Vec::new();
     for p in &paths {
         let dir = super::run::make_run_dir(p, &id)?;

@@ -108,6 +108,7 @@ pub(super) fn result_of(a: &Args, trace: &Trace, t: &Target) -> TestResult {
             "calls": trace.call_count(),
             "throughput": recorded_bytes as f64 / recorded_span.max(1e-9),
             "complete": trace.header.complete,
+            "notes": trace.header.notes,
             "figure": trace.header.recorded_figure,
         },
         "diverged_calls": diverged / t.reps.len() as u64,
