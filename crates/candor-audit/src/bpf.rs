@@ -661,6 +661,15 @@ impl PhaseSource for BpfSource {
                 };
                 *slot += c.bytes;
             }
+            // A device the tree's files are on that carried no request in the run: the
+            // tracer saw every request, so its traffic is none, not unknown (the account
+            // would otherwise fall back to /proc's counters, whose write_bytes are the
+            // bytes dirtied, not the bytes the device wrote).
+            for p in &phases {
+                if let Some(name) = p.dev.and_then(crate::disk::device_name) {
+                    device_traffic.entry(name).or_default();
+                }
+            }
         }
         let mut counted = self.counters.finish();
         // A channel the tracer counted that /proc never showed (a process that used it

@@ -257,6 +257,82 @@ static __always_inline void set_direct(struct phase *p, int direct, __u64 now)
 		p->flags &= ~PHASE_DIRECT;
 }
 
+/* A read (rd) or a write of `ret` bytes, `lat` ns long, into its descriptor's phase: at
+ * file offset `at`, or, when `at` is negative, at the descriptor's position, which it
+ * advances. */
+static __always_inline void phase_add(struct phase *p, int rd, __s64 at, __u64 ret, __u64 lat)
+{
+	__u64 off = p->pos;
+	if (at >= 0)
+		off = at;
+	else
+		p->pos = off + ret;
+	__sync_fetch_and_add(&p->io_ns, lat);
+	__sync_fetch_and_add(&p->size_hist[l2_bucket(ret)], 1);
+	__sync_fetch_and_add(&p->off_hist[l2_bucket(off)], 1);
+	if (rd) {
+		__sync_fetch_and_add(&p->rcalls, 1);
+		__sync_fetch_and_add(&p->rbytes, ret);
+		__sync_fetch_and_add(&p->rio_ns, lat);
+	} else {
+		__sync_fetch_and_add(&p->wcalls, 1);
+		__sync_fetch_and_add(&p->wbytes, ret);
+		__sync_fetch_and_add(&p->wio_ns, lat);
+	}
+}
+
+/* One end of a copy the kernel made between two descriptors: `ret` bytes read from (rd)
+ * or written to descriptor `fd`, at the offset the call's offset pointer held (it was
+ * advanced by `ret`, so it is read back at exit), or at the descriptor's position when
+ * the pointer is NULL. */
+static __always_inline void copy_end(__u32 tgid, __u32 fd, int rd, __u64 off_ptr, __u64 ret,
+				     __u64 lat, __u64 start, __u64 now)
+{
+	int full = 0;
+	struct fd_key k = { .tgid = tgid, .fd = fd };
+	struct phase *p = bpf_map_lookup_elem(&fds, &k);
+	if (!p)
+		p = new_phase(tgid, fd, start, 0, &full);
+	if (!p) {
+		unattributed(tgid, rd, ret, full);
+		return;
+	}
+	__s64 at = -1;
+	if (off_ptr) {
+		__u64 v = 0;
+		if (!bpf_probe_read_user(&v, sizeof(v), (const void *)off_ptr) && v >= ret)
+			at = v - ret;
+	}
+	if (!p->first_ns)
+		p->first_ns = start;
+	p->last_ns = now;
+	phase_add(p, rd, at, ret, lat);
+}
+
+/* copy_file_range(fd_in, off_in, fd_out, off_out, len, flags), splice (the same first
+ * four) and sendfile(out_fd, in_fd, offset, count): the bytes move inside the kernel, read
+ * from one descriptor and written to the other, both followed per file like a read and a
+ * write. The call's time is shared between its two ends, so the phases' times still add
+ * up to the calls'. At exit the saved registers still hold the arguments. */
+static __always_inline void copy_io(const void *regs, __u32 slot, __u32 tgid, __u64 ret,
+				    __u64 lat, __u64 start, __u64 now)
+{
+	__u32 in_fd, out_fd;
+	__u64 in_ptr, out_ptr = 0;
+	if (slot == SLOT_SENDFILE) {
+		out_fd = (__u32)reg(regs, PT_REGS_DI);
+		in_fd = (__u32)reg(regs, PT_REGS_SI);
+		in_ptr = reg(regs, PT_REGS_DX);
+	} else {
+		in_fd = (__u32)reg(regs, PT_REGS_DI);
+		in_ptr = reg(regs, PT_REGS_SI);
+		out_fd = (__u32)reg(regs, PT_REGS_DX);
+		out_ptr = reg(regs, PT_REGS_R10);
+	}
+	copy_end(tgid, in_fd, 1, in_ptr, ret, lat / 2, start, now);
+	copy_end(tgid, out_fd, 0, out_ptr, ret, lat - lat / 2, start, now);
+}
+
 SEC("tp_btf/sys_exit")
 int candor_sys_exit(__u64 *ctx)
 {
@@ -304,6 +380,11 @@ int candor_sys_exit(__u64 *ctx)
 		aio_submitted((const void *)ctx[0], ret, tgid, s.ts, now);
 	if (slot == SLOT_IO_GETEVENTS && ret > 0 && candor_phases)
 		aio_reaped_all((const void *)ctx[0], ret, tgid);
+	if (ret >= 0 && candor_phases &&
+	    (slot == SLOT_COPY_FILE_RANGE || slot == SLOT_SENDFILE || slot == SLOT_SPLICE)) {
+		copy_io((const void *)ctx[0], slot, tgid, ret, lat, s.ts, now);
+		return 0;
+	}
 	if (ret < 0 || slot >= SLOT_FIRST_META)
 		return 0;
 	if (slot == SLOT_LSEEK) {
@@ -338,23 +419,10 @@ int candor_sys_exit(__u64 *ctx)
 		p->first_ns = s.ts;
 	p->last_ns = now;
 	if (rd || wr) {
-		__u64 off = p->pos;
+		__s64 at = -1;
 		if (is_positional(slot) && (__s64)s.arg >= 0)
-			off = s.arg;
-		else
-			p->pos = off + ret;
-		__sync_fetch_and_add(&p->io_ns, lat);
-		__sync_fetch_and_add(&p->size_hist[l2_bucket(ret)], 1);
-		__sync_fetch_and_add(&p->off_hist[l2_bucket(off)], 1);
-		if (rd) {
-			__sync_fetch_and_add(&p->rcalls, 1);
-			__sync_fetch_and_add(&p->rbytes, ret);
-			__sync_fetch_and_add(&p->rio_ns, lat);
-		} else {
-			__sync_fetch_and_add(&p->wcalls, 1);
-			__sync_fetch_and_add(&p->wbytes, ret);
-			__sync_fetch_and_add(&p->wio_ns, lat);
-		}
+			at = s.arg;
+		phase_add(p, rd, at, ret, lat);
 	} else if (slot == SLOT_LSEEK) {
 		__sync_fetch_and_add(&p->lseeks, 1);
 		p->pos = ret;

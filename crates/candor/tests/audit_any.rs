@@ -581,6 +581,65 @@ fn a_sparse_file_read_is_holes_not_page_cache() {
     }
 }
 
+/// Copies the kernel makes between two descriptors are followed per file like a read and
+/// a write: coreutils' `cp` (copy_file_range) and a sendfile from Python put the copied
+/// bytes on the source's and the destination's phases, to the byte, and a run that wrote
+/// nothing to the device in its time says so (no write amplification of 1 taken from the
+/// bytes the process dirtied).
+#[test]
+fn kernel_copies_between_files_are_followed_per_file() {
+    let _g = serial();
+    if !common::is_root() || !common::need_bpf() || !common::need_programs(&["cp", "python3"]) {
+        return;
+    }
+    let dir = scratch();
+    let from = dir.path().join("from");
+    std::fs::write(&from, vec![b'k'; 3_000_000]).unwrap();
+    let sendfile = "import os,sys\n\
+        i=os.open(sys.argv[1],os.O_RDONLY);o=os.open(sys.argv[2],os.O_WRONLY|os.O_CREAT,0o644)\n\
+        off=0\n\
+        while True:\n    n=os.sendfile(o,i,None,1<<20)\n    off+=n\n    if n==0: break\n";
+    for (how, cmd) in [
+        ("cp", vec!["cp".to_string()]),
+        (
+            "sendfile",
+            vec!["python3".to_string(), "-c".into(), sendfile.into()],
+        ),
+    ] {
+        let to = dir.path().join(format!("to-{how}"));
+        let mut args = cmd.clone();
+        args.push(from.display().to_string());
+        args.push(to.display().to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (out, v) = audit(dir.path(), "bpf", &args);
+        assert!(out.status.success(), "{how}: {}", common::text(&out.stderr));
+        assert_eq!(std::fs::metadata(&to).unwrap().len(), 3_000_000, "{how}");
+        let phase = |path: &Path| {
+            arr(&v["audit"]["phases"])
+                .into_iter()
+                .find(|p| p["path"] == path.display().to_string())
+                .unwrap_or_else(|| panic!("{how}: no phase for {}: {v:#}", path.display()))
+        };
+        let (src, dst) = (phase(&from), phase(&to));
+        assert_eq!(u(&src["read_bytes"]), 3_000_000, "{how}: {src:#}");
+        assert_eq!(u(&src["write_bytes"]), 0, "{how}: {src:#}");
+        assert_eq!(u(&dst["write_bytes"]), 3_000_000, "{how}: {dst:#}");
+        assert_eq!(u(&dst["read_bytes"]), 0, "{how}: {dst:#}");
+        // Neither program flushes: what the device wrote for them inside the run is what
+        // the tracer's own count says, never the bytes they dirtied.
+        let acc = &v["audit"]["account"];
+        let own: u64 = acc["device_traffic"]
+            .as_object()
+            .map(|m| m.values().map(|t| u(&t["own_write_bytes"])).sum())
+            .unwrap_or(0);
+        let wa = acc["write_amplification"].as_f64().unwrap_or(0.0);
+        assert!(
+            (wa - own as f64 / u(&acc["write"]["bytes"]) as f64).abs() < 1e-9,
+            "{how}: amplification {wa} from the device's {own} bytes: {acc:#}"
+        );
+    }
+}
+
 /// On a filesystem of its own (ext4 on a loop device, which nothing else uses), fs_mark's
 /// write amplification in the account is within 10% of the device's own count of bytes
 /// written over the bytes fs_mark wrote, and dbench's page-cache share of reads (its load
