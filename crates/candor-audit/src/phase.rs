@@ -341,7 +341,7 @@ impl Completeness {
             proc_bytes.saturating_sub(file_bytes + self.other_bytes + self.unattributed_bytes);
         if left > 0 {
             rest.push(format!(
-                "{} not attributed to a file: read by the kernel for the processes (execve loading programs and scripts) or moved by calls not followed per file",
+                "{} not attributed to a file: read by the kernel for the processes (execve loading programs and scripts) or moved by calls not followed per file (splice)",
                 b(left)
             ));
         }

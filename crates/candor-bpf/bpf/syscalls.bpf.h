@@ -309,11 +309,13 @@ static __always_inline void copy_end(__u32 tgid, __u32 fd, int rd, __u64 off_ptr
 	phase_add(p, rd, at, ret, lat);
 }
 
-/* copy_file_range(fd_in, off_in, fd_out, off_out, len, flags), splice (the same first
- * four) and sendfile(out_fd, in_fd, offset, count): the bytes move inside the kernel, read
- * from one descriptor and written to the other, both followed per file like a read and a
- * write. The call's time is shared between its two ends, so the phases' times still add
- * up to the calls'. At exit the saved registers still hold the arguments. */
+/* copy_file_range(fd_in, off_in, fd_out, off_out, len, flags) and sendfile(out_fd, in_fd,
+ * offset, count): the bytes move inside the kernel, read from one descriptor and written
+ * to the other, both followed per file like a read and a write (the kernel counts them in
+ * the task's read and write counters too, which the audit's completeness compares with).
+ * splice is not followed: the kernel leaves it out of those counters, and one end is
+ * always a pipe. The call's time is shared between its two ends, so the phases' times
+ * still add up to the calls'. At exit the saved registers still hold the arguments. */
 static __always_inline void copy_io(const void *regs, __u32 slot, __u32 tgid, __u64 ret,
 				    __u64 lat, __u64 start, __u64 now)
 {
@@ -380,8 +382,7 @@ int candor_sys_exit(__u64 *ctx)
 		aio_submitted((const void *)ctx[0], ret, tgid, s.ts, now);
 	if (slot == SLOT_IO_GETEVENTS && ret > 0 && candor_phases)
 		aio_reaped_all((const void *)ctx[0], ret, tgid);
-	if (ret >= 0 && candor_phases &&
-	    (slot == SLOT_COPY_FILE_RANGE || slot == SLOT_SENDFILE || slot == SLOT_SPLICE)) {
+	if (ret >= 0 && candor_phases && (slot == SLOT_COPY_FILE_RANGE || slot == SLOT_SENDFILE)) {
 		copy_io((const void *)ctx[0], slot, tgid, ret, lat, s.ts, now);
 		return 0;
 	}
