@@ -625,6 +625,14 @@ fn kernel_copies_between_files_are_followed_per_file() {
         assert_eq!(u(&src["write_bytes"]), 0, "{how}: {src:#}");
         assert_eq!(u(&dst["write_bytes"]), 3_000_000, "{how}: {dst:#}");
         assert_eq!(u(&dst["read_bytes"]), 0, "{how}: {dst:#}");
+        // The kernel counts these copies in the tasks' write counters too: the file
+        // records hold every byte they say the tree wrote, but for its writes to pipes
+        // (the interpreter's launcher scripts).
+        let c = &v["audit"]["account"]["completeness"];
+        assert!(
+            u(&c["process_write_bytes"]) <= u(&c["file_write_bytes"]) + u(&c["other_bytes"]),
+            "{how}: {c:#}"
+        );
         // Neither program flushes: what the device wrote for them inside the run is what
         // the tracer's own count says, never the bytes they dirtied.
         let acc = &v["audit"]["account"];
