@@ -145,6 +145,9 @@ pub struct Converter {
     /// Copies the kernel made between descriptors (sendfile, splice, copy_file_range), per
     /// call's name: calls and bytes moved. Not in the trace: the note says so.
     pub copies: std::collections::BTreeMap<&'static str, (u64, u64)>,
+    /// The traced directories (a copy between two files outside them is none of the
+    /// trace's business).
+    dirs: Vec<String>,
 }
 
 fn quoted(p: &str) -> String {
@@ -157,7 +160,13 @@ fn open_flags(v: u64) -> String {
 
 impl Converter {
     pub fn new(opts: Options) -> Converter {
+        let dirs = opts
+            .dirs
+            .iter()
+            .map(|d| d.trim_end_matches('/').to_string())
+            .collect();
         Converter {
+            dirs,
             b: Builder::new(opts),
             fds: HashMap::new(),
             first_fds: HashMap::new(),
@@ -477,6 +486,20 @@ impl Converter {
                     275 => "splice",
                     _ => "copy_file_range",
                 };
+                let (from, to) = match c.nr {
+                    40 => (a[1], a[0]),
+                    _ => (a[0], a[2]),
+                };
+                let traced = [from, to].into_iter().any(|fd| {
+                    self.fd_path(tg, fd as i32 as i64).is_some_and(|p| {
+                        self.dirs
+                            .iter()
+                            .any(|d| p == *d || p.starts_with(&format!("{d}/")))
+                    })
+                });
+                if !traced {
+                    return;
+                }
                 let e = self.copies.entry(name).or_default();
                 e.0 += 1;
                 e.1 += c.ret.max(0) as u64;
@@ -647,7 +670,14 @@ mod tests {
         copy.args = [9, 0, 10, 0, 1 << 20, 0];
         copy.ret = 4096;
         copy.p1 = String::new();
-        for c in all.into_iter().chain([statx, fstatx, copy.clone(), copy]) {
+        // A copy between two descriptors the trace does not know (neither under
+        // /tmp/spool) is none of its business.
+        let mut elsewhere = copy.clone();
+        elsewhere.args = [11, 0, 12, 0, 1 << 20, 0];
+        for c in all
+            .into_iter()
+            .chain([statx, fstatx, copy.clone(), copy, elsewhere])
+        {
             assert_eq!((c.tid, c.tgid), (me, me));
             conv.add(c);
         }
