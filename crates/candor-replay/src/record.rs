@@ -154,6 +154,15 @@ fn quoted(p: &str) -> String {
     format!("\"{}\"", p.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// The flags argument of newfstatat and statx as strace prints the one that matters here.
+fn at_empty_path(flags: u64) -> &'static str {
+    if flags & 0x1000 != 0 {
+        "AT_EMPTY_PATH"
+    } else {
+        "0"
+    }
+}
+
 fn open_flags(v: u64) -> String {
     format!("0x{:x}", v as u32)
 }
@@ -414,11 +423,7 @@ impl Converter {
                 ],
             ),
             262 => {
-                let empty = if a[3] & 0x1000 != 0 {
-                    "AT_EMPTY_PATH"
-                } else {
-                    "0"
-                };
+                let empty = at_empty_path(a[3]);
                 if c.p1.is_empty() && empty == "AT_EMPTY_PATH" {
                     (
                         "fstat",
@@ -507,11 +512,7 @@ impl Converter {
             }
             332 => {
                 // statx(dirfd, path, flags, mask, buf): a stat by its other name.
-                let empty = if a[2] & 0x1000 != 0 {
-                    "AT_EMPTY_PATH"
-                } else {
-                    "0"
-                };
+                let empty = at_empty_path(a[2]);
                 (
                     "statx",
                     vec![

@@ -499,7 +499,17 @@ fn a_sqlite_loop_replays_its_calls_exactly_on_ext4_and_xfs() {
     let t = text(&o.stdout);
     assert!(t.contains("replay"), "{t}");
     // The trace saved on the way replays as well, on the same filesystem.
-    let o = replay(&[
+    let o = replay_once(&trace, ext4.path());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        json(&o)["results"][0]["witness"]["syscalls_check"]["verdict"],
+        "match"
+    );
+}
+
+/// One repetition of `trace` on `fs` with the eBPF witness, as JSON.
+fn replay_once(trace: &Path, fs: &Path) -> Output {
+    replay(&[
         trace.to_str().unwrap(),
         "--witness",
         "bpf",
@@ -507,13 +517,8 @@ fn a_sqlite_loop_replays_its_calls_exactly_on_ext4_and_xfs() {
         "1",
         "--format",
         "json",
-        ext4.path().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(
-        json(&o)["results"][0]["witness"]["syscalls_check"]["verdict"],
-        "match"
-    );
+        fs.to_str().unwrap(),
+    ])
 }
 
 /// `candor audit --record` of `cmd` (files under `dir` kept) into `trace`.
@@ -568,16 +573,7 @@ fn replays_exactly(trace: &Path, fs: &Path, kinds: &[&str]) -> Value {
 
 /// `replays_exactly`, with what the replay said on stderr.
 fn replays_exactly_saying(trace: &Path, fs: &Path, kinds: &[&str]) -> (Value, String) {
-    let o = replay(&[
-        trace.to_str().unwrap(),
-        "--witness",
-        "bpf",
-        "--repeat",
-        "1",
-        "--format",
-        "json",
-        fs.to_str().unwrap(),
-    ]);
+    let o = replay_once(trace, fs);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let r = json(&o)["results"][0].clone();
     let c = &r["witness"]["syscalls_check"];
@@ -700,16 +696,7 @@ fn a_kernel_copy_is_named_and_a_statx_is_recorded() {
     let Some(ext4) = common::scratch("ext4", 64 << 20) else {
         return;
     };
-    let o = replay(&[
-        cp_trace.to_str().unwrap(),
-        "--witness",
-        "bpf",
-        "--repeat",
-        "1",
-        "--format",
-        "json",
-        ext4.path().to_str().unwrap(),
-    ]);
+    let o = replay_once(&cp_trace, ext4.path());
     assert!(o.status.success(), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert!(
