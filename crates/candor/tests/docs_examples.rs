@@ -590,8 +590,27 @@ fn run_page(page: &str) -> Vec<String> {
             continue;
         }
         if needs_root(e) && !common::is_root() {
-            skipped.push(format!("{}:{}", e.file, e.line));
+            skipped.push(format!(
+                "{}:{} (not root: it needs loop devices or eBPF)",
+                e.file, e.line
+            ));
             continue;
+        }
+        // `candor lab create` refuses, rightly, to make filesystems that could fill the
+        // host: the documented ones (three of 4 GiB) need 12 GiB free where the lab goes.
+        if plain(&e.command).starts_with("candor lab create") {
+            let free = free_bytes(lab.path());
+            if free < LAB_ROOM {
+                skipped.push(format!(
+                    "{}:{} ({:.1} GiB free under {}, where its filesystems need {} GiB)",
+                    e.file,
+                    e.line,
+                    free as f64 / (1u64 << 30) as f64,
+                    lab.path().display(),
+                    LAB_ROOM >> 30
+                ));
+                continue;
+            }
         }
         let default_run = fs.is_some() && plain(&e.command) == DEFAULT_RUN;
         let cmd = small(&e.command, work, lab.path(), default_run);
@@ -696,11 +715,23 @@ impl Drop for LabDown {
 fn page_test(page: &str) {
     let skipped = run_page(page);
     if !skipped.is_empty() {
-        common::skip(format!(
-            "not root: the examples at {} need loop devices or eBPF",
-            skipped.join(", ")
-        ));
+        common::skip(format!("examples not run: {}", skipped.join(", ")));
     }
+}
+
+/// What the documented `candor lab create` needs free: three filesystems of 4 GiB.
+const LAB_ROOM: u64 = 12 << 30;
+
+/// Bytes free to an unprivileged user on the filesystem of `dir` (what `candor lab`
+/// checks before it makes its backing files).
+fn free_bytes(dir: &Path) -> u64 {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("a path");
+    // SAFETY: statvfs fills the struct it is given; `c` is a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return u64::MAX;
+    }
+    st.f_bavail as u64 * st.f_frsize as u64
 }
 
 #[test]
@@ -834,10 +865,7 @@ fn the_examples_run_in_the_other_docs() {
         skipped.extend(run_page(page));
     }
     if !skipped.is_empty() {
-        common::skip(format!(
-            "not root: the examples at {} need loop devices or eBPF",
-            skipped.join(", ")
-        ));
+        common::skip(format!("examples not run: {}", skipped.join(", ")));
     }
 }
 
