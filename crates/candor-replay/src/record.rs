@@ -145,6 +145,8 @@ pub struct Converter {
     /// Copies the kernel made between descriptors (sendfile, splice, copy_file_range), per
     /// call's name: calls and bytes moved. Not in the trace: the note says so.
     pub copies: std::collections::BTreeMap<&'static str, (u64, u64)>,
+    /// The copies at the descriptors' positions, kept as a read and a write.
+    pub copies_kept: std::collections::BTreeMap<&'static str, (u64, u64)>,
     /// The traced directories (a copy between two files outside them is none of the
     /// trace's business).
     dirs: Vec<String>,
@@ -185,6 +187,7 @@ impl Converter {
             calls: 0,
             io_uring_enters: 0,
             copies: Default::default(),
+            copies_kept: Default::default(),
         }
     }
 
@@ -495,19 +498,62 @@ impl Converter {
                     40 => (a[1], a[0]),
                     _ => (a[0], a[2]),
                 };
-                let traced = [from, to].into_iter().any(|fd| {
+                let mut under = |fd: u64| {
                     self.fd_path(tg, fd as i32 as i64).is_some_and(|p| {
                         self.dirs
                             .iter()
                             .any(|d| p == *d || p.starts_with(&format!("{d}/")))
                     })
-                });
-                if !traced {
+                };
+                let (from_in, to_in) = (under(from), under(to));
+                if !from_in && !to_in {
                     return;
                 }
-                let e = self.copies.entry(name).or_default();
+                // A copy at the descriptors' positions (no offset pointer: what cp and cat
+                // do) is kept as the read of its source and the write of its destination
+                // it stands for; a copy at offsets the call was handed by pointer (not read
+                // in the kernel) and splice (a pipe at one end) are named, not kept.
+                let at_positions = match c.nr {
+                    40 => a[2] == 0,
+                    326 => a[1] == 0 && a[3] == 0,
+                    _ => false,
+                };
+                let e = if at_positions {
+                    self.copies_kept.entry(name).or_default()
+                } else {
+                    self.copies.entry(name).or_default()
+                };
                 e.0 += 1;
                 e.1 += c.ret.max(0) as u64;
+                if !at_positions || c.ret <= 0 {
+                    return;
+                }
+                let start = c.ts.saturating_sub(t0);
+                let half = c.dur / 2;
+                for (fd, kept, name, at, dur) in [
+                    (from, from_in, "read", start, half),
+                    (to, to_in, "write", start + half, c.dur - half),
+                ] {
+                    if !kept {
+                        continue;
+                    }
+                    let args = vec![
+                        self.fd(tg, fd as i32 as i64),
+                        "\"\"".into(),
+                        c.ret.to_string(),
+                    ];
+                    self.calls += 1;
+                    self.b.line(Line {
+                        tid: c.tid,
+                        tgid: Some(tg),
+                        time_ns: at,
+                        name: name.into(),
+                        args,
+                        ret: c.ret.to_string(),
+                        ret_path: None,
+                        dur_ns: dur,
+                    });
+                }
                 return;
             }
             332 => {
@@ -560,21 +606,28 @@ impl Converter {
                 "the application made {uring} io_uring_enter calls: the I/O they submitted is not in the trace"
             ));
         }
-        let moved: u64 = self.copies.values().map(|(_, b)| b).sum();
-        if !self.copies.is_empty() {
-            let each: Vec<String> = self
-                .copies
-                .iter()
+        let calls = |m: &std::collections::BTreeMap<&'static str, (u64, u64)>| {
+            m.iter()
                 .map(|(name, (n, b))| {
                     format!(
                         "{n} {name} call{} ({b} bytes)",
                         if *n == 1 { "" } else { "s" }
                     )
                 })
-                .collect();
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.copies_kept.is_empty() {
             t.header.notes.push(format!(
-                "the application copied between files inside the kernel with {}: those copies are not in the trace, so a replay does not make them",
-                each.join(", ")
+                "the application copied between files inside the kernel with {}: the trace holds each as the read of its source and the write of its destination (those in the traced directories), so a replay moves the same bytes through its own buffer",
+                calls(&self.copies_kept)
+            ));
+        }
+        let moved: u64 = self.copies.values().map(|(_, b)| b).sum();
+        if !self.copies.is_empty() {
+            t.header.notes.push(format!(
+                "the application copied between files inside the kernel with {}: those copies (at offsets given by pointer, or through a pipe) are not in the trace, so a replay does not make them",
+                calls(&self.copies)
             ));
             // Bytes the application moved that no replay of this trace moves.
             if moved > 0 {
@@ -646,14 +699,15 @@ mod tests {
     }
 
     /// A statx of the file is a stat with the size the kernel wrote into its buffer, and
-    /// with an empty path and AT_EMPTY_PATH an fstat; a copy_file_range from it is not a
-    /// call the trace can hold: the trace names it with its bytes and is not complete.
+    /// with an empty path and AT_EMPTY_PATH an fstat. A copy_file_range from it at the
+    /// descriptors' positions is kept as the read of its source (the destination is not
+    /// traced); one at an offset handed by pointer is named, not kept, and the trace is not
+    /// complete; a copy between two descriptors the trace does not know is left out.
     #[test]
-    fn statx_is_a_stat_and_a_kernel_copy_is_named_not_kept() {
+    fn statx_is_a_stat_and_a_kernel_copy_is_a_read_and_a_write_or_named() {
         let mut conv = Converter::new(opts());
         let mut all = calls();
         all.pop(); // the close: the descriptor stays open for the calls below
-        let me = std::process::id();
         let at_fdcwd = -100i64 as u64;
         let mut statx = all[0].clone();
         statx.ts = 10_000;
@@ -671,37 +725,43 @@ mod tests {
         copy.args = [9, 0, 10, 0, 1 << 20, 0];
         copy.ret = 4096;
         copy.p1 = String::new();
-        // A copy between two descriptors the trace does not know (neither under
-        // /tmp/spool) is none of its business.
+        let mut eof = copy.clone();
+        eof.ts = 11_500;
+        eof.ret = 0;
+        let mut by_pointer = copy.clone();
+        by_pointer.ts = 12_000;
+        by_pointer.args = [9, 0x7ffd_0000_1000, 10, 0, 1 << 20, 0];
         let mut elsewhere = copy.clone();
+        elsewhere.ts = 12_500;
         elsewhere.args = [11, 0, 12, 0, 1 << 20, 0];
         for c in all
             .into_iter()
-            .chain([statx, fstatx, copy.clone(), copy, elsewhere])
+            .chain([statx, fstatx, copy, eof, by_pointer, elsewhere])
         {
-            assert_eq!((c.tid, c.tgid), (me, me));
             conv.add(c);
         }
         let t = conv.finish(0);
-        let kinds: Vec<Kind> = t.calls.iter().flatten().map(|c| c.kind()).collect();
-        assert_eq!(
-            kinds.iter().filter(|k| **k == Kind::Stat).count(),
-            1,
-            "{kinds:?}"
-        );
-        assert_eq!(
-            kinds.iter().filter(|k| **k == Kind::Fstat).count(),
-            1,
-            "{kinds:?}"
-        );
-        assert!(!t.header.complete);
+        let calls: Vec<&crate::format::Call> = t.calls.iter().flatten().collect();
+        let count = |k: Kind| calls.iter().filter(|c| c.kind() == k).count();
+        assert_eq!(count(Kind::Stat), 1, "{calls:?}");
+        assert_eq!(count(Kind::Fstat), 1, "{calls:?}");
+        // The recorded write and the failed read, and the copy's read of 4096 bytes.
+        assert_eq!(count(Kind::Read), 2, "{calls:?}");
         assert!(
-            t.header
-                .notes
+            calls
                 .iter()
-                .any(|n| n.contains("2 copy_file_range calls (8192 bytes)")),
-            "{:?}",
-            t.header.notes
+                .any(|c| c.kind() == Kind::Read && c.result == 4096 && c.size == 4096),
+            "{calls:?}"
+        );
+        assert!(!t.header.complete, "the copy by pointer is not in it");
+        let notes = t.header.notes.join(" | ");
+        assert!(
+            notes.contains("with 2 copy_file_range calls (4096 bytes): the trace holds each"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("with 1 copy_file_range call (4096 bytes): those copies"),
+            "{notes}"
         );
     }
 

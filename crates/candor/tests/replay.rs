@@ -658,12 +658,13 @@ fn recorded_sqlite_and_tar_replay_exactly_on_ext4_and_xfs() {
     }
 }
 
-/// coreutils' `cp` copies with copy_file_range and `stat` asks with statx: the stat is
-/// recorded and replays as one, while the copy, which the kernel makes between the two
-/// descriptors, is named with its bytes in the trace and in the replay's warnings, and the
-/// trace is not complete.
+/// coreutils' `cp` copies with copy_file_range and `stat` asks with statx. The copy,
+/// which the kernel makes between the two descriptors at their positions, is kept as the
+/// read of the source and the write of the destination it stands for, said in the trace's
+/// notes and the replay's warnings, and replays exactly, byte for byte; the stat is
+/// recorded and replays as one.
 #[test]
-fn a_kernel_copy_is_named_and_a_statx_is_recorded() {
+fn a_kernel_copy_replays_as_its_read_and_write_and_a_statx_is_recorded() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !need_bpf() || !need_programs(&["cp", "stat"]) {
         return;
@@ -690,25 +691,26 @@ fn a_kernel_copy_is_named_and_a_statx_is_recorded() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert!(
-        err.contains("copy_file_range call") && err.contains("(1000000 bytes)"),
-        "the recorder names the copy: {err}"
+        err.contains("copy_file_range call")
+            && err.contains("(1000000 bytes): the trace holds each"),
+        "the recorder says how it kept the copy: {err}"
     );
     let Some(ext4) = common::scratch("ext4", 64 << 20) else {
         return;
     };
-    let o = replay_once(&cp_trace, ext4.path());
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
+    let (r, err) = replays_exactly_saying(&cp_trace, ext4.path(), &["read", "write", "openat"]);
     assert!(
         err.contains("the trace: the application copied between files inside the kernel"),
-        "the replay says what the trace left out: {err}"
+        "the replay says what the trace holds: {err}"
     );
-    let r = json(&o)["results"][0].clone();
-    let recorded = &r["extra"]["replay"]["recorded"];
-    assert_eq!(recorded["complete"], false, "{recorded}");
+    let calls = &r["extra"]["replay"]["calls"];
+    assert_eq!(calls["read"]["bytes"], 1_000_000, "{calls}");
+    assert_eq!(calls["write"]["bytes"], 1_000_000, "{calls}");
     assert!(
-        recorded["notes"].to_string().contains("copy_file_range"),
-        "{recorded}"
+        r["extra"]["replay"]["recorded"]["notes"]
+            .to_string()
+            .contains("copy_file_range"),
+        "{r}"
     );
     let stat_trace = d.path().join("stat.trace");
     record(
