@@ -142,8 +142,9 @@ pub struct Converter {
     t0: Option<u64>,
     pub calls: u64,
     pub io_uring_enters: u64,
-    /// Copies the kernel made between descriptors (sendfile, splice, copy_file_range), per
-    /// call's name: calls and bytes moved. Not in the trace: the note says so.
+    /// Copies the kernel made between descriptors that the trace cannot hold (at offsets
+    /// handed by pointer, or a splice), per call's name: calls and bytes moved. The note
+    /// says so.
     pub copies: std::collections::BTreeMap<&'static str, (u64, u64)>,
     /// The copies at the descriptors' positions, kept as a read and a write.
     pub copies_kept: std::collections::BTreeMap<&'static str, (u64, u64)>,
