@@ -315,7 +315,12 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
         }
     }
     let app = app_read + a.write.bytes;
-    let served = a.read_from_device_bytes.unwrap_or(0) + device_written.unwrap_or(0);
+    // The share of the tree's own bytes the device carried, direction by direction: the
+    // device's writes count up to the bytes written (amplification is reported above, not
+    // as more of the tree's bytes), so writes the tree made outside any file's phase (a
+    // copy /proc sampling did not see) cannot make its reads the device's.
+    let served =
+        a.read_from_device_bytes.unwrap_or(0) + device_written.unwrap_or(0).min(a.write.bytes);
     let (verdict, meaning) = if app == 0 {
         ("nothing", "the tree moved no bytes through files")
     } else if a.read_from_holes_bytes * 2 > app {
@@ -517,6 +522,26 @@ mod tests {
             record_sizes: vec![[4096, (r + w) / 4096]],
             ..Default::default()
         }
+    }
+
+    /// With /proc sampling, a process that read a little through a file and dirtied 3 MB
+    /// that no file's phase holds (a copy the samples did not see): its reads, all from the
+    /// page cache, stay the cache's; the dirtied bytes do not make them the device's.
+    #[test]
+    fn writes_outside_the_phases_do_not_make_cached_reads_the_devices() {
+        let mut o = Observed::default();
+        o.phases.push(phase("/t/from", 10 << 10, 0));
+        o.processes.push(crate::phase::ProcessRecord {
+            pid: 7,
+            io: candor_procfs::PidIo {
+                write_bytes: 3_000_000,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let a = account(&o, &[("vda".into(), 0, 0)]);
+        assert_eq!(a.read_from_device_bytes, Some(0));
+        assert_eq!(a.verdict, "cache", "{}", a.sentence);
     }
 
     #[test]

@@ -152,8 +152,27 @@ pub fn render_table(a: &Audit) -> String {
     }
     let parsed = a.claims.iter().any(|c| c.basis != "generic");
     if a.run.observed.phases.is_empty() {
+        // Files it created without writing to them: the likely cause is a copy by reflink
+        // (cp on xfs or btrfs clones the source's extents with FICLONE), which moves no data.
+        let created = a
+            .run
+            .observed
+            .calls
+            .last()
+            .and_then(|t| t.count.get("create"))
+            .copied()
+            .unwrap_or(0);
+        let why = if created > 0 {
+            format!(
+                " (it created {created} file{} without writing to {}: a copy by reflink, FICLONE, shares the source's extents and moves no data)",
+                if created == 1 { "" } else { "s" },
+                if created == 1 { "it" } else { "them" }
+            )
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "{program} touched no regular file or block device: there is nothing to reconcile\n"
+            "{program} touched no regular file or block device with a read, write or copy call{why}: there is nothing to reconcile\n"
         ));
     } else if !parsed {
         // No parser knows the program: the account is the report.
@@ -464,6 +483,20 @@ mod tests {
         let t = render_table(&audit_with(Vec::new(), Vec::new(), Exit::NotFound));
         assert!(
             t.contains("touched no regular file") && t.contains("command not found"),
+            "{t}"
+        );
+        assert!(!t.contains("reflink"), "nothing was created: {t}");
+        // A file created and never written (cp on xfs or btrfs clones it): the sentence
+        // names the likely cause.
+        let mut a = audit_with(Vec::new(), Vec::new(), Exit::Code(0));
+        a.run.observed.calls = vec![crate::phase::CallTick {
+            t_s: 0.1,
+            count: [("create".to_string(), 1), ("openat".to_string(), 3)].into(),
+            time_ns: Default::default(),
+        }];
+        let t = render_table(&a);
+        assert!(
+            t.contains("touched no regular file or block device with a read, write or copy call (it created 1 file without writing to it: a copy by reflink"),
             "{t}"
         );
     }
