@@ -246,7 +246,6 @@ struct blk_stat {
  * in the submitter's context) and its times. */
 struct req_val {
 	__u64 rq;
-	__u64 insert_ns;
 	__u64 issue_ns;
 	__u32 dev;
 	__u8 dir;
@@ -515,8 +514,7 @@ static __always_inline void set_changed(void)
 #define MEMO_DIRTY 1
 #define MEMO_IO_START 2
 #define MEMO_RQ_ISSUE 3
-#define MEMO_RQ_INSERT 4
-#define MEMO_SLOTS 5
+#define MEMO_SLOTS 4
 struct set_memo {
 	__u64 gen_bpf;
 	__u64 gen_user;

@@ -129,6 +129,7 @@ struct request {
 	unsigned int cmd_flags;
 	unsigned int __data_len;
 	unsigned long long __sector;
+	unsigned long long start_time_ns;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -149,13 +149,6 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
         ),
         btf(
             "block",
-            "block_rq_insert",
-            "candor_rq_insert",
-            false,
-            "queue time",
-        ),
-        btf(
-            "block",
             "block_io_start",
             "candor_io_start",
             true,

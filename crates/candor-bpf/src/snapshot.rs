@@ -176,7 +176,9 @@ pub struct BlockCounters {
     pub latency_ns: u64,
     /// Issues, requeued requests counted once.
     pub issues: u64,
-    /// Issues that passed through an I/O scheduler queue (had an insert).
+    /// Issues whose request the kernel stamped when it made it (`start_time_ns`, when the
+    /// device keeps I/O statistics or has a scheduler), and their nanoseconds from that
+    /// stamp to the issue.
     pub queued: u64,
     pub queue_ns: u64,
     pub errors: u64,
