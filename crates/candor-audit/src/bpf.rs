@@ -81,7 +81,18 @@ impl BpfSource {
     }
 
     fn snapshot(&mut self) {
-        match self.tracer.snapshot_without_files() {
+        self.snapshot_as(false);
+    }
+
+    /// A reading of the counters; `tick` ones (between the first and the last) keep the
+    /// programs' skipped events as last read.
+    fn snapshot_as(&mut self, tick: bool) {
+        let s = if tick {
+            self.tracer.tick_snapshot()
+        } else {
+            self.tracer.snapshot_without_files()
+        };
+        match s {
             Ok(s) => self.snapshots.push(s),
             Err(e) => {
                 let e = e.to_string();
@@ -521,7 +532,7 @@ impl PhaseSource for BpfSource {
 
     fn sample(&mut self) {
         self.drain();
-        self.snapshot();
+        self.snapshot_as(true);
         if self.ticks.is_multiple_of(COMPANION_EVERY) {
             self.counters.sample();
         }

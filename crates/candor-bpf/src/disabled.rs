@@ -47,7 +47,7 @@ impl Loaded {
         match *self {}
     }
 
-    pub fn read_with(&self, _want_files: bool) -> Result<RawSnapshot, TraceError> {
+    pub fn read_with(&self, _want_files: bool, _runs: bool) -> Result<RawSnapshot, TraceError> {
         match *self {}
     }
 

@@ -51,6 +51,9 @@ pub struct Loaded {
     /// The count of the set's processes that had ended at the last look through `fds`
     /// for their files (None before the first).
     exits_seen: Option<u64>,
+    /// The programs' recursion misses at the last reading that asked for them (a reading
+    /// costs one system call per program).
+    skipped_runs: std::cell::Cell<u64>,
 }
 
 /// A program attached while some caller needs it: how many do, and its link while attached.
@@ -216,6 +219,76 @@ fn recursion_misses(fd: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
     (rc == 0).then_some(info.recursion_misses)
 }
 
+/// Every element of the per-CPU array `map` (its first `n`), each as its copies (one per
+/// possible CPU), in one system call (BPF_MAP_LOOKUP_BATCH, Linux 5.6): a tick of the
+/// audit read its 38 counters with one lookup each. None when the kernel refuses the batch
+/// (the caller then reads element by element).
+fn percpu_array_all<T: aya::Pod + Copy>(map: &aya::maps::Map, n: u32) -> Option<Vec<Vec<T>>> {
+    use std::os::fd::AsRawFd;
+    let aya::maps::Map::PerCpuArray(data) = map else {
+        return None;
+    };
+    let cpus = aya::util::nr_cpus().ok()?;
+    // The kernel gives each CPU's copy 8-byte aligned.
+    let stride = std::mem::size_of::<T>().div_ceil(8) * 8;
+    let mut keys = vec![0u32; n as usize];
+    let mut values = vec![0u8; n as usize * cpus * stride];
+    let mut out_batch = 0u32;
+    // The `batch` member of union bpf_attr.
+    #[repr(C)]
+    struct Batch {
+        in_batch: u64,
+        out_batch: u64,
+        keys: u64,
+        values: u64,
+        count: u32,
+        map_fd: u32,
+        elem_flags: u64,
+        flags: u64,
+    }
+    let mut attr = Batch {
+        in_batch: 0,
+        out_batch: &mut out_batch as *mut u32 as u64,
+        keys: keys.as_mut_ptr() as u64,
+        values: values.as_mut_ptr() as u64,
+        count: n,
+        map_fd: data.fd().as_fd().as_raw_fd() as u32,
+        elem_flags: 0,
+        flags: 0,
+    };
+    // SAFETY: keys holds `count` u32s and values `count` elements of every CPU's copy at
+    // the kernel's stride; both live across the call, which writes at most that much.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            aya_obj::generated::bpf_cmd::BPF_MAP_LOOKUP_BATCH as libc::c_long,
+            &mut attr as *mut Batch,
+            std::mem::size_of::<Batch>(),
+        )
+    };
+    // The end of the array reached is ENOENT, with the elements copied counted.
+    let ended = rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT);
+    if (rc != 0 && !ended) || attr.count != n {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for (i, key) in keys.iter().enumerate() {
+        if *key as usize != i {
+            return None;
+        }
+        let copies = (0..cpus)
+            .map(|c| {
+                let at = (i * cpus + c) * stride;
+                // SAFETY: at + size_of::<T>() is inside `values` (stride >= its size), and
+                // T is plain data, valid for any bytes.
+                unsafe { std::ptr::read_unaligned(values.as_ptr().add(at) as *const T) }
+            })
+            .collect();
+        out.push(copies);
+    }
+    Some(out)
+}
+
 fn err(what: &str, e: impl std::fmt::Display) -> TraceError {
     TraceError(format!("{what}: {e}"))
 }
@@ -254,6 +327,7 @@ impl Loaded {
             inserting: opts.cache_inserts_on_demand.then(OnDemand::default),
             dirtying: opts.dirtying_suspendable.then(Dirtying::default),
             exits_seen: None,
+            skipped_runs: std::cell::Cell::new(0),
         };
         for pid in &opts.seed_pids {
             loaded.add_pid(*pid).map_err(|e| Unavailable::Load(e.0))?;
@@ -558,21 +632,30 @@ impl Loaded {
     }
 
     pub fn read(&self) -> Result<RawSnapshot, TraceError> {
-        self.read_with(true)
+        self.read_with(true, true)
     }
 
     /// `read`, with the per-file totals and open phases only when `files`: reading them
     /// costs two system calls per file the set has touched, so a tracer that follows
     /// thousands of files (an audit) leaves them out of its periodic readings.
-    pub fn read_with(&self, want_files: bool) -> Result<RawSnapshot, TraceError> {
+    /// `runs` false keeps the programs' recursion misses as last read instead of asking
+    /// each program again (an audit's periodic readings; its first and last ask).
+    pub fn read_with(&self, want_files: bool, runs: bool) -> Result<RawSnapshot, TraceError> {
         let taken_ns = crate::monotonic_ns();
-        let sys_map: PerCpuArray<_, SysStat> =
-            PerCpuArray::try_from(self.map("sys_stats")?).map_err(|e| err("sys_stats", e))?;
-        let mut sys = Vec::with_capacity(SLOT_NAMES.len());
-        for i in 0..SLOT_NAMES.len() as u32 {
-            let v = sys_map.get(&i, 0).map_err(|e| err("sys_stats", e))?;
-            sys.push(crate::raw::sum_sys(v.iter()));
-        }
+        let nslots = SLOT_NAMES.len() as u32;
+        let sys = match percpu_array_all::<SysStat>(self.map("sys_stats")?, nslots) {
+            Some(all) => all.iter().map(|v| crate::raw::sum_sys(v.iter())).collect(),
+            None => {
+                let sys_map: PerCpuArray<_, SysStat> = PerCpuArray::try_from(self.map("sys_stats")?)
+                    .map_err(|e| err("sys_stats", e))?;
+                let mut sys = Vec::with_capacity(SLOT_NAMES.len());
+                for i in 0..nslots {
+                    let v = sys_map.get(&i, 0).map_err(|e| err("sys_stats", e))?;
+                    sys.push(crate::raw::sum_sys(v.iter()));
+                }
+                sys
+            }
+        };
         let lseek_map: PerCpuArray<_, L2Hist> = PerCpuArray::try_from(self.map("lseek_offsets")?)
             .map_err(|e| err("lseek_offsets", e))?;
         let mut lseek = L2Hist::default();
@@ -592,15 +675,24 @@ impl Loaded {
             .map_err(|e| err("cache_misses", e))?
             .iter()
             .sum();
-        let diag_map: PerCpuArray<_, u64> =
-            PerCpuArray::try_from(self.map("diag")?).map_err(|e| err("diag", e))?;
         let mut diag = [0u64; NDIAG as usize];
-        for (i, d) in diag.iter_mut().enumerate() {
-            *d = diag_map
-                .get(&(i as u32), 0)
-                .map_err(|e| err("diag", e))?
-                .iter()
-                .sum();
+        match percpu_array_all::<u64>(self.map("diag")?, NDIAG) {
+            Some(all) => {
+                for (d, v) in diag.iter_mut().zip(&all) {
+                    *d = v.iter().sum();
+                }
+            }
+            None => {
+                let diag_map: PerCpuArray<_, u64> =
+                    PerCpuArray::try_from(self.map("diag")?).map_err(|e| err("diag", e))?;
+                for (i, d) in diag.iter_mut().enumerate() {
+                    *d = diag_map
+                        .get(&(i as u32), 0)
+                        .map_err(|e| err("diag", e))?
+                        .iter()
+                        .sum();
+                }
+            }
         }
         // Per-file totals take a phase's counters when it closes: read the totals, the
         // open phases, and the totals again, and retry if a close came in between (so no
@@ -629,7 +721,10 @@ impl Loaded {
         let blk_map: HashMap<_, BlkKey, BlkStat> =
             HashMap::try_from(self.map("blk_stats")?).map_err(|e| err("blk_stats", e))?;
         let blk = blk_map.iter().filter_map(Result::ok).collect();
-        let skipped_runs = self.skipped_runs();
+        if runs {
+            self.skipped_runs.set(self.skipped_runs());
+        }
+        let skipped_runs = self.skipped_runs.get();
         Ok(RawSnapshot {
             taken_ns,
             done_ns: crate::monotonic_ns(),

@@ -277,7 +277,14 @@ impl Tracer {
     /// files' figures empty): what a tracer that takes its files from the phases (`candor
     /// audit`) needs each tick, at a cost that does not grow with the files touched.
     pub fn snapshot_without_files(&self) -> Result<Snapshot, TraceError> {
-        Ok(Snapshot::decode(&self.inner.read_with(false)?))
+        Ok(Snapshot::decode(&self.inner.read_with(false, true)?))
+    }
+
+    /// `snapshot_without_files` that keeps `events_skipped` as the last reading that asked
+    /// for it left it (asking costs a system call per program): for the readings between a
+    /// first and a last one that ask.
+    pub fn tick_snapshot(&self) -> Result<Snapshot, TraceError> {
+        Ok(Snapshot::decode(&self.inner.read_with(false, false)?))
     }
 
     /// Block requests, per device, that the programs saw issued and never saw complete:

@@ -283,3 +283,30 @@ fn interval_sets_the_sampling_period_and_ebpf_holds_it_at_20_ms_or_more() {
         "--interval 1 sampled no more often than 200: {fast} and {slow}"
     );
 }
+
+/// The command's exit ends the sampling at once, not at the end of the period it falls
+/// in: a 0.3 s command under `--interval 10s` is audited in well under 10 s.
+#[test]
+fn a_long_interval_does_not_hold_the_audit_after_the_command_exits() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let json = dir.path().join("long-interval.json");
+    let started = std::time::Instant::now();
+    let out = common::candor()
+        .current_dir(dir.path())
+        .args(["audit", "-q", "--interval", "10s", "-o"])
+        .arg(&json)
+        .args(["--", "sleep", "0.3"])
+        .output()
+        .expect("run candor audit");
+    let took = started.elapsed().as_secs_f64();
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    assert!(
+        took < 5.0,
+        "candor audit --interval 10s of a 0.3 s command took {took:.1} s"
+    );
+    let v = saved(&json);
+    assert_eq!(v["options"]["interval_ms"], 10000);
+    let wall = v["audit"]["wall_s"].as_f64().expect("wall_s");
+    assert!((0.3..5.0).contains(&wall), "wall_s {wall}");
+}
