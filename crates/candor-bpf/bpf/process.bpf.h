@@ -71,12 +71,14 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 0: case 1: case 3: case 5: case 8: case 9: case 17: case 18: case 19: case 20:
 	case 32: case 33: case 72: case 74: case 75: case 77: case 277: case 285: case 292:
 	case 295: case 296: case 327: case 328: case 426:
+	case 81: /* fchdir: the directory relative paths start from */
 	/* Copies the kernel makes between descriptors (sendfile, splice, copy_file_range):
 	 * kept so user space can say what the trace leaves out. */
 	case 40: case 275: case 326:
 		return 0;
 	case 2: /* open */
 	case 4: /* stat */
+	case 80: /* chdir */
 	case 6: /* lstat */
 	case 83: /* mkdir */
 	case 84: /* rmdir */

@@ -51,6 +51,13 @@ impl Spool {
         }
     }
 
+    /// `dir` is the directory the recorded command was started in: its relative paths are
+    /// resolved against it even when it ends before /proc can say.
+    pub fn starts_in(mut self, dir: String) -> Spool {
+        self.conv.start_cwd = Some(dir);
+        self
+    }
+
     /// Keeps one call; a process seen for the first time has its descriptors read now.
     pub fn push(&mut self, c: &Recorded) {
         use crate::format::{put_varint, zigzag};
@@ -79,9 +86,21 @@ impl Spool {
         }
     }
 
-    /// Converts the calls held, in order, and empties the spool.
+    /// Converts the calls held, in order, and empties the spool. A first pass finds, per
+    /// process and descriptor, the first call that changed what the descriptor names.
     fn convert(&mut self) {
         let buf = std::mem::take(&mut self.buf);
+        let mut r = crate::format::Reader { b: &buf, at: 0 };
+        let mut ts = 0u64;
+        while r.at < buf.len() {
+            let Some(c) = unpack(&mut r, &mut ts) else {
+                break;
+            };
+            if let Some(fd) = changed_fd(&c) {
+                let e = self.conv.changed.entry((c.tgid, fd)).or_insert(c.ts);
+                *e = (*e).min(c.ts);
+            }
+        }
         let mut r = crate::format::Reader { b: &buf, at: 0 };
         let mut ts = 0u64;
         while r.at < buf.len() {
@@ -99,6 +118,28 @@ impl Spool {
         self.convert();
         self.conv.finish(lost)
     }
+}
+
+/// The descriptor a call made name another file: the one an open or a dup returned, the
+/// one a close closed.
+fn changed_fd(c: &Recorded) -> Option<i64> {
+    match c.nr {
+        2 | 85 | 257 | 32 | 33 | 292 if c.ret >= 0 => Some(c.ret),
+        72 if c.ret >= 0 && (c.args[1] == 0 || c.args[1] == 1030) => Some(c.ret),
+        3 => Some(c.args[0] as i32 as i64),
+        _ => None,
+    }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of the recorded calls' times.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// One packed call back (`Spool::push`'s layout); None when the bytes end early.
@@ -137,8 +178,25 @@ pub struct Converter {
     /// Each process's descriptor table as read when it was first seen (`Converter::seen`):
     /// the files of descriptors it had before any recorded open.
     first_fds: HashMap<(u32, i64), String>,
+    /// When each process's table was read (CLOCK_MONOTONIC ns), and the first recorded
+    /// call that changed each (process, descriptor): a reading made after such a change
+    /// shows the descriptor as the change left it, not as it was before, so it is not
+    /// used for that descriptor (the process runs ahead of the recorder's thread, and a
+    /// shell `dup2`s a file onto its standard output and back again in microseconds).
+    read_at: HashMap<u32, u64>,
+    changed: HashMap<(u32, i64), u64>,
     seen: std::collections::HashSet<u32>,
+    /// Working directories as /proc showed them when each process was first seen (read
+    /// while it lives; a process that ended before has none there).
     cwd: HashMap<u32, String>,
+    /// Working directories the recorded calls establish, which /proc's reading cannot
+    /// contradict: the command's own (the directory it was started in, `Spool::starts_in`),
+    /// a child's from its parent's at the fork, and each successful chdir or fchdir.
+    known_cwd: HashMap<u32, String>,
+    /// The directory the command was started in, and the command's process once seen (the
+    /// process of the first call converted).
+    start_cwd: Option<String>,
+    root: Option<u32>,
     t0: Option<u64>,
     pub calls: u64,
     pub io_uring_enters: u64,
@@ -182,8 +240,13 @@ impl Converter {
             b: Builder::new(opts),
             fds: HashMap::new(),
             first_fds: HashMap::new(),
+            read_at: HashMap::new(),
+            changed: HashMap::new(),
             seen: Default::default(),
             cwd: HashMap::new(),
+            known_cwd: HashMap::new(),
+            start_cwd: None,
+            root: None,
             t0: None,
             calls: 0,
             io_uring_enters: 0,
@@ -200,7 +263,11 @@ impl Converter {
             return Some(p.clone());
         }
         if let Some(p) = self.first_fds.get(&(tgid, fd)) {
-            return Some(p.clone());
+            let after_a_change = match (self.changed.get(&(tgid, fd)), self.read_at.get(&tgid)) {
+                (Some(c), Some(r)) => c <= r,
+                _ => false,
+            };
+            return (!after_a_change).then(|| p.clone());
         }
         if self.seen.contains(&tgid) {
             return None;
@@ -221,6 +288,9 @@ impl Converter {
     }
 
     fn cwd_of(&mut self, tgid: u32) -> Option<String> {
+        if let Some(c) = self.known_cwd.get(&tgid) {
+            return Some(c.clone());
+        }
         if let Some(c) = self.cwd.get(&tgid) {
             return Some(c.clone());
         }
@@ -267,6 +337,7 @@ impl Converter {
         }
         let k = candor_procfs::Kernel::system();
         let pid = candor_procfs::Pid::Id(tgid);
+        self.read_at.insert(tgid, monotonic_ns());
         if let Ok(c) = k.pid_cwd(pid) {
             self.cwd
                 .entry(tgid)
@@ -281,12 +352,40 @@ impl Converter {
     pub fn add(&mut self, c: Recorded) {
         let t0 = *self.t0.get_or_insert(c.ts);
         let tg = c.tgid;
+        if self.root.is_none() {
+            self.root = Some(tg);
+            if let Some(d) = self.start_cwd.clone() {
+                self.known_cwd.insert(tg, d);
+            }
+        }
         let a = c.args;
         let num = |v: u64| v.to_string();
         let fdn = a[0] as i32 as i64;
         let mut ret_path = None;
         let (name, args): (&str, Vec<String>) = match c.nr {
             FORK => {
+                // A new process starts with a copy of its parent's descriptors: those the
+                // recorded calls say name a file go on naming it in the child (a shell's
+                // `exec 3>f` and then `dd ... >&3`: dd writes the file through a descriptor
+                // it never opened, and may have ended before its own table could be read).
+                // The child's own opens, dups and closes come after this line. A thread
+                // shares its process's table, which is keyed by process already.
+                let child = a[0] as u32;
+                if child != tg {
+                    // And its working directory, which it may change before /proc is read.
+                    if let Some(d) = self.cwd_of(tg) {
+                        self.known_cwd.insert(child, d);
+                    }
+                    let inherited: Vec<(i64, String)> = self
+                        .fds
+                        .iter()
+                        .filter(|((t, _), _)| *t == tg)
+                        .map(|((_, fd), p)| (*fd, p.clone()))
+                        .collect();
+                    for (fd, p) in inherited {
+                        self.fds.insert((child, fd), p);
+                    }
+                }
                 self.b.line(Line {
                     tid: c.tid,
                     tgid: Some(tg),
@@ -487,6 +586,20 @@ impl Converter {
             ),
             426 => {
                 self.io_uring_enters += 1;
+                return;
+            }
+            // chdir and fchdir: followed for the paths named after them, not replayed.
+            80 | 81 => {
+                if c.ret == 0 {
+                    let d = if c.nr == 80 {
+                        Some(self.absolute(tg, None, &c.p1))
+                    } else {
+                        self.fd_path(tg, fdn)
+                    };
+                    if let Some(d) = d {
+                        self.known_cwd.insert(tg, d);
+                    }
+                }
                 return;
             }
             40 | 275 | 326 => {
@@ -764,6 +877,122 @@ mod tests {
             notes.contains("with 1 copy_file_range call (4096 bytes): those copies"),
             "{notes}"
         );
+    }
+
+    /// A child forked after its parent opened a file writes it through the descriptor it
+    /// inherited (and through the one it dup2'd from it), without an open of its own and
+    /// having ended before its descriptor table could be read: its writes are the file's.
+    #[test]
+    fn a_forked_child_writes_through_the_descriptors_it_inherited() {
+        let mut conv = Converter::new(opts());
+        let mut all = calls();
+        all.truncate(2); // the open of /tmp/spool/a.db as 9, and a write
+        let parent = all[0].tgid;
+        // A process id that is not running: its /proc entries cannot be read.
+        let child = u32::MAX - 7;
+        let mut fork = all[0].clone();
+        fork.ts = 6_500;
+        fork.nr = FORK;
+        fork.args = [child as u64, 0, 0, 0, 0, 0];
+        let by_child = |ts: u64, nr: u32, args: [u64; 6], ret: i64| Recorded {
+            ts,
+            dur: 900,
+            ret,
+            args,
+            tid: child,
+            tgid: child,
+            nr,
+            ..Default::default()
+        };
+        let dup2 = by_child(6_600, 33, [9, 1, 0, 0, 0, 0], 1);
+        let through_9 = by_child(6_700, 1, [9, 0, 4096, 0, 0, 0], 4096);
+        let through_1 = by_child(6_800, 1, [1, 0, 8192, 0, 0, 0], 8192);
+        let parent_close = Recorded {
+            ts: 6_900,
+            nr: 3,
+            args: [9, 0, 0, 0, 0, 0],
+            ..all[0].clone()
+        };
+        let after_close = by_child(7_000, 1, [9, 0, 512, 0, 0, 0], 512);
+        for c in
+            all.into_iter()
+                .chain([fork, dup2, through_9, through_1, parent_close, after_close])
+        {
+            conv.add(c);
+        }
+        let t = conv.finish(0);
+        let writes: Vec<(Option<u32>, u64)> = t
+            .calls
+            .iter()
+            .flatten()
+            .filter(|c| c.kind() == Kind::Write)
+            .map(|c| (c.file, c.size))
+            .collect();
+        // The parent's write, then the child's three: the parent's close leaves the
+        // child's copy of descriptor 9 open.
+        assert_eq!(writes.len(), 4, "{writes:?} (parent {parent})");
+        assert!(
+            writes.iter().all(|(f, _)| f.is_some() && *f == writes[0].0),
+            "{writes:?}"
+        );
+        assert_eq!(
+            writes.iter().map(|(_, n)| n).sum::<u64>(),
+            4096 + 4096 + 8192 + 512
+        );
+    }
+
+    /// A process's descriptor table read after it changed a descriptor shows the change,
+    /// not what the descriptor named before: the call made before the change is not given
+    /// the file the reading shows (it was a shell's standard output, /dev/null, before a
+    /// `dup2` put a file there), and the call after the change has the file the recorded
+    /// dup names.
+    #[test]
+    fn a_table_read_after_a_change_is_not_used_for_the_calls_before_it() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let d = dir.path().display().to_string();
+        let seen = std::fs::File::create(dir.path().join("seen")).expect("create");
+        let x = seen.as_raw_fd() as u64;
+        let me = std::process::id();
+        let call = |ts: u64, nr: u32, args: [u64; 6], ret: i64, p1: &str| Recorded {
+            ts,
+            dur: 100,
+            ret,
+            args,
+            tid: me,
+            tgid: me,
+            nr,
+            p1: p1.into(),
+            ..Default::default()
+        };
+        let other = format!("{d}/other");
+        let mut spool = Spool::new(Options {
+            dirs: vec![d.clone()],
+            keep_paths: true,
+        });
+        for c in [
+            call(500, 257, [-100i64 as u64, 0, 0o101, 0, 0, 0], 50, &other),
+            call(1_000, 1, [x, 0, 10, 0, 0, 0], 10, ""),
+            call(2_000, 33, [50, x, 0, 0, 0, 0], x as i64, ""),
+            call(3_000, 1, [x, 0, 20, 0, 0, 0], 20, ""),
+        ] {
+            spool.push(&c);
+        }
+        let t = spool.finish(0);
+        let writes: Vec<(Option<&str>, u64)> = t
+            .calls
+            .iter()
+            .flatten()
+            .filter(|c| c.kind() == Kind::Write)
+            .map(|c| {
+                let f = c
+                    .file
+                    .and_then(|id| t.header.files.iter().find(|f| f.id == id));
+                (f.and_then(|f| f.path.as_deref()), c.size)
+            })
+            .collect();
+        assert_eq!(writes, [(Some(other.as_str()), 20)]);
+        drop(seen);
     }
 
     #[test]

@@ -179,4 +179,69 @@ mod tests {
         assert_eq!(db.size, Some(100));
         assert_eq!(t.header.files[1].size, None);
     }
+
+    /// A shell's descriptors: the children it forks write and read through the open file
+    /// descriptions they inherit (and dup), sharing their positions with the shell, as the
+    /// kernel does: each write lands after the one before, whoever made it, even after the
+    /// shell reused the descriptor's number, and the second child's read starts where the
+    /// first's ended (so the file had at least 20 bytes).
+    #[test]
+    fn forked_children_share_the_positions_of_the_descriptions_they_inherit() {
+        const SHELL: &str = r#"5000 10:00:00.000100 openat(AT_FDCWD</w>, "f", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</w/f> <0.000010>
+5000 10:00:00.000150 openat(AT_FDCWD</w>, "in", O_RDONLY) = 4</w/in> <0.000010>
+5000 10:00:00.000200 write(3</w/f>, "hi\n", 3) = 3 <0.000005>
+5000 10:00:00.000300 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f00) = 5001 <0.000050>
+5001 10:00:00.000400 dup2(3</w/f>, 1) = 1</w/f> <0.000002>
+5001 10:00:00.000500 write(1</w/f>, ""..., 4096) = 4096 <0.000010>
+5001 10:00:00.000600 write(3</w/f>, ""..., 100) = 100 <0.000010>
+5001 10:00:00.000650 read(4</w/in>, ""..., 10) = 10 <0.000010>
+5000 10:00:00.000700 write(3</w/f>, "x", 1) = 1 <0.000003>
+5000 10:00:00.000750 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f00) = 5002 <0.000050>
+5002 10:00:00.000760 read(4</w/in>, ""..., 10) = 10 <0.000010>
+5000 10:00:00.000800 close(3</w/f>) = 0 <0.000002>
+5000 10:00:00.000810 openat(AT_FDCWD</w>, "g", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</w/g> <0.000010>
+5000 10:00:00.000820 write(3</w/g>, ""..., 50) = 50 <0.000003>
+5001 10:00:00.000900 write(3</w/f>, ""..., 10) = 10 <0.000010>
+"#;
+        let t = parse(
+            SHELL,
+            &Options {
+                dirs: vec!["/w".into()],
+                keep_paths: true,
+            },
+        )
+        .expect("parses");
+        let offsets = |kind: &str| -> Vec<(u64, u64)> {
+            let mut v: Vec<(u64, u64, u64)> = t
+                .calls
+                .iter()
+                .flatten()
+                .filter(|c| c.kind().name() == kind)
+                .map(|c| (c.start_ns, c.offset, c.size))
+                .collect();
+            v.sort();
+            v.into_iter().map(|(_, o, n)| (o, n)).collect()
+        };
+        // The child's descriptor 3 still names f's description after the shell closed its
+        // own and opened g as 3.
+        assert_eq!(
+            offsets("write"),
+            [
+                (0, 3),
+                (3, 4096),
+                (4099, 100),
+                (4199, 1),
+                (0, 50),
+                (4200, 10)
+            ]
+        );
+        assert_eq!(offsets("read"), [(0, 10), (10, 10)]);
+        let input = t
+            .header
+            .files
+            .iter()
+            .find(|f| f.path.as_deref() == Some("/w/in"))
+            .expect("the input file");
+        assert_eq!(input.size, Some(20));
+    }
 }

@@ -1090,3 +1090,76 @@ fn files_are_laid_out_in_their_directories() {
     assert_eq!(rp["calls"]["read"]["bytes"], 4096, "{rp}");
     assert!(common::entries(&target).is_empty());
 }
+
+/// A shell script whose short-lived children write and read through descriptors they
+/// inherited, with relative paths. Every recording of it (five in a row: a child can end
+/// before the recorder reads its /proc entries, which made some recordings hold one call)
+/// holds the same writes, dd's after the shell's 3 bytes as the kernel put them (one open
+/// file description shared by the shell and dd), and its replay moves the same bytes,
+/// counted by the kernel.
+#[test]
+fn a_shell_script_is_recorded_the_same_every_time_through_inherited_descriptors() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["sh", "dd", "head"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    std::fs::write(src.path().join("in"), vec![b'i'; 100_000]).expect("write the input");
+    let script = "exec 3>f; echo hi >&3; dd if=/dev/zero bs=4k count=10 status=none >&3; \
+                  { head -c 5000 >/dev/null; dd bs=1000 count=7 status=none of=/dev/null; } < in; \
+                  { echo a; echo b; } > log; exec 3>&-";
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let mut logs = Vec::new();
+    let mut last = None;
+    for i in 0..5 {
+        let trace = d.path().join(format!("sh{i}.trace"));
+        let o = candor()
+            .current_dir(src.path())
+            .args(["audit", "--quiet", "--record"])
+            .arg(&trace)
+            .args(["--record-dir", ".", "--", "sh", "-c", script])
+            .output()
+            .expect("candor runs");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let o = candor()
+            .args(["report", "--format", "fio-iolog"])
+            .arg(&trace)
+            .output()
+            .expect("candor runs");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // "TIME FILE write OFFSET LENGTH": the writes without their times.
+        let writes: Vec<(String, u64, u64)> = text(&o.stdout)
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.len() != 5 || f[2] != "write" {
+                    return None;
+                }
+                Some((f[1].to_string(), f[3].parse().ok()?, f[4].parse().ok()?))
+            })
+            .collect();
+        let total: u64 = writes.iter().map(|w| w.2).sum();
+        assert_eq!(total, 3 + 40960 + 4, "recording {i}: {writes:?}");
+        let dd: Vec<u64> = writes.iter().filter(|w| w.2 == 4096).map(|w| w.1).collect();
+        assert_eq!(
+            dd,
+            (0..10).map(|k| 3 + 4096 * k).collect::<Vec<u64>>(),
+            "recording {i}: dd writes after the shell's 3 bytes"
+        );
+        logs.push(writes);
+        last = Some(trace);
+    }
+    assert!(logs.windows(2).all(|w| w[0] == w[1]), "{logs:?}");
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let trace = last.expect("five recordings");
+    let r = replays_exactly(&trace, ext4.path(), &["write", "openat"]);
+    assert_eq!(
+        r["extra"]["replay"]["calls"]["write"]["bytes"],
+        3 + 40960 + 4,
+        "{r}"
+    );
+}

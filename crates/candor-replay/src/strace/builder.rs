@@ -75,8 +75,13 @@ pub struct Builder {
     index: HashMap<u32, usize>,
     pub(super) process: HashMap<u32, u32>,
     pub(super) parent: HashMap<u32, u32>,
-    /// Each (process, fd)'s position and open flags.
-    pub(super) pos: HashMap<(u32, i64), (u64, u32)>,
+    /// Each (process, fd)'s open file description: the position and the open flags are
+    /// the description's, shared by its dups and by the children that inherit it (a shell's
+    /// `exec 3>f` then two commands writing `>&3`: the second writes after the first).
+    desc_of: HashMap<(u32, i64), u64>,
+    /// Each description's position and open flags.
+    descs: HashMap<u64, (u64, u32)>,
+    next_desc: u64,
     t0: Option<u64>,
     last_t: u64,
     day: u64,
@@ -97,13 +102,94 @@ impl Builder {
             index: HashMap::new(),
             process: HashMap::new(),
             parent: HashMap::new(),
-            pos: HashMap::new(),
+            desc_of: HashMap::new(),
+            descs: HashMap::new(),
+            next_desc: 0,
             t0: None,
             last_t: 0,
             day: 0,
             outside: 0,
             opened: Default::default(),
             inherited: Vec::new(),
+        }
+    }
+
+    /// The description `fd` names in `process`: its own, else (a descriptor it has had
+    /// since before its fork was seen) its nearest parent's.
+    fn desc(&self, process: u32, fd: i64) -> Option<u64> {
+        let mut p = Some(process);
+        let mut hops = 0;
+        while let Some(pp) = p {
+            if let Some(d) = self.desc_of.get(&(pp, fd)) {
+                return Some(*d);
+            }
+            hops += 1;
+            p = if hops < 64 {
+                self.parent.get(&pp).copied()
+            } else {
+                None
+            };
+        }
+        None
+    }
+
+    /// `fd`'s position and open flags in `process` ((0, 0) when the trace never opened it).
+    pub(super) fn position(&self, process: u32, fd: i64) -> (u64, u32) {
+        self.desc(process, fd)
+            .and_then(|d| self.descs.get(&d).copied())
+            .unwrap_or((0, 0))
+    }
+
+    /// Moves `fd`'s position (its description's, seen by every descriptor sharing it).
+    pub(super) fn set_position(&mut self, process: u32, fd: i64, at: u64) {
+        match self.desc(process, fd) {
+            Some(d) => {
+                let e = self.descs.entry(d).or_insert((0, 0));
+                e.0 = at;
+            }
+            None => {
+                let d = self.new_desc(at, 0);
+                self.desc_of.insert((process, fd), d);
+            }
+        }
+    }
+
+    fn new_desc(&mut self, at: u64, flags: u32) -> u64 {
+        self.next_desc += 1;
+        self.descs.insert(self.next_desc, (at, flags));
+        self.next_desc
+    }
+
+    /// An open: `fd` names a new description, at 0 with `flags`.
+    pub(super) fn opened_at(&mut self, process: u32, fd: i64, flags: u32) {
+        let d = self.new_desc(0, flags);
+        self.desc_of.insert((process, fd), d);
+    }
+
+    /// A dup: `to` names `from`'s description.
+    pub(super) fn duped(&mut self, process: u32, from: i64, to: i64) {
+        let d = match self.desc(process, from) {
+            Some(d) => d,
+            None => self.new_desc(0, 0),
+        };
+        self.desc_of.insert((process, to), d);
+    }
+
+    /// A close: `fd` no longer names its description in `process` (others may).
+    pub(super) fn closed(&mut self, process: u32, fd: i64) {
+        self.desc_of.remove(&(process, fd));
+    }
+
+    /// A fork: the child's descriptors name its parent's descriptions, as they are now.
+    pub(super) fn forked(&mut self, parent: u32, child: u32) {
+        let copies: Vec<(i64, u64)> = self
+            .desc_of
+            .iter()
+            .filter(|((p, _), _)| *p == parent)
+            .map(|((_, fd), d)| (*fd, *d))
+            .collect();
+        for (fd, d) in copies {
+            self.desc_of.insert((child, fd), d);
         }
     }
 

@@ -38,6 +38,7 @@ impl Builder {
                     } else {
                         self.process.insert(child, child);
                         self.parent.insert(child, process);
+                        self.forked(process, child);
                     }
                 }
                 return;
@@ -55,8 +56,7 @@ impl Builder {
                 if ret >= 0 {
                     c.result = ret;
                     self.opened.insert((process, ret));
-                    let p = self.pos.get(&(process, fd)).copied().unwrap_or((0, 0));
-                    self.pos.insert((process, ret), p);
+                    self.duped(process, fd, ret);
                 }
             }
             "open" | "openat" | "creat" => {
@@ -106,7 +106,7 @@ impl Builder {
                 if ret >= 0 {
                     c.fd = ret as i32;
                     c.result = ret;
-                    self.pos.insert((process, ret), (0, flags));
+                    self.opened_at(process, ret, flags);
                     self.opened.insert((process, ret));
                 }
             }
@@ -148,8 +148,7 @@ impl Builder {
                     kind,
                     Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev
                 );
-                let key = (process, fd);
-                let (cur, oflags) = self.pos.get(&key).copied().unwrap_or((0, 0));
+                let (cur, oflags) = self.position(process, fd);
                 let st = self
                     .files
                     .get(&normalize(&path))
@@ -165,7 +164,7 @@ impl Builder {
                 if ret >= 0 {
                     c.result = ret;
                     if !positional {
-                        self.pos.insert(key, (offset + ret as u64, oflags));
+                        self.set_position(process, fd, offset + ret as u64);
                     }
                     let s = self.state(&path).expect("known");
                     let end = offset + ret as u64;
@@ -257,13 +256,11 @@ impl Builder {
                                 let size = (ret - c.offset as i64).max(0) as u64;
                                 s.saw_size(size);
                             }
-                            let key = (process, fd);
-                            let of = self.pos.get(&key).map_or(0, |p| p.1);
-                            self.pos.insert(key, (ret as u64, of));
+                            self.set_position(process, fd, ret as u64);
                         }
                     }
                     "close" => {
-                        self.pos.remove(&(process, fd));
+                        self.closed(process, fd);
                         self.opened.remove(&(process, fd));
                     }
                     _ => {}

@@ -40,12 +40,12 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
             })
             .collect::<Result<_, _>>()?
     };
-    let converter = std::sync::Arc::new(std::sync::Mutex::new(Some(
+    let converter = std::sync::Arc::new(std::sync::Mutex::new(Some(start_dir(
         candor_replay::record::Spool::new(candor_replay::strace::Options {
             dirs: dirs.clone(),
             keep_paths,
         }),
-    )));
+    ))));
     let sink = converter.clone();
     let recorder = candor_audit::Recorder::new(Box::new(move |c| {
         if let Some(conv) = sink.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
@@ -70,6 +70,14 @@ pub fn record_start(path: &Path, dirs: &[PathBuf], keep_paths: bool) -> Result<R
         dirs,
         started_at: rfc3339_now(),
     })
+}
+
+/// The audit starts the command in candor's own working directory.
+fn start_dir(spool: candor_replay::record::Spool) -> candor_replay::record::Spool {
+    match std::env::current_dir() {
+        Ok(d) => spool.starts_in(d.display().to_string()),
+        Err(_) => spool,
+    }
 }
 
 /// Ends a recording: the trace written, with the program's own figure (the first the audit
