@@ -646,8 +646,9 @@ impl Loaded {
         let sys = match percpu_array_all::<SysStat>(self.map("sys_stats")?, nslots) {
             Some(all) => all.iter().map(|v| crate::raw::sum_sys(v.iter())).collect(),
             None => {
-                let sys_map: PerCpuArray<_, SysStat> = PerCpuArray::try_from(self.map("sys_stats")?)
-                    .map_err(|e| err("sys_stats", e))?;
+                let sys_map: PerCpuArray<_, SysStat> =
+                    PerCpuArray::try_from(self.map("sys_stats")?)
+                        .map_err(|e| err("sys_stats", e))?;
                 let mut sys = Vec::with_capacity(SLOT_NAMES.len());
                 for i in 0..nslots {
                     let v = sys_map.get(&i, 0).map_err(|e| err("sys_stats", e))?;

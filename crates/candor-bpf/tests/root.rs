@@ -344,8 +344,8 @@ fn direct_read_block_bytes_match_and_agree_with_diskstats() {
     // The loop device keeps I/O statistics (iostats 1, the default), so the kernel stamps
     // each request when it makes it: every issue has its queue time, and 1 MiB reads
     // do not wait a second in the queue.
-    let iostats = std::fs::read_to_string(format!("/sys/block/{name}/queue/iostats"))
-        .unwrap_or_default();
+    let iostats =
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/iostats")).unwrap_or_default();
     if iostats.trim() == "1" {
         assert!(
             own.queued == own.issues && own.issues >= 128,
