@@ -455,6 +455,22 @@ pub fn call_ticks(snapshots: &[candor_bpf::Snapshot], t0_ns: u64) -> Vec<crate::
         .collect()
 }
 
+/// A descriptor that read or wrote data yet names a directory was opened with O_TMPFILE
+/// (ioping's test file): an unnamed file in that directory, said so instead of showing the
+/// directory as the file (`/mnt/.`). A directory's own phase (an fsync of it) moves no
+/// bytes and keeps its name.
+fn unnamed_file(path: String, inode: u64, bytes: u64) -> String {
+    let dir = path.ends_with("/.") || std::fs::metadata(&path).is_ok_and(|m| m.is_dir());
+    if bytes == 0 || !dir {
+        return path;
+    }
+    let d = path
+        .strip_suffix("/.")
+        .unwrap_or(&path)
+        .trim_end_matches('/');
+    format!("{d}/(an unnamed O_TMPFILE file, inode {inode})")
+}
+
 /// Converts a tracer phase to the audit's phase (times relative to `t0_ns`).
 pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Phase {
     let s = |ns: u64| ns.saturating_sub(t0_ns) as f64 / 1e9;
@@ -463,6 +479,7 @@ pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Pha
         Some(x) => format!("{}/{}", cwd.trim_end_matches('/'), x),
         None => format!("<inode {} on {}:{}>", p.inode, p.dev.major, p.dev.minor),
     };
+    let path = unnamed_file(path, p.inode, p.read_bytes + p.write_bytes);
     // The time inside the read calls and inside the write calls, each measured; the time
     // inside a channel (AIO, io_uring, a mapping) is not (none spent in a direction that
     // moved nothing).
@@ -814,5 +831,28 @@ mod tests {
         // Past the last reading, the last one closes the window.
         let (_, b) = window(&s, 100, 500).expect("a window");
         assert_eq!(b.taken_ns, 400);
+    }
+
+    /// Data read or written through a descriptor that names a directory: an O_TMPFILE
+    /// file, named as one; a directory's fsync keeps the directory's name.
+    #[test]
+    fn an_o_tmpfile_file_is_not_shown_as_its_directory() {
+        use super::unnamed_file;
+        let d = std::env::temp_dir().join(format!("candor-tmpfile-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("a temporary directory");
+        let dir = d.display().to_string();
+        assert_eq!(
+            unnamed_file(format!("{dir}/."), 12, 4096),
+            format!("{dir}/(an unnamed O_TMPFILE file, inode 12)")
+        );
+        assert_eq!(
+            unnamed_file(dir.clone(), 12, 1),
+            format!("{dir}/(an unnamed O_TMPFILE file, inode 12)")
+        );
+        assert_eq!(unnamed_file(dir.clone(), 12, 0), dir);
+        let f = format!("{dir}/f");
+        std::fs::write(&f, b"x").expect("write");
+        assert_eq!(unnamed_file(f.clone(), 13, 1), f);
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
