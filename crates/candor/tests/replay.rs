@@ -1163,3 +1163,42 @@ fn a_shell_script_is_recorded_the_same_every_time_through_inherited_descriptors(
         "{r}"
     );
 }
+
+/// Many threads at once (each process's own, 32 of them writing their own files): the
+/// kernel counts exactly the trace's calls for the runner. glibc's malloc reads
+/// /sys/devices/system/cpu/online from the thread that first needs a ninth arena, which
+/// had put an open, a read and a close no trace made into the count of a replay with
+/// many threads.
+#[test]
+fn a_replay_of_many_threads_is_counted_exactly() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() {
+        return;
+    }
+    let Some(fs) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let mut log = String::new();
+    for k in 0..32u32 {
+        let tid = 7000 + k;
+        let f = format!("/data/t{k}");
+        let us = |n: u32| format!("10:00:00.{:06}", 100 + k + 40 * n);
+        log.push_str(&format!(
+            "{tid} {} openat(AT_FDCWD</data>, \"t{k}\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3<{f}> <0.000010>\n",
+            us(0)
+        ));
+        for n in 1..=4 {
+            log.push_str(&format!(
+                "{tid} {} write(3<{f}>, \"\"..., 4096) = 4096 <0.000010>\n",
+                us(n)
+            ));
+        }
+        log.push_str(&format!("{tid} {} close(3<{f}>) = 0 <0.000010>\n", us(5)));
+    }
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let t = save_trace(d.path(), &log, fs.path());
+    for _ in 0..3 {
+        let r = replays_exactly(&t, fs.path(), &["openat", "write", "close"]);
+        assert_eq!(r["extra"]["replay"]["threads"], 32, "{r}");
+    }
+}
