@@ -448,15 +448,7 @@ fn name_phases(known: &mut std::collections::HashMap<(DevId, u64), String>, phas
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of every BPF timestamp.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use candor_procfs::monotonic_ns;
 
 #[cfg(test)]
 #[allow(clippy::field_reassign_with_default)]

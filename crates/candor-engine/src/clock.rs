@@ -5,13 +5,7 @@
 
 #[inline(always)]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    candor_procfs::monotonic_ns()
 }
 
 /// The run clock record of the instant `t0_ns` (a reading of `now_ns`): that instant on

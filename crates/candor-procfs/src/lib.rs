@@ -40,6 +40,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// reader's own rchar; the witness takes its reads back out (see its `Sample`).
 static READ_BYTES: AtomicU64 = AtomicU64::new(0);
 
+/// CLOCK_MONOTONIC now, in nanoseconds (through the vDSO: no system call): the clock of
+/// candor's timestamps and of the kernel's eBPF ones (`bpf_ktime_get_ns`).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Whether `path` (absolute) is one of the kernel's files under /proc or /sys, which hold
 /// no stored data.
 pub fn is_kernel_file(path: &str) -> bool {

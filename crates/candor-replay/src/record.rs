@@ -131,17 +131,6 @@ fn changed_fd(c: &Recorded) -> Option<i64> {
     }
 }
 
-/// CLOCK_MONOTONIC now, in nanoseconds: the clock of the recorded calls' times.
-fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
 /// One packed call back (`Spool::push`'s layout); None when the bytes end early.
 fn unpack(r: &mut crate::format::Reader, ts: &mut u64) -> Option<Recorded> {
     use crate::format::unzigzag;
@@ -337,7 +326,8 @@ impl Converter {
         }
         let k = candor_procfs::Kernel::system();
         let pid = candor_procfs::Pid::Id(tgid);
-        self.read_at.insert(tgid, monotonic_ns());
+        // The clock of the recorded calls' times.
+        self.read_at.insert(tgid, candor_procfs::monotonic_ns());
         if let Ok(c) = k.pid_cwd(pid) {
             self.cwd
                 .entry(tgid)
