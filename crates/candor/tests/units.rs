@@ -157,7 +157,8 @@ fn an_audit_and_its_report_print_the_same_figure() {
             Some(format!("wrote {}", json.display()).as_str()),
             "the audit names its file"
         );
-        // "write     16 MiB   1 MiB  178 MiB/s  179 MiB/s   1.00  agrees"
+        // "write     16 MiB   1 MiB  178 MiB/s  179 MiB/s  420 MiB/s   1.00  agrees": claimed,
+        // observed and in calls.
         let row = said
             .lines()
             .skip_while(|l| !(l.starts_with("test") && l.contains("claimed")))
@@ -165,7 +166,11 @@ fn an_audit_and_its_report_print_the_same_figure() {
             .unwrap_or_else(|| panic!("no audit row in:\n{said}"));
         let words: Vec<&str> = row.split_whitespace().collect();
         let at: Vec<usize> = (0..words.len()).filter(|&i| words[i] == label).collect();
-        assert_eq!(at.len(), 2, "claimed and observed in {label}: {row}");
+        assert_eq!(
+            at.len(),
+            3,
+            "claimed, observed and in calls in {label}: {row}"
+        );
         let (claimed, observed) = (words[at[0] - 1], words[at[1] - 1]);
         let shown = report(&json, units);
         let column = |c: &str| format!("{c} {label}");
