@@ -88,6 +88,7 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 82: /* rename */
 		return 3;
 	case 257: /* openat */
+	case 437: /* openat2: its flags are read from its struct open_how */
 	case 258: /* mkdirat */
 	case 262: /* newfstatat */
 	case 263: /* unlinkat */
@@ -125,6 +126,9 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 	c.tid = (__u32)id;
 	c.tgid = tgid;
 	c.nr = nr;
+	/* openat2(dirfd, path, how, size): the open flags, the first field of *how. */
+	if (nr == 437)
+		bpf_probe_read_user(&c.extra, 8, (const void *)c.args[2]);
 	if (ret == 0) {
 		/* The stat family: st_size, at offset 48 of struct stat. */
 		if (nr == 5 || nr == 4 || nr == 6)

@@ -124,7 +124,7 @@ impl Spool {
 /// one a close closed.
 fn changed_fd(c: &Recorded) -> Option<i64> {
     match c.nr {
-        2 | 85 | 257 | 32 | 33 | 292 if c.ret >= 0 => Some(c.ret),
+        2 | 85 | 257 | 437 | 32 | 33 | 292 if c.ret >= 0 => Some(c.ret),
         72 if c.ret >= 0 && (c.args[1] == 0 || c.args[1] == 1030) => Some(c.ret),
         3 => Some(c.args[0] as i32 as i64),
         _ => None,
@@ -484,10 +484,12 @@ impl Converter {
                 "sync_file_range",
                 vec![self.fd(tg, fdn), num(a[1]), num(a[2]), num(a[3])],
             ),
-            2 | 85 | 257 => {
+            2 | 85 | 257 | 437 => {
                 let (dir, flags) = match c.nr {
                     2 => (None, a[1]),
                     85 => (None, 0o1101),
+                    // openat2: the flags the recorder read from its struct open_how.
+                    437 => (Some(a[0]), c.extra),
                     _ => (Some(a[0]), a[2]),
                 };
                 let abs = self.absolute(tg, dir, &c.p1);
@@ -496,7 +498,7 @@ impl Converter {
                     ret_path = Some(abs.clone());
                 }
                 match c.nr {
-                    257 => (
+                    257 | 437 => (
                         "openat",
                         vec![
                             self.dirfd(tg, a[0]),

@@ -1202,3 +1202,57 @@ fn a_replay_of_many_threads_is_counted_exactly() {
         assert_eq!(r["extra"]["replay"]["threads"], 32, "{r}");
     }
 }
+
+/// A file opened with openat2 (its flags in a struct the call points to) is recorded as
+/// the open it is, with its flags, so the writes through it are the file's and replay
+/// exactly.
+#[test]
+fn a_file_opened_with_openat2_is_recorded_and_replayed() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["python3"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    // openat2(AT_FDCWD, "o2", {O_WRONLY|O_CREAT|O_APPEND, 0o644, 0}, 24), then two writes.
+    let script = r#"
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+how = ctypes.create_string_buffer(struct.pack("QQQ", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644, 0))
+fd = libc.syscall(437, -100, b"o2", how, 24)
+if fd < 0:
+    raise SystemExit("openat2: errno %d" % ctypes.get_errno())
+os.write(fd, b"a" * 4096)
+os.write(fd, b"b" * 1000)
+os.close(fd)
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("o2.trace");
+    let o = candor()
+        .current_dir(src.path())
+        .args(["audit", "--quiet", "--record"])
+        .arg(&trace)
+        .args(["--record-dir", ".", "--", "python3", "-c", script])
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = candor()
+        .args(["report", "--format", "fio-iolog"])
+        .arg(&trace)
+        .output()
+        .expect("candor runs");
+    let iolog = text(&o.stdout);
+    assert!(
+        iolog.contains(" open")
+            && iolog.contains(" write 0 4096")
+            && iolog.contains(" write 4096 1000"),
+        "{iolog}"
+    );
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let r = replays_exactly(&trace, ext4.path(), &["openat", "write"]);
+    assert_eq!(r["extra"]["replay"]["calls"]["write"]["bytes"], 5096, "{r}");
+}
