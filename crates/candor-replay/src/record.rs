@@ -63,7 +63,18 @@ impl Spool {
         use crate::format::{put_varint, zigzag};
         self.conv.seen(c.tgid);
         if c.nr == FORK {
-            self.conv.seen(c.args[0] as u32);
+            let child = c.args[0] as u32;
+            // A new thread shares its process's descriptors: nothing to copy at its fork.
+            // Known while it lives (its Tgid); one gone already is taken for a process.
+            let tgid = candor_procfs::Kernel::system()
+                .pid_status(candor_procfs::Pid::Id(child))
+                .ok()
+                .and_then(|s| s.get("Tgid").and_then(|t| t.trim().parse::<u32>().ok()));
+            if tgid.is_some_and(|t| t != child) {
+                self.conv.threads.insert(child);
+            } else {
+                self.conv.seen(child);
+            }
         }
         let b = &mut self.buf;
         put_varint(b, zigzag(c.ts.wrapping_sub(self.last_ts) as i64));
@@ -186,6 +197,8 @@ pub struct Converter {
     /// process of the first call converted).
     start_cwd: Option<String>,
     root: Option<u32>,
+    /// Forks that made a thread, not a process (`Spool::push` asks /proc).
+    threads: std::collections::HashSet<u32>,
     t0: Option<u64>,
     pub calls: u64,
     pub io_uring_enters: u64,
@@ -236,6 +249,7 @@ impl Converter {
             known_cwd: HashMap::new(),
             start_cwd: None,
             root: None,
+            threads: Default::default(),
             t0: None,
             calls: 0,
             io_uring_enters: 0,
@@ -361,7 +375,7 @@ impl Converter {
                 // The child's own opens, dups and closes come after this line. A thread
                 // shares its process's table, which is keyed by process already.
                 let child = a[0] as u32;
-                if child != tg {
+                if child != tg && !self.threads.contains(&child) {
                     // And its working directory, which it may change before /proc is read.
                     if let Some(d) = self.cwd_of(tg) {
                         self.known_cwd.insert(child, d);
