@@ -107,6 +107,29 @@ fn totals(phases: &[Phase], read: bool) -> Totals {
 
 /// The account of `o`. `device_totals` gives, for the devices the files are on, the
 /// device's own counters over the run (read, write bytes), used without eBPF.
+/// The loop devices among `names` whose backing file is on `dev` (its partitions
+/// included), as "loop0 (/var/tmp/img)".
+fn loops_backed_by(dev: &str, names: &[String]) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let k = candor_procfs::Kernel::system();
+    names
+        .iter()
+        .filter(|n| n.as_str() != dev)
+        .filter_map(|n| {
+            let file = k.block_named(n).loop_backing_file()?;
+            let on = std::fs::metadata(&file)
+                .ok()
+                .and_then(|m| crate::disk::device_name(m.dev()))?;
+            let part = on.strip_prefix(dev).is_some_and(|rest| {
+                rest.trim_start_matches('p')
+                    .chars()
+                    .all(|c| c.is_ascii_digit())
+            });
+            part.then(|| format!("{n} ({file})"))
+        })
+        .collect()
+}
+
 pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
     let phases = &o.phases;
     let mut a = Account {
@@ -129,6 +152,10 @@ pub fn account(o: &Observed, device_totals: &[(String, u64, u64)]) -> Account {
         completeness: o.completeness.clone(),
         ..Default::default()
     };
+    let names: Vec<String> = a.device_traffic.keys().cloned().collect();
+    for (dev, t) in a.device_traffic.iter_mut() {
+        t.backing = loops_backed_by(dev, &names);
+    }
     a.read_from_holes_bytes = phases
         .iter()
         .filter_map(|p| p.hole_read_bytes)
@@ -433,7 +460,8 @@ pub fn render(a: &Account) -> String {
         );
         if t.kernel_read_bytes + t.kernel_write_bytes > 0 {
             l += &format!(
-                "; journal and housekeeping {}",
+                "; {} {}",
+                candor_model::audit::kernel_label(&t.backing),
                 b(t.kernel_read_bytes + t.kernel_write_bytes)
             );
         }

@@ -455,6 +455,21 @@ pub fn call_ticks(snapshots: &[candor_bpf::Snapshot], t0_ns: u64) -> Vec<crate::
         .collect()
 }
 
+/// `path` without its "." components ("./tmp-x" opened in /d is /d/tmp-x); ".." is kept,
+/// since a symbolic link before it decides where it leads. A trailing "." stays: it says
+/// the descriptor named the directory itself (see `unnamed_file`).
+fn without_dots(path: &str) -> String {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let last = parts.len().saturating_sub(1);
+    let mut i = 0;
+    parts.retain(|c| {
+        let keep = *c != "." || i == last;
+        i += 1;
+        keep
+    });
+    parts.join("/")
+}
+
 /// A descriptor that read or wrote data yet names a directory was opened with O_TMPFILE
 /// (ioping's test file): an unnamed file in that directory, said so instead of showing the
 /// directory as the file (`/mnt/.`). A directory's own phase (an fsync of it) moves no
@@ -475,8 +490,8 @@ fn unnamed_file(path: String, inode: u64, bytes: u64) -> String {
 pub fn convert(p: &candor_bpf::Phase, t0_ns: u64, cwd: &str, now_ns: u64) -> Phase {
     let s = |ns: u64| ns.saturating_sub(t0_ns) as f64 / 1e9;
     let path = match &p.path {
-        Some(x) if x.starts_with('/') => x.clone(),
-        Some(x) => format!("{}/{}", cwd.trim_end_matches('/'), x),
+        Some(x) if x.starts_with('/') => without_dots(x),
+        Some(x) => without_dots(&format!("{}/{}", cwd.trim_end_matches('/'), x)),
         None => format!("<inode {} on {}:{}>", p.inode, p.dev.major, p.dev.minor),
     };
     let path = unnamed_file(path, p.inode, p.read_bytes + p.write_bytes);
@@ -831,6 +846,15 @@ mod tests {
         // Past the last reading, the last one closes the window.
         let (_, b) = window(&s, 100, 500).expect("a window");
         assert_eq!(b.taken_ns, 400);
+    }
+
+    #[test]
+    fn dot_components_leave_the_path() {
+        use super::without_dots;
+        assert_eq!(without_dots("/d/./tmp-x/./f"), "/d/tmp-x/f");
+        assert_eq!(without_dots("/d/."), "/d/.");
+        assert_eq!(without_dots("/d/../e/f"), "/d/../e/f");
+        assert_eq!(without_dots("/d/f"), "/d/f");
     }
 
     /// Data read or written through a descriptor that names a directory: an O_TMPFILE

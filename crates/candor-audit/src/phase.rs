@@ -375,6 +375,11 @@ pub struct DeviceTraffic {
     /// tables after mkfs; the device's own counters count them as writes) and discards.
     pub zeroed_bytes: u64,
     pub discarded_bytes: u64,
+    /// The loop devices of the audit whose backing file is on this device ("loop0
+    /// (/var/tmp/img)"): their reads and writes of it are made by kernel threads, so they
+    /// are in `kernel_*` here, the same bytes as the tree's on the loop device.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub backing: Vec<String>,
 }
 
 /// A process of the tree moved I/O through a channel the audit does not count per file.

@@ -123,3 +123,34 @@ pub(crate) fn save_audit<S: Serializer>(v: &Option<AuditDoc>, s: S) -> Result<S:
             .serialize(s),
     }
 }
+
+/// What the kernel threads' bytes on a device are: the journal and housekeeping, and the
+/// I/O of loop devices to their backing files on it (the tree's bytes once more).
+pub fn kernel_label(backing: &[String]) -> String {
+    if backing.is_empty() {
+        return "journal and housekeeping".into();
+    }
+    format!(
+        "journal, housekeeping and {} reading and writing {} backing file{} (the tree's bytes on {} once more)",
+        backing.join(", "),
+        if backing.len() == 1 { "its" } else { "their" },
+        if backing.len() == 1 { "" } else { "s" },
+        if backing.len() == 1 { "that loop device" } else { "those loop devices" }
+    )
+}
+
+#[cfg(test)]
+mod kernel_label_tests {
+    use super::kernel_label;
+
+    #[test]
+    fn a_device_under_a_loop_device_says_whose_bytes_its_kernel_threads_moved() {
+        assert_eq!(kernel_label(&[]), "journal and housekeeping");
+        assert_eq!(
+            kernel_label(&["loop0 (/var/tmp/img)".to_string()]),
+            "journal, housekeeping and loop0 (/var/tmp/img) reading and writing its backing file (the tree's bytes on that loop device once more)"
+        );
+        assert!(kernel_label(&["loop0 (/a)".into(), "loop1 (/b)".into()])
+            .contains("loop0 (/a), loop1 (/b) reading and writing their backing files"));
+    }
+}

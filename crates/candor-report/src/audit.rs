@@ -161,10 +161,19 @@ fn account_text(doc: &RunDoc, markdown: bool) -> String {
         if let Some(devs) = a["device_traffic"].as_object() {
             for (name, t) in devs {
                 let sum = |k: &[&str]| k.iter().map(|k| t[*k].as_u64().unwrap_or(0)).sum::<u64>();
+                let backing: Vec<String> = t["backing"]
+                    .as_array()
+                    .map(|v| {
+                        v.iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 lines.push(format!(
-                    "device   {name}: the tree read {} and wrote {}; journal and housekeeping {}; other processes (foreign) {}",
+                    "device   {name}: the tree read {} and wrote {}; {} {}; other processes (foreign) {}",
                     b(&t["own_read_bytes"]),
                     b(&t["own_write_bytes"]),
+                    candor_model::audit::kernel_label(&backing),
                     format_bytes(sum(&["kernel_read_bytes", "kernel_write_bytes"]), ByteStyle::TENTHS),
                     format_bytes(sum(&["foreign_read_bytes", "foreign_write_bytes"]), ByteStyle::TENTHS)
                 ));
