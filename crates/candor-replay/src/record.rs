@@ -174,7 +174,9 @@ fn unpack(r: &mut crate::format::Reader, ts: &mut u64) -> Option<Recorded> {
 /// Turns recorded calls into a trace.
 pub struct Converter {
     b: Builder,
-    fds: HashMap<(u32, i64), String>,
+    /// Each process's descriptors the recorded calls name a file for, per process (a
+    /// fork copies its parent's table).
+    fds: HashMap<u32, HashMap<i64, String>>,
     /// Each process's descriptor table as read when it was first seen (`Converter::seen`):
     /// the files of descriptors it had before any recorded open.
     first_fds: HashMap<(u32, i64), String>,
@@ -262,7 +264,7 @@ impl Converter {
         if fd < 0 {
             return None;
         }
-        if let Some(p) = self.fds.get(&(tgid, fd)) {
+        if let Some(p) = self.fds.get(&tgid).and_then(|t| t.get(&fd)) {
             return Some(p.clone());
         }
         if let Some(p) = self.first_fds.get(&(tgid, fd)) {
@@ -279,7 +281,7 @@ impl Converter {
             .pid_fd(candor_procfs::Pid::Id(tgid), u32::try_from(fd).ok()?)
             .ok()?;
         let p = p.to_string_lossy().into_owned();
-        self.fds.insert((tgid, fd), p.clone());
+        self.fds.entry(tgid).or_default().insert(fd, p.clone());
         Some(p)
     }
 
@@ -380,15 +382,8 @@ impl Converter {
                     if let Some(d) = self.cwd_of(tg) {
                         self.known_cwd.insert(child, d);
                     }
-                    let inherited: Vec<(i64, String)> = self
-                        .fds
-                        .iter()
-                        .filter(|((t, _), _)| *t == tg)
-                        .map(|((_, fd), p)| (*fd, p.clone()))
-                        .collect();
-                    for (fd, p) in inherited {
-                        self.fds.insert((child, fd), p);
-                    }
+                    let inherited = self.fds.get(&tg).cloned().unwrap_or_default();
+                    self.fds.insert(child, inherited);
                 }
                 self.b.line(Line {
                     tid: c.tid,
@@ -418,7 +413,7 @@ impl Converter {
             ),
             // A descriptor no recorded call opened is not looked up when it is closed: by
             // the time its descriptor table is read the number may name another file.
-            3 => match self.fds.get(&(tg, fdn)) {
+            3 => match self.fds.get(&tg).and_then(|t| t.get(&fdn)) {
                 Some(p) => ("close", vec![format!("{fdn}<{p}>")]),
                 None => return,
             },
@@ -481,7 +476,7 @@ impl Converter {
                 };
                 if c.ret >= 0 && (c.nr != 72 || a[1] == 0 || a[1] == 1030) {
                     if let Some(p) = self.fd_path(tg, fdn) {
-                        self.fds.insert((tg, c.ret), p.clone());
+                        self.fds.entry(tg).or_default().insert(c.ret, p.clone());
                         ret_path = Some(p);
                     }
                 }
@@ -508,7 +503,7 @@ impl Converter {
                 };
                 let abs = self.absolute(tg, dir, &c.p1);
                 if c.ret >= 0 {
-                    self.fds.insert((tg, c.ret), abs.clone());
+                    self.fds.entry(tg).or_default().insert(c.ret, abs.clone());
                     ret_path = Some(abs.clone());
                 }
                 match c.nr {
@@ -705,7 +700,9 @@ impl Converter {
             dur_ns: c.dur,
         });
         if let Some(k) = closing {
-            self.fds.remove(&k);
+            if let Some(t) = self.fds.get_mut(&k.0) {
+                t.remove(&k.1);
+            }
         }
     }
 

@@ -78,7 +78,7 @@ pub struct Builder {
     /// Each (process, fd)'s open file description: the position and the open flags are
     /// the description's, shared by its dups and by the children that inherit it (a shell's
     /// `exec 3>f` then two commands writing `>&3`: the second writes after the first).
-    desc_of: HashMap<(u32, i64), u64>,
+    desc_of: HashMap<u32, HashMap<i64, u64>>,
     /// Each description's position and open flags.
     descs: HashMap<u64, (u64, u32)>,
     next_desc: u64,
@@ -120,7 +120,7 @@ impl Builder {
         let mut p = Some(process);
         let mut hops = 0;
         while let Some(pp) = p {
-            if let Some(d) = self.desc_of.get(&(pp, fd)) {
+            if let Some(d) = self.desc_of.get(&pp).and_then(|t| t.get(&fd)) {
                 return Some(*d);
             }
             hops += 1;
@@ -149,7 +149,7 @@ impl Builder {
             }
             None => {
                 let d = self.new_desc(at, 0);
-                self.desc_of.insert((process, fd), d);
+                self.desc_of.entry(process).or_default().insert(fd, d);
             }
         }
     }
@@ -163,7 +163,7 @@ impl Builder {
     /// An open: `fd` names a new description, at 0 with `flags`.
     pub(super) fn opened_at(&mut self, process: u32, fd: i64, flags: u32) {
         let d = self.new_desc(0, flags);
-        self.desc_of.insert((process, fd), d);
+        self.desc_of.entry(process).or_default().insert(fd, d);
     }
 
     /// A dup: `to` names `from`'s description.
@@ -172,25 +172,20 @@ impl Builder {
             Some(d) => d,
             None => self.new_desc(0, 0),
         };
-        self.desc_of.insert((process, to), d);
+        self.desc_of.entry(process).or_default().insert(to, d);
     }
 
     /// A close: `fd` no longer names its description in `process` (others may).
     pub(super) fn closed(&mut self, process: u32, fd: i64) {
-        self.desc_of.remove(&(process, fd));
+        if let Some(t) = self.desc_of.get_mut(&process) {
+            t.remove(&fd);
+        }
     }
 
     /// A fork: the child's descriptors name its parent's descriptions, as they are now.
     pub(super) fn forked(&mut self, parent: u32, child: u32) {
-        let copies: Vec<(i64, u64)> = self
-            .desc_of
-            .iter()
-            .filter(|((p, _), _)| *p == parent)
-            .map(|((_, fd), d)| (*fd, *d))
-            .collect();
-        for (fd, d) in copies {
-            self.desc_of.insert((child, fd), d);
-        }
+        let copies = self.desc_of.get(&parent).cloned().unwrap_or_default();
+        self.desc_of.insert(child, copies);
     }
 
     /// A call on a descriptor: one no open in the trace made (in this process or a parent)
