@@ -1256,3 +1256,43 @@ os.close(fd)
     let r = replays_exactly(&trace, ext4.path(), &["openat", "write"]);
     assert_eq!(r["extra"]["replay"]["calls"]["write"]["bytes"], 5096, "{r}");
 }
+
+/// A shell loop that starts 400 processes, each writing a line through the descriptor it
+/// inherited: its replay (401 processes) is counted exactly by the kernel. glibc's malloc
+/// reads /proc/sys/vm/overcommit_memory the first time it gives a thread's heap back, which
+/// had put an open, a read and a close no trace made into the count ("2 openat calls for
+/// the runner's 1").
+#[test]
+fn a_replay_of_hundreds_of_processes_is_counted_exactly() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["sh", "seq"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("loop.trace");
+    let o = candor()
+        .current_dir(src.path())
+        .args(["audit", "--quiet", "--record"])
+        .arg(&trace)
+        .args([
+            "--record-dir",
+            ".",
+            "--",
+            "sh",
+            "-c",
+            "exec 3>f; for i in $(seq 400); do /bin/echo $i >&3; done",
+        ])
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let r = replays_exactly(&trace, ext4.path(), &["openat", "write", "close"]);
+    assert_eq!(r["extra"]["replay"]["processes"], 401, "{r}");
+    // "1\n" to "400\n": 18 + 270 + 1204 bytes.
+    assert_eq!(r["extra"]["replay"]["calls"]["write"]["bytes"], 1492, "{r}");
+}
