@@ -52,6 +52,12 @@ impl Shared<'_> {
         use std::sync::atomic::Ordering;
         let mut since: Option<Instant> = None;
         let mut waited = false;
+        // A wait that lasts past its spins and yields sleeps longer and longer (20 us
+        // doubling to 1 ms): hundreds of threads waiting their turn (a shell's processes,
+        // which ran one after another) would otherwise wake every 20 us on every CPU beside
+        // the one thread that can go (400 processes took 11 s to replay what the recording
+        // made in 0.3 s).
+        let mut nap = Duration::from_micros(20);
         for (j, ends) in self.ends.iter().enumerate() {
             if j == me {
                 continue;
@@ -73,7 +79,8 @@ impl Shared<'_> {
                     if t.elapsed() > ORDER_WAIT {
                         return true;
                     }
-                    std::thread::sleep(Duration::from_micros(20));
+                    std::thread::sleep(nap);
+                    nap = (nap * 2).min(Duration::from_millis(1));
                 }
             }
         }
