@@ -540,6 +540,31 @@ fn record(trace: &Path, dir: &Path, cmd: &[&str], stdin: Option<&Path>) {
     assert!(!err.contains("lost"), "{err}");
 }
 
+/// `candor audit --record TRACE --record-dir . -- CMD` run in `dir` (relative paths are
+/// the command's own), which must succeed.
+fn record_in(dir: &Path, trace: &Path, cmd: &[&str]) {
+    let o = candor()
+        .current_dir(dir)
+        .args(["audit", "--quiet", "--record"])
+        .arg(trace)
+        .args(["--record-dir", ".", "--"])
+        .args(cmd)
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// The trace as fio iolog v3 (`candor report TRACE --format fio-iolog`).
+fn iolog(trace: &Path) -> String {
+    let o = candor()
+        .args(["report", "--format", "fio-iolog"])
+        .arg(trace)
+        .output()
+        .expect("candor runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    text(&o.stdout)
+}
+
 /// A recording is made by the audit's eBPF tracer: `--record` with `--witness procfs` is
 /// refused in one sentence (exit 2) before anything runs, and no trace is left.
 #[test]
@@ -1115,22 +1140,9 @@ fn a_shell_script_is_recorded_the_same_every_time_through_inherited_descriptors(
     let mut last = None;
     for i in 0..5 {
         let trace = d.path().join(format!("sh{i}.trace"));
-        let o = candor()
-            .current_dir(src.path())
-            .args(["audit", "--quiet", "--record"])
-            .arg(&trace)
-            .args(["--record-dir", ".", "--", "sh", "-c", script])
-            .output()
-            .expect("candor runs");
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        let o = candor()
-            .args(["report", "--format", "fio-iolog"])
-            .arg(&trace)
-            .output()
-            .expect("candor runs");
-        assert!(o.status.success(), "{}", text(&o.stderr));
+        record_in(src.path(), &trace, &["sh", "-c", script]);
         // "TIME FILE write OFFSET LENGTH": the writes without their times.
-        let writes: Vec<(String, u64, u64)> = text(&o.stdout)
+        let writes: Vec<(String, u64, u64)> = iolog(&trace)
             .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
@@ -1230,20 +1242,8 @@ os.close(fd)
 "#;
     let d = tempfile::tempdir().expect("a temporary directory");
     let trace = d.path().join("o2.trace");
-    let o = candor()
-        .current_dir(src.path())
-        .args(["audit", "--quiet", "--record"])
-        .arg(&trace)
-        .args(["--record-dir", ".", "--", "python3", "-c", script])
-        .output()
-        .expect("candor runs");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = candor()
-        .args(["report", "--format", "fio-iolog"])
-        .arg(&trace)
-        .output()
-        .expect("candor runs");
-    let iolog = text(&o.stdout);
+    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let iolog = iolog(&trace);
     assert!(
         iolog.contains(" open")
             && iolog.contains(" write 0 4096")
@@ -1273,21 +1273,15 @@ fn a_replay_of_hundreds_of_processes_is_counted_exactly() {
     };
     let d = tempfile::tempdir().expect("a temporary directory");
     let trace = d.path().join("loop.trace");
-    let o = candor()
-        .current_dir(src.path())
-        .args(["audit", "--quiet", "--record"])
-        .arg(&trace)
-        .args([
-            "--record-dir",
-            ".",
-            "--",
+    record_in(
+        src.path(),
+        &trace,
+        &[
             "sh",
             "-c",
             "exec 3>f; for i in $(seq 400); do /bin/echo $i >&3; done",
-        ])
-        .output()
-        .expect("candor runs");
-    assert!(o.status.success(), "{}", text(&o.stderr));
+        ],
+    );
     let Some(ext4) = common::scratch("ext4", 64 << 20) else {
         return;
     };
