@@ -93,7 +93,6 @@ pub fn render_table(a: &Audit) -> String {
             "verdict",
         ];
         let mut table: Vec<[String; 8]> = Vec::new();
-        let within = |x: Option<f64>| x.is_some_and(|x| (x - 1.0).abs() <= 0.05);
         for r in &a.rows {
             let ops = |x: f64| format!("{x:.0} op/s");
             let (claimed, observed, in_calls) = match r.claimed_ops_per_s {
@@ -109,14 +108,11 @@ pub fn render_table(a: &Audit) -> String {
                     r.observed_syscall_bps.map(human_rate),
                 ),
             };
-            // The ratio the verdict rests on: over the time inside the calls (marked c)
-            // when the figure agrees with that and not with the wall time.
-            let by_calls = r.verdict == "agrees" && !within(r.ratio) && within(r.ratio_syscall);
-            let ratio = if by_calls {
-                r.ratio_syscall.map(|x| format!("{x:.2} c"))
-            } else {
-                r.ratio.map(|x| format!("{x:.2}"))
-            };
+            // The ratio the verdict rests on, marked c when it is over the time inside the
+            // calls.
+            let ratio = r
+                .judged_ratio()
+                .map(|(x, calls)| format!("{x:.2}{}", if calls { " c" } else { "" }));
             table.push([
                 r.test.clone(),
                 size(r.file_size),

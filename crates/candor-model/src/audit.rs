@@ -124,6 +124,21 @@ pub(crate) fn save_audit<S: Serializer>(v: &Option<AuditDoc>, s: S) -> Result<S:
     }
 }
 
+impl ReconciliationRow {
+    /// The ratio the verdict rests on, and whether it is over the time inside the I/O
+    /// calls: claimed / observed over the wall time, except for a figure that agrees with
+    /// the bytes over the time inside the calls and not over the wall time (the program
+    /// timed its calls: ioping), whose ratio is claimed / in calls. Every table shows this
+    /// one, so a row's ratio and its verdict say the same thing.
+    pub fn judged_ratio(&self) -> Option<(f64, bool)> {
+        let within = |x: Option<f64>| x.is_some_and(|x| (x - 1.0).abs() <= 0.05);
+        if self.verdict == "agrees" && !within(self.ratio) && within(self.ratio_syscall) {
+            return self.ratio_syscall.map(|x| (x, true));
+        }
+        self.ratio.map(|x| (x, false))
+    }
+}
+
 /// What the kernel threads' bytes on a device are: the journal and housekeeping, and the
 /// I/O of loop devices to their backing files on it (the tree's bytes once more).
 pub fn kernel_label(backing: &[String]) -> String {

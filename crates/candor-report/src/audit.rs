@@ -76,7 +76,10 @@ pub fn grid(claims: &[ReconciliationRow]) -> (Grid, Vec<String>) {
             claimed,
             observed.unwrap_or("-".into()),
             in_calls.unwrap_or("-".into()),
-            c.ratio.map(units::ratio).unwrap_or("-".into()),
+            // The ratio the verdict rests on (c: over the time inside the calls).
+            c.judged_ratio()
+                .map(|(x, calls)| units::ratio(x) + if calls { " c" } else { "" })
+                .unwrap_or("-".into()),
             c.cache_share.map(units::pct).unwrap_or_default(),
             c.verdict.clone(),
             note,
@@ -278,6 +281,26 @@ mod tests {
             t.contains("[1] iozone write: the timing left out the fsync"),
             "{t}"
         );
+    }
+
+    /// A figure that agrees over the time inside the calls, not over the wall time: the
+    /// report shows the ratio the verdict rests on, marked, as the audit's own table does.
+    #[test]
+    fn the_ratio_shown_is_the_one_the_verdict_rests_on() {
+        let doc = RunDoc {
+            audit: AuditDoc::from_saved(serde_json::json!({
+                "command": ["ioping", "-c", "20", "."],
+                "reconciliation": [{
+                    "test": "requests completed read", "program": "ioping", "threads": 1,
+                    "claimed_Bps": 113000000.0, "observed_wall_Bps": 10200000.0,
+                    "observed_syscall_Bps": 111000000.0, "ratio": 11.08,
+                    "ratio_syscall": 1.018, "verdict": "agrees"
+                }]
+            })),
+            ..Default::default()
+        };
+        let t = text(&doc, false);
+        assert!(t.contains("1.02x c") && !t.contains("11.08"), "{t}");
     }
 
     #[test]
