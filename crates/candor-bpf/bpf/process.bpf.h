@@ -63,8 +63,8 @@ static __always_inline void rec_lost_one(void)
 }
 
 /* Which calls are recorded, and which of their arguments are paths (bit 0: the first
- * argument, bit 1: the second, bit 3: the fourth; 3 and 10 name two), 0 for none; -1 for
- * a call not recorded. */
+ * argument, bit 1: the second, bit 2: the third, bit 3: the fourth; 3, 5 and 10 name two),
+ * 0 for none; -1 for a call not recorded. */
 static __always_inline int rec_paths_of(__s32 nr)
 {
 	switch (nr) { /* x86_64 syscall numbers */
@@ -86,7 +86,11 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 87: /* unlink */
 		return 1;
 	case 82: /* rename */
+	case 86: /* link */
+	case 88: /* symlink */
 		return 3;
+	case 266: /* symlinkat(target, newdirfd, linkpath) */
+		return 5;
 	case 257: /* openat */
 	case 437: /* openat2: its flags are read from its struct open_how */
 	case 258: /* mkdirat */
@@ -96,6 +100,7 @@ static __always_inline int rec_paths_of(__s32 nr)
 		return 2;
 	case 264: /* renameat */
 	case 316: /* renameat2 */
+	case 265: /* linkat */
 		return 10;
 	}
 	return -1;
@@ -159,6 +164,8 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 		bpf_probe_read_user_str(p->p1, REC_PATH, (const void *)c.args[1]);
 	if (paths == 3)
 		bpf_probe_read_user_str(p->p2, REC_PATH, (const void *)c.args[1]);
+	else if (paths & 4)
+		bpf_probe_read_user_str(p->p2, REC_PATH, (const void *)c.args[2]);
 	else if (paths & 8)
 		bpf_probe_read_user_str(p->p2, REC_PATH, (const void *)c.args[3]);
 	bpf_ringbuf_submit(p, RB_NO_WAKEUP);

@@ -15,8 +15,10 @@ use std::collections::HashMap;
 
 /// The first bytes of every trace file.
 pub const MAGIC: &[u8; 8] = b"CANDORTR";
-/// The format this candor writes and the newest it reads.
-pub const VERSION: u16 = 1;
+/// The newest format this candor writes and reads. A trace is written in the oldest format
+/// that holds its calls (`Kind::since`), so a trace without links stays readable by a candor
+/// that reads format 1.
+pub const VERSION: u16 = 2;
 /// A trace's calls and files at most (a bound on what a damaged length can make us allocate).
 const MAX_ITEMS: u64 = 1 << 32;
 
@@ -49,10 +51,15 @@ pub enum Kind {
     Mmap,
     /// dup, dup2, dup3, fcntl(F_DUPFD): `fd` is the old descriptor, `result` the new.
     Dup,
+    /// link, linkat: `file` is the existing file, `file2` its new name. Format 2.
+    Link,
+    /// symlink, symlinkat: `file` is the link made, `file2` what it points to when that is
+    /// a file of the trace (none: a file outside the traced directories). Format 2.
+    Symlink,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 24] = [
+    pub const ALL: [Kind; 26] = [
         Kind::Open,
         Kind::Read,
         Kind::Write,
@@ -77,6 +84,8 @@ impl Kind {
         Kind::Fstat,
         Kind::Mmap,
         Kind::Dup,
+        Kind::Link,
+        Kind::Symlink,
     ];
 
     pub fn code(self) -> u8 {
@@ -114,6 +123,16 @@ impl Kind {
             Kind::Fstat => "fstat",
             Kind::Mmap => "mmap",
             Kind::Dup => "dup",
+            Kind::Link => "link",
+            Kind::Symlink => "symlink",
+        }
+    }
+
+    /// The first trace format that holds calls of this kind.
+    pub fn since(self) -> u16 {
+        match self {
+            Kind::Link | Kind::Symlink => 2,
+            _ => 1,
         }
     }
 
@@ -137,7 +156,14 @@ impl Kind {
     pub fn on_fd(self) -> bool {
         !matches!(
             self,
-            Kind::Open | Kind::Unlink | Kind::Rename | Kind::Mkdir | Kind::Rmdir | Kind::Stat
+            Kind::Open
+                | Kind::Unlink
+                | Kind::Rename
+                | Kind::Mkdir
+                | Kind::Rmdir
+                | Kind::Stat
+                | Kind::Link
+                | Kind::Symlink
         )
     }
 
@@ -465,9 +491,16 @@ pub fn encode(t: &Trace) -> Vec<u8> {
             encode_call(&mut body, &mut cur, c);
         }
     }
+    let version = t
+        .calls
+        .iter()
+        .flatten()
+        .map(|c| c.kind().since())
+        .max()
+        .unwrap_or(1);
     let mut out = Vec::with_capacity(body.len() + 24);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&[0, 0]);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
     out.extend_from_slice(&crc32(&body).to_le_bytes());
@@ -592,7 +625,12 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, Refused> {
         let mut cur = Cursor::default();
         let mut v = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            v.push(decode_call(&mut r, &mut cur)?);
+            let c = decode_call(&mut r, &mut cur)?;
+            // A kind its format does not have: not a trace any candor wrote.
+            if c.kind().since() > version {
+                return Err(Refused(DAMAGED.into()));
+            }
+            v.push(c);
         }
         calls.push(v);
     }
@@ -719,11 +757,39 @@ mod tests {
         let e = decode(&b[..b.len() - 3]).unwrap_err().0;
         assert!(e.contains("was cut short"), "{e}");
         let mut newer = b.clone();
-        newer[8] = 2;
+        newer[8] = 3;
         let e = decode(&newer).unwrap_err().0;
-        assert!(e.contains("newer candor (trace format 2"), "{e}");
+        assert!(e.contains("newer candor (trace format 3"), "{e}");
         let e = decode(b"hello world, this is text").unwrap_err().0;
         assert!(e.contains("not a candor trace"), "{e}");
+    }
+
+    /// A trace is written in the oldest format that holds its calls: 1 without links, 2
+    /// with one; both read back, and a format-1 file holding a link (a kind format 1 does
+    /// not have) is refused as damaged.
+    #[test]
+    fn links_need_format_2_and_only_traces_with_links_use_it() {
+        let plain = sample();
+        assert_eq!(encode(&plain)[8..10], [1, 0]);
+        let mut linked = sample();
+        for (kind, to) in [(Kind::Link, Some(2)), (Kind::Symlink, None)] {
+            let mut c = Call::new(kind);
+            c.file = Some(1);
+            c.file2 = to;
+            c.start_ns = 900_200;
+            linked.calls[0].push(c);
+        }
+        let b = encode(&linked);
+        assert_eq!(b[8..10], [2, 0]);
+        assert_eq!(decode(&b).expect("decodes"), linked);
+        let mut old = b.clone();
+        old[8] = 1;
+        // The checksum covers the body only: the version alone changed.
+        let e = decode(&old).unwrap_err().0;
+        assert!(e.contains("damaged"), "{e}");
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_code(k.code()), Some(k));
+        }
     }
 
     #[test]

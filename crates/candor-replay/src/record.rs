@@ -576,6 +576,32 @@ impl Converter {
                     quoted(&self.absolute(tg, None, &c.p2)),
                 ],
             ),
+            86 | 88 => (
+                if c.nr == 86 { "link" } else { "symlink" },
+                vec![
+                    // A symlink's target is kept as written: it is relative to the link.
+                    if c.nr == 86 {
+                        quoted(&self.absolute(tg, None, &c.p1))
+                    } else {
+                        quoted(&c.p1)
+                    },
+                    quoted(&self.absolute(tg, None, &c.p2)),
+                ],
+            ),
+            265 => (
+                "linkat",
+                vec![
+                    self.dirfd(tg, a[0]),
+                    quoted(&c.p1),
+                    self.dirfd(tg, a[2]),
+                    quoted(&c.p2),
+                    num(a[4]),
+                ],
+            ),
+            266 => (
+                "symlinkat",
+                vec![quoted(&c.p1), self.dirfd(tg, a[1]), quoted(&c.p2)],
+            ),
             264 | 316 => (
                 "renameat",
                 vec![

@@ -244,4 +244,47 @@ mod tests {
             .expect("the input file");
         assert_eq!(input.size, Some(20));
     }
+
+    /// link, linkat, symlink and symlinkat: each names the files it joins; a symbolic
+    /// link's relative target is relative to the link's own directory, and a target
+    /// outside the traced directories is no file of the trace.
+    #[test]
+    fn links_name_the_files_they_join() {
+        const LINKS: &str = r#"6000 10:00:00.000100 link("/w/tmp/m", "/w/new/m") = 0 <0.000010>
+6000 10:00:00.000200 linkat(AT_FDCWD</w>, "new/m", 3</w/cur>, "m2", 0) = 0 <0.000010>
+6000 10:00:00.000300 symlink("m", "/w/new/l") = 0 <0.000010>
+6000 10:00:00.000400 symlinkat("/etc/passwd", AT_FDCWD</w>, "p") = 0 <0.000010>
+6000 10:00:00.000500 symlink("/w/tmp/m", "/elsewhere/l") = 0 <0.000010>
+"#;
+        let t = parse(
+            LINKS,
+            &Options {
+                dirs: vec!["/w".into()],
+                keep_paths: true,
+            },
+        )
+        .expect("parses");
+        let path = |id: Option<u32>| {
+            id.and_then(|i| t.header.files.iter().find(|f| f.id == i))
+                .and_then(|f| f.path.clone())
+        };
+        let got: Vec<(&str, Option<String>, Option<String>)> = t.calls[0]
+            .iter()
+            .map(|c| (c.kind().name(), path(c.file), path(c.file2)))
+            .collect();
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(
+            got,
+            [
+                ("link", some("/w/tmp/m"), some("/w/new/m")),
+                ("link", some("/w/new/m"), some("/w/cur/m2")),
+                ("symlink", some("/w/new/l"), some("/w/new/m")),
+                ("symlink", some("/w/p"), None),
+            ]
+        );
+        // The link made outside the traced directories is a call left out.
+        assert_eq!(t.header.outside_calls, 1);
+        let m = t.header.files.iter().find(|f| f.path.as_deref() == Some("/w/tmp/m"));
+        assert_eq!(m.map(|f| f.size.is_some()), Some(true), "it existed: linked");
+    }
 }

@@ -100,6 +100,8 @@ fn a_trace_round_trips_and_a_damaged_or_newer_one_is_refused() {
         text(&o.stderr)
     );
     let bytes = std::fs::read(&t).expect("read the trace");
+    // No link in it: written in format 1, which older candors read.
+    assert_eq!(bytes[8..10], [1, 0]);
     let cases: [(Vec<u8>, &str); 3] = [
         (
             {
@@ -120,7 +122,7 @@ fn a_trace_round_trips_and_a_damaged_or_newer_one_is_refused() {
                 b[8] = 9;
                 b
             },
-            "was written by a newer candor (trace format 9; this candor reads format 1 and older): update candor to replay it",
+            "was written by a newer candor (trace format 9; this candor reads format 2 and older): update candor to replay it",
         ),
     ];
     for (b, says) in cases {
@@ -406,6 +408,97 @@ fn a_trace_naming_system_files_writes_only_in_the_run_directory() {
         .collect();
     names.sort();
     assert_eq!(names, ["evil.log", "target"]);
+}
+
+/// Symbolic links a trace makes lead only inside the run directory: one to /etc, one
+/// climbing out with `..`, one moved by a rename to another depth. Opens through them fail
+/// (named as divergences) or reach the run directory's own files; /etc/passwd and the
+/// directory around the target are untouched. A hard link and a link within the traced
+/// directory replay as they were recorded; the trace is written in format 2.
+#[test]
+fn links_in_a_trace_lead_only_inside_the_run_directory() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).expect("mkdir");
+    let passwd = std::fs::metadata("/etc/passwd").expect("stat /etc/passwd");
+    let log = r#"7 10:00:00.000000 symlink("/etc", "/data/e") = 0 <0.000010>
+7 10:00:00.000100 openat(AT_FDCWD</data>, "e/passwd", O_WRONLY|O_TRUNC) = 3 <0.000010>
+7 10:00:00.000200 write(3</data/e/passwd>, "root::0:0"..., 4096) = 4096 <0.000010>
+7 10:00:00.000300 close(3</data/e/passwd>) = 0 <0.000010>
+7 10:00:00.000400 symlink("../../../../../etc/passwd", "/data/p") = 0 <0.000010>
+7 10:00:00.000500 openat(AT_FDCWD</data>, "p", O_WRONLY|O_TRUNC) = 3 <0.000010>
+7 10:00:00.000600 close(3</data/p>) = 0 <0.000010>
+7 10:00:00.000700 mkdir("/data/sub", 0755) = 0 <0.000010>
+7 10:00:00.000800 openat(AT_FDCWD</data>, "sub/db", O_WRONLY|O_CREAT, 0644) = 3</data/sub/db> <0.000010>
+7 10:00:00.000900 write(3</data/sub/db>, "x"..., 4096) = 4096 <0.000010>
+7 10:00:00.001000 close(3</data/sub/db>) = 0 <0.000010>
+7 10:00:00.001100 symlink("db", "/data/sub/l") = 0 <0.000010>
+7 10:00:00.001200 rename("/data/sub/l", "/data/l") = 0 <0.000010>
+7 10:00:00.001300 openat(AT_FDCWD</data>, "l", O_RDONLY) = 3 <0.000010>
+7 10:00:00.001400 read(3</data/l>, "x"..., 8192) = 4096 <0.000010>
+7 10:00:00.001500 close(3</data/l>) = 0 <0.000010>
+7 10:00:00.001600 link("/data/sub/db", "/data/hard") = 0 <0.000010>
+7 10:00:00.001700 unlink("/data/sub/db") = 0 <0.000010>
+7 10:00:00.001800 openat(AT_FDCWD</data>, "hard", O_RDONLY) = 3</data/hard> <0.000010>
+7 10:00:00.001900 read(3</data/hard>, "x"..., 8192) = 4096 <0.000010>
+7 10:00:00.002000 close(3</data/hard>) = 0 <0.000010>
+"#;
+    let l = d.path().join("links.log");
+    std::fs::write(&l, log).expect("write");
+    let t = d.path().join("links.trace");
+    let o = replay(&[
+        "--from-strace",
+        l.to_str().unwrap(),
+        "--traced-dir",
+        "/data",
+        "--save-trace",
+        t.to_str().unwrap(),
+        "--witness",
+        "off",
+        "--repeat",
+        "2",
+        "--format",
+        "json",
+        target.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &json(&o)["results"][0]["extra"]["replay"];
+    let calls = &r["calls"];
+    assert_eq!(calls["symlink"]["calls"], 3, "{calls}");
+    assert_eq!(calls["symlink"]["errors"], 0, "{calls}");
+    assert_eq!(calls["link"]["calls"], 1, "{calls}");
+    assert_eq!(calls["link"]["errors"], 0, "{calls}");
+    // Through the renamed link and the hard link: the file written at sub/db, both times.
+    assert_eq!(calls["read"]["bytes"], 8192, "{calls}");
+    // e/passwd existed when the log began (it was opened without O_CREAT), so it was laid
+    // out in the run directory, and its write went there. The open through the link that
+    // climbed out fails (ENOENT: the link points at nothing), and its close is not made,
+    // at once rather than after waiting for another thread to open the descriptor.
+    assert_eq!(calls["write"]["bytes"], 8192, "{calls}");
+    let err = text(&o.stderr);
+    assert_eq!(r["diverged_calls"], 2, "{r}\n{err}");
+    assert!(
+        err.contains("(open) failed with ENOENT where the recording's succeeded"),
+        "{err}"
+    );
+    let reps = json(&o)["results"][0]["reps"].clone();
+    for rep in reps.as_array().expect("reps") {
+        assert!(rep["seconds"].as_f64().expect("seconds") < 1.0, "{rep}");
+    }
+    let after = std::fs::metadata("/etc/passwd").expect("stat /etc/passwd");
+    assert_eq!(
+        (after.len(), after.modified().ok()),
+        (passwd.len(), passwd.modified().ok())
+    );
+    assert!(common::entries(&target).is_empty(), "left in the target");
+    let mut names: Vec<String> = common::entries(d.path())
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["links.log", "links.trace", "target"]);
+    let bytes = std::fs::read(&t).expect("read the trace");
+    assert_eq!(bytes[8..10], [2, 0], "a trace with links is format 2");
 }
 
 /// A sqlite3 transaction loop, traced with strace on ext4, replayed on a loop ext4 and a
@@ -1289,4 +1382,60 @@ fn a_replay_of_hundreds_of_processes_is_counted_exactly() {
     assert_eq!(r["extra"]["replay"]["processes"], 401, "{r}");
     // "1\n" to "400\n": 18 + 270 + 1204 bytes.
     assert_eq!(r["extra"]["replay"]["calls"]["write"]["bytes"], 1492, "{r}");
+}
+
+/// A maildir-style delivery (write in tmp/, fsync, link() into new/, unlink the tmp name),
+/// then symbolic links opened for reading and appending: recorded in the kernel, the links
+/// are in the trace (format 2), and the replay makes the same calls, counted exactly by
+/// the kernel on a loop ext4 and a loop xfs, every link and read through them succeeding.
+#[test]
+fn a_maildir_delivery_by_link_is_recorded_and_replayed_exactly() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["python3"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let script = r#"
+import os
+os.mkdir("tmp"); os.mkdir("new")
+for i in range(3):
+    fd = os.open(f"tmp/m{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"m" * 4096)
+    os.fsync(fd)
+    os.close(fd)
+    os.link(f"tmp/m{i}", f"new/m{i}")
+    os.unlink(f"tmp/m{i}")
+os.symlink("new/m1", "latest")
+fd = os.open("latest", os.O_RDONLY)
+assert len(os.read(fd, 8192)) == 4096
+os.close(fd)
+os.symlink("m2", "new/alias")
+fd = os.open("new/alias", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"a" * 100)
+os.close(fd)
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("maildir.trace");
+    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let bytes = std::fs::read(&trace).expect("read the trace");
+    assert_eq!(bytes[8..10], [2, 0], "a trace with links is format 2");
+    for fs in ["ext4", "xfs"] {
+        let Some(target) = common::scratch(fs, 320 << 20) else {
+            return;
+        };
+        let r = replays_exactly(
+            &trace,
+            target.path(),
+            &["openat", "write", "read", "fsync", "unlink", "mkdir"],
+        );
+        let calls = &r["extra"]["replay"]["calls"];
+        assert_eq!(calls["link"]["calls"], 3, "{fs}: {calls}");
+        assert_eq!(calls["symlink"]["calls"], 2, "{fs}: {calls}");
+        assert_eq!(calls["link"]["errors"], 0, "{fs}: {calls}");
+        assert_eq!(calls["symlink"]["errors"], 0, "{fs}: {calls}");
+        assert_eq!(calls["write"]["bytes"], 3 * 4096 + 100, "{fs}: {calls}");
+        assert_eq!(calls["read"]["bytes"], 4096, "{fs}: {calls}");
+    }
 }

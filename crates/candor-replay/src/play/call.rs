@@ -8,7 +8,7 @@ use super::layout::name_of;
 use crate::format::{Call, Kind};
 use crate::strace::{
     IOV_MAX, O_ACCMODE, O_APPEND, O_CREAT, O_DIRECT, O_DIRECTORY, O_DSYNC, O_EXCL, O_NOATIME,
-    O_SYNC, O_TRUNC,
+    O_NOFOLLOW, O_SYNC, O_TRUNC,
 };
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -131,9 +131,40 @@ pub(super) struct Place {
     pub(super) fds: Fds,
     /// Each replayed process's parent.
     pub(super) parents: HashMap<u32, u32>,
+    /// The trace makes symbolic links: opens follow them, as the recording's did (they
+    /// all lead inside `dir`: see `Place::link_target`).
+    pub(super) links: bool,
+    /// `dir`'s absolute path, which symbolic links made by the replay point into (none:
+    /// not known, and they point at nothing).
+    pub(super) dir_path: Option<Vec<u8>>,
 }
 
+/// What a symbolic link whose target is outside the trace points to: a name in the
+/// replay's directory that no file of the replay has (theirs are `n` and a number).
+const NOWHERE: &[u8] = b".outside-the-trace";
+
 impl Place {
+    /// What a symbolic link made by the replay points to: `target`'s path in the replay's
+    /// directory, absolute, so that it names the same file wherever a rename moves the
+    /// link; NOWHERE in that directory when the target is no file of the trace. Every link
+    /// in the directory is one of these (the layout makes none), so following links never
+    /// leads out of it, and a trace cannot name a path of its own.
+    fn link_target(&self, target: Option<u32>) -> CString {
+        let Some(dir) = &self.dir_path else {
+            return CString::new(NOWHERE).expect("no NUL");
+        };
+        let mut v = dir.clone();
+        v.push(b'/');
+        match target {
+            Some(t) => {
+                let to = self.names.get(&t).cloned().unwrap_or_else(|| name_of(t));
+                v.extend_from_slice(to.as_bytes());
+            }
+            None => v.extend_from_slice(NOWHERE),
+        }
+        CString::new(v).unwrap_or_else(|_| CString::new(NOWHERE).expect("no NUL"))
+    }
+
     /// Makes one call of `process` again: through its descriptors for a call on one, by
     /// the file's path in the directory for the others. A descriptor the call leaves open
     /// that the recording's failed or replaced goes to `leftover`.
@@ -148,10 +179,7 @@ impl Place {
         let dir = self.dir;
         let kind = c.kind();
         // Only the calls that take a name look it up.
-        let named = matches!(
-            kind,
-            Kind::Open | Kind::Unlink | Kind::Rmdir | Kind::Mkdir | Kind::Rename | Kind::Stat
-        );
+        let named = !kind.on_fd();
         let name = c.file.map(|f| match self.names.get(&f).filter(|_| named) {
             Some(n) => Cow::Borrowed(n.as_c_str()),
             None if named => Cow::Owned(name_of(f)),
@@ -182,16 +210,27 @@ impl Place {
         let v = unsafe {
             match kind {
                 Kind::Open => {
-                    let r = libc::openat(dir, name.as_ptr(), open_flags(c.flags), 0o600);
-                    if r >= 0 {
+                    let mut flags = open_flags(c.flags);
+                    if self.links && c.flags & O_NOFOLLOW == 0 {
+                        // Links are followed as the recording's open followed them.
+                        flags &= !libc::O_NOFOLLOW;
+                    }
+                    let r = libc::openat(dir, name.as_ptr(), flags, 0o600);
+                    let replaced = if r >= 0 {
                         if c.result >= 0 {
-                            if let Some(old) = self.fds.put(process, c.fd, r, c.file) {
-                                // The recording reused a descriptor the replay still held.
-                                leftover.push(OwnedFd::from_raw_fd(old));
-                            }
+                            self.fds.put(process, c.fd, r, c.file)
                         } else {
                             leftover.push(OwnedFd::from_raw_fd(r));
+                            None
                         }
+                    } else if c.result >= 0 {
+                        self.fds.failed(process, c.fd)
+                    } else {
+                        None
+                    };
+                    if let Some(old) = replaced {
+                        // The recording reused a descriptor the replay still held.
+                        leftover.push(OwnedFd::from_raw_fd(old));
                     }
                     ret(r as i64)
                 }
@@ -256,14 +295,22 @@ impl Place {
                 Kind::Unlink => ret(libc::unlinkat(dir, name.as_ptr(), 0) as i64),
                 Kind::Rmdir => ret(libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) as i64),
                 Kind::Mkdir => ret(libc::mkdirat(dir, name.as_ptr(), 0o700) as i64),
-                Kind::Rename => {
+                Kind::Rename | Kind::Link => {
                     let Some(to) = c
                         .file2
                         .map(|f| self.names.get(&f).cloned().unwrap_or_else(|| name_of(f)))
                     else {
                         return Issued::Skipped("names no destination".into());
                     };
-                    ret(libc::renameat(dir, name.as_ptr(), dir, to.as_ptr()) as i64)
+                    ret(if kind == Kind::Rename {
+                        libc::renameat(dir, name.as_ptr(), dir, to.as_ptr())
+                    } else {
+                        libc::linkat(dir, name.as_ptr(), dir, to.as_ptr(), 0)
+                    } as i64)
+                }
+                Kind::Symlink => {
+                    let target = self.link_target(c.file2);
+                    ret(libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) as i64)
                 }
                 Kind::Stat => {
                     let mut st: libc::stat = std::mem::zeroed();

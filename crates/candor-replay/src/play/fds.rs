@@ -11,9 +11,14 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// The descriptors of the replayed processes: (process, recorded fd) -> (fd, file).
-/// (process, recorded fd) -> (the replay's fd, its file).
+/// The descriptors of the replayed processes: (process, recorded fd) -> (the replay's fd,
+/// its file). The replay's fd is FAILED when the open that made it in the recording
+/// failed in the replay.
 type FdMap = HashMap<(u32, i32), (RawFd, Option<u32>)>;
+
+/// The descriptor of an open that failed in the replay: a call on it is not made, at once
+/// (without waiting for another thread to open it).
+const FAILED: RawFd = -1;
 
 #[derive(Default)]
 pub(super) struct Fds {
@@ -50,6 +55,9 @@ impl Fds {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(&(real, f)) = map.get(&(process, fd)) {
+                if real == FAILED {
+                    return None;
+                }
                 if f == file || file.is_none() {
                     return Some(real);
                 }
@@ -58,7 +66,7 @@ impl Fds {
             let mut hops = 0;
             while let Some(pp) = p {
                 if let Some(&(real, f)) = map.get(&(pp, fd)) {
-                    if f == file || file.is_none() {
+                    if real != FAILED && (f == file || file.is_none()) {
                         // SAFETY: real is a descriptor the replay holds open.
                         let d = unsafe { libc::fcntl(real, libc::F_DUPFD_CLOEXEC, 0) };
                         if d >= 0 {
@@ -78,7 +86,7 @@ impl Fds {
             if file.is_some() {
                 if let Some((_, &(real, _))) = map
                     .iter()
-                    .find(|((pr, _), (_, f))| *pr == process && *f == file)
+                    .find(|((pr, _), (r, f))| *pr == process && *f == file && *r != FAILED)
                 {
                     return Some(real);
                 }
@@ -126,6 +134,7 @@ impl Fds {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         let all = map
             .drain()
+            .filter(|(_, (real, _))| *real != FAILED)
             // SAFETY: each descriptor in the table is held by the replay alone.
             .map(|(_, (real, _))| unsafe { OwnedFd::from_raw_fd(real) })
             .collect();
@@ -153,14 +162,20 @@ impl Fds {
             old
         };
         self.changed.notify_all();
-        old.map(|o| o.0)
+        old.map(|o| o.0).filter(|&o| o != FAILED)
+    }
+
+    /// Marks a recorded descriptor whose open failed in the replay: calls on it are not
+    /// made, and do not wait for it. Returns the descriptor it replaces, as `put` does.
+    pub(super) fn failed(&self, process: u32, fd: i32) -> Option<RawFd> {
+        self.put(process, fd, FAILED, None)
     }
 
     /// Forgets a recorded descriptor (closed); returns the replay's.
     pub(super) fn take(&self, process: u32, fd: i32) -> Option<RawFd> {
         let r = {
             let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-            let r = map.remove(&(process, fd)).map(|o| o.0);
+            let r = map.remove(&(process, fd)).map(|o| o.0).filter(|&o| o != FAILED);
             self.bump();
             r
         };

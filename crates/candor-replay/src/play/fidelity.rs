@@ -48,7 +48,7 @@ pub(super) fn compare(c: &Call, got: i64) -> Option<String> {
 
 /// The calls the kernel should count for a replay of `t`, per kind as the eBPF witness
 /// names them, with the bytes of reads and writes. Calls of kinds it does not count
-/// (sync_file_range, ftruncate, fallocate, fstat, mmap) are not in it.
+/// (sync_file_range, ftruncate, fallocate, fstat, mmap, dup, link, symlink) are not in it.
 pub fn expected(t: &Trace) -> BTreeMap<String, CallCount> {
     let mut out: BTreeMap<String, CallCount> = BTreeMap::new();
     let mut add = |name: &str, bytes: Option<u64>| {
@@ -103,6 +103,8 @@ fn counted_as(kind: Kind) -> Option<&'static str> {
         | Kind::Fallocate
         | Kind::Fstat
         | Kind::Mmap
-        | Kind::Dup => None,
+        | Kind::Dup
+        | Kind::Link
+        | Kind::Symlink => None,
     }
 }

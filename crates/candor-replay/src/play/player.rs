@@ -117,6 +117,10 @@ pub fn play(
             names: c_paths(t),
             fds: prepared.fds,
             parents,
+            links: t.calls.iter().flatten().any(|c| c.kind() == Kind::Symlink),
+            dir_path: std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
+                .ok()
+                .map(|p| std::os::unix::ffi::OsStringExt::into_vec(p.into_os_string())),
         },
         timing,
         t0_ns,

@@ -362,6 +362,69 @@ impl Builder {
                 c.file = Some(f);
                 c.file2 = Some(g);
             }
+            "link" | "linkat" | "symlink" | "symlinkat" => {
+                // link(old, new), linkat(olddirfd, old, newdirfd, new, flags),
+                // symlink(target, new), symlinkat(target, newdirfd, new).
+                let (old, new) = match name {
+                    "link" | "symlink" => (
+                        string_arg(a(0)).unwrap_or_default(),
+                        string_arg(a(1)).unwrap_or_default(),
+                    ),
+                    "linkat" => (
+                        Self::resolve(
+                            fd_arg(a(0)).1.as_deref(),
+                            &string_arg(a(1)).unwrap_or_default(),
+                        ),
+                        Self::resolve(
+                            fd_arg(a(2)).1.as_deref(),
+                            &string_arg(a(3)).unwrap_or_default(),
+                        ),
+                    ),
+                    _ => (
+                        string_arg(a(0)).unwrap_or_default(),
+                        Self::resolve(
+                            fd_arg(a(1)).1.as_deref(),
+                            &string_arg(a(2)).unwrap_or_default(),
+                        ),
+                    ),
+                };
+                let Some(made) = self.traced(&new) else {
+                    return;
+                };
+                if name.starts_with("sym") {
+                    // What it points to, as a path: a relative target is relative to the
+                    // link's own directory. Outside the traced directories it is no file
+                    // of the trace, and the replay points the link at nothing.
+                    let target = match new.rsplit_once('/') {
+                        Some((d, _)) if !old.starts_with('/') => Self::resolve(Some(d), &old),
+                        _ => old,
+                    };
+                    c.kind = Some(Kind::Symlink);
+                    c.file = Some(made);
+                    c.file2 = self.file(&target);
+                } else {
+                    let Some(from) = self.traced(&old) else {
+                        return;
+                    };
+                    let sf = self.state(&old).expect("known");
+                    if sf.existed.is_none() {
+                        sf.existed = Some(ret >= 0);
+                    }
+                    let linked = sf.clone();
+                    if ret >= 0 {
+                        let st = self.state(&new).expect("known");
+                        st.written = true;
+                        st.size_now = linked.size_now;
+                    }
+                    c.kind = Some(Kind::Link);
+                    c.file = Some(from);
+                    c.file2 = Some(made);
+                }
+                let st = self.state(&new).expect("known");
+                if st.existed.is_none() {
+                    st.existed = Some(ret < 0);
+                }
+            }
             "mmap" => {
                 let Some((fd, id, _)) = self.on_fd(process, fd_arg(a(4))) else {
                     return;
