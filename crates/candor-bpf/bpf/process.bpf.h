@@ -144,6 +144,20 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 		else if (nr == 332)
 			bpf_probe_read_user(&c.extra, 8, (const char *)c.args[4] + 40);
 	}
+	/* Copies at offsets handed by pointer: the offsets as the call left them (where it
+	 * began plus the bytes it moved), for copy_file_range and splice the source's in
+	 * extra and the destination's in args[5] (their flags, not needed), for sendfile the
+	 * source's in extra. User space subtracts the bytes moved. */
+	if (ret > 0) {
+		if (nr == 326 || nr == 275) {
+			if (c.args[1])
+				bpf_probe_read_user(&c.extra, 8, (const void *)c.args[1]);
+			if (c.args[3])
+				bpf_probe_read_user(&c.args[5], 8, (const void *)c.args[3]);
+		} else if (nr == 40 && c.args[2]) {
+			bpf_probe_read_user(&c.extra, 8, (const void *)c.args[2]);
+		}
+	}
 	if (!paths) {
 		if (bpf_ringbuf_output(&rec_events, &c, sizeof(c), RB_NO_WAKEUP))
 			rec_lost_one();

@@ -650,44 +650,68 @@ impl Converter {
                 if !from_in && !to_in {
                     return;
                 }
-                // A copy at the descriptors' positions (no offset pointer: what cp and cat
-                // do) is kept as the read of its source and the write of its destination
-                // it stands for; a copy at offsets the call was handed by pointer (not read
-                // in the kernel) and splice (a pipe at one end) are named, not kept.
-                let at_positions = match c.nr {
-                    40 => a[2] == 0,
-                    326 => a[1] == 0 && a[3] == 0,
-                    _ => false,
+                // Where each end began: at the descriptor's position (None) when no offset
+                // pointer was handed, else at the offset the call left behind it (read by
+                // the recorder at exit) less the bytes it moved. sendfile takes a pointer
+                // for its source only.
+                let moved = c.ret.max(0) as u64;
+                let given = |ptr: u64, after: u64| {
+                    if ptr == 0 {
+                        Some(None)
+                    } else {
+                        after.checked_sub(moved).map(Some)
+                    }
                 };
-                let e = if at_positions {
-                    self.copies_kept.entry(name).or_default()
-                } else {
-                    self.copies.entry(name).or_default()
+                let (from_at, to_at) = match c.nr {
+                    40 => (given(a[2], c.extra), Some(None)),
+                    _ => (given(a[1], c.extra), given(a[3], a[5])),
                 };
+                // A copy is kept as the read of its source and the write of its
+                // destination it stands for (a pipe's end, never in a traced directory,
+                // is left out); one whose offsets could not be read is named, not kept.
+                let (Some(from_at), Some(to_at)) = (from_at, to_at) else {
+                    let e = self.copies.entry(name).or_default();
+                    e.0 += 1;
+                    e.1 += moved;
+                    return;
+                };
+                let e = self.copies_kept.entry(name).or_default();
                 e.0 += 1;
-                e.1 += c.ret.max(0) as u64;
-                if !at_positions || c.ret <= 0 {
+                e.1 += moved;
+                if c.ret <= 0 {
                     return;
                 }
                 let start = c.ts.saturating_sub(t0);
                 let half = c.dur / 2;
-                for (fd, kept, name, at, dur) in [
-                    (from, from_in, "read", start, half),
-                    (to, to_in, "write", start + half, c.dur - half),
+                for (fd, kept, read, at, time, dur) in [
+                    (from, from_in, true, from_at, start, half),
+                    (to, to_in, false, to_at, start + half, c.dur - half),
                 ] {
                     if !kept {
                         continue;
                     }
-                    let args = vec![
+                    let mut args = vec![
                         self.fd(tg, fd as i32 as i64),
                         "\"\"".into(),
                         c.ret.to_string(),
                     ];
+                    let name = match (read, at) {
+                        (true, None) => "read",
+                        (false, None) => "write",
+                        (true, Some(o)) => {
+                            args.push(o.to_string());
+                            "pread64"
+                        }
+                        (false, Some(o)) => {
+                            args.push(o.to_string());
+                            "pwrite64"
+                        }
+                    };
                     self.calls += 1;
                     self.b.line(Line {
                         tid: c.tid,
                         tgid: Some(tg),
-                        time_ns: at,
+                        time_ns: time,
                         name: name.into(),
                         args,
                         ret: c.ret.to_string(),
@@ -762,14 +786,14 @@ impl Converter {
         };
         if !self.copies_kept.is_empty() {
             t.header.notes.push(format!(
-                "the application copied between files inside the kernel with {}: the trace holds each as the read of its source and the write of its destination (those in the traced directories), so a replay moves the same bytes through its own buffer",
+                "the application copied between files inside the kernel with {}: the trace holds each as the read of its source and the write of its destination (those in the traced directories; at the offsets the call was handed, or at the descriptors' positions), so a replay moves the same bytes through its own buffer",
                 calls(&self.copies_kept)
             ));
         }
         let moved: u64 = self.copies.values().map(|(_, b)| b).sum();
         if !self.copies.is_empty() {
             t.header.notes.push(format!(
-                "the application copied between files inside the kernel with {}: those copies (at offsets given by pointer, or through a pipe) are not in the trace, so a replay does not make them",
+                "the application copied between files inside the kernel with {}: those copies (whose offsets could not be read) are not in the trace, so a replay does not make them",
                 calls(&self.copies)
             ));
             // Bytes the application moved that no replay of this trace moves.
@@ -871,15 +895,21 @@ mod tests {
         let mut eof = copy.clone();
         eof.ts = 11_500;
         eof.ret = 0;
+        // A copy from offset 12288 handed by pointer: the pointer held 16384 at exit.
         let mut by_pointer = copy.clone();
         by_pointer.ts = 12_000;
         by_pointer.args = [9, 0x7ffd_0000_1000, 10, 0, 1 << 20, 0];
+        by_pointer.extra = 12288 + 4096;
+        // One whose offset could not be read (less than the bytes it moved).
+        let mut unread = by_pointer.clone();
+        unread.ts = 12_200;
+        unread.extra = 0;
         let mut elsewhere = copy.clone();
         elsewhere.ts = 12_500;
         elsewhere.args = [11, 0, 12, 0, 1 << 20, 0];
         for c in all
             .into_iter()
-            .chain([statx, fstatx, copy, eof, by_pointer, elsewhere])
+            .chain([statx, fstatx, copy, eof, by_pointer, unread, elsewhere])
         {
             conv.add(c);
         }
@@ -896,10 +926,20 @@ mod tests {
                 .any(|c| c.kind() == Kind::Read && c.result == 4096 && c.size == 4096),
             "{calls:?}"
         );
-        assert!(!t.header.complete, "the copy by pointer is not in it");
+        // The copy by pointer: a pread at the offset it began at.
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.kind() == Kind::Pread && c.offset == 12288 && c.result == 4096),
+            "{calls:?}"
+        );
+        assert!(
+            !t.header.complete,
+            "the copy whose offset was not read is not in it"
+        );
         let notes = t.header.notes.join(" | ");
         assert!(
-            notes.contains("with 2 copy_file_range calls (4096 bytes): the trace holds each"),
+            notes.contains("with 3 copy_file_range calls (8192 bytes): the trace holds each"),
             "{notes}"
         );
         assert!(

@@ -284,7 +284,15 @@ mod tests {
         );
         // The link made outside the traced directories is a call left out.
         assert_eq!(t.header.outside_calls, 1);
-        let m = t.header.files.iter().find(|f| f.path.as_deref() == Some("/w/tmp/m"));
-        assert_eq!(m.map(|f| f.size.is_some()), Some(true), "it existed: linked");
+        let m = t
+            .header
+            .files
+            .iter()
+            .find(|f| f.path.as_deref() == Some("/w/tmp/m"));
+        assert_eq!(
+            m.map(|f| f.size.is_some()),
+            Some(true),
+            "it existed: linked"
+        );
     }
 }

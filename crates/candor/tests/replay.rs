@@ -1439,3 +1439,61 @@ os.close(fd)
         assert_eq!(calls["read"]["bytes"], 4096, "{fs}: {calls}");
     }
 }
+
+/// Copies the kernel makes at offsets handed by pointer (copy_file_range with both
+/// offsets, sendfile with its source's, splice from a file at an offset into a pipe and
+/// from the pipe into a file at an offset) are kept as the reads and writes they stand
+/// for, at those offsets: the trace is complete, and its replay makes them as pread64
+/// and pwrite64, counted exactly by the kernel.
+#[test]
+fn copies_at_offsets_handed_by_pointer_replay_as_positional_reads_and_writes() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["python3"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let script = r#"
+import os
+src = os.open("src", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(src, b"s" * 65536)
+dst = os.open("dst", os.O_RDWR | os.O_CREAT, 0o644)
+assert os.copy_file_range(src, dst, 4096, 8192, 16384) == 4096
+assert os.sendfile(dst, src, 20480, 4096) == 4096
+r, w = os.pipe()
+assert os.splice(src, w, 1000, offset_src=30000) == 1000
+assert os.splice(r, dst, 1000, offset_dst=50000) == 1000
+os.close(src)
+os.close(dst)
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("copies.trace");
+    record_in(src.path(), &trace, &["python3", "-c", script]);
+    // The lines, found by their offsets (the files' numbers follow the order they came in).
+    let iolog = iolog(&trace);
+    for line in [
+        " write 0 65536",
+        " read 8192 4096",
+        " write 16384 4096",
+        " read 20480 4096",
+        " write 0 4096",
+        " read 30000 1000",
+        " write 50000 1000",
+    ] {
+        assert!(iolog.contains(line), "{line}: {iolog}");
+    }
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let r = replays_exactly(&trace, ext4.path(), &["pread64", "pwrite64", "write"]);
+    let calls = &r["extra"]["replay"]["calls"];
+    assert_eq!(calls["pread"]["bytes"], 4096 + 4096 + 1000, "{calls}");
+    assert_eq!(calls["pwrite"]["bytes"], 4096 + 1000, "{calls}");
+    assert!(
+        !r["extra"]["replay"]["recorded"]["notes"]
+            .to_string()
+            .contains("not in the trace"),
+        "{r}"
+    );
+}

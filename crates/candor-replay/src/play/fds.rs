@@ -175,7 +175,10 @@ impl Fds {
     pub(super) fn take(&self, process: u32, fd: i32) -> Option<RawFd> {
         let r = {
             let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-            let r = map.remove(&(process, fd)).map(|o| o.0).filter(|&o| o != FAILED);
+            let r = map
+                .remove(&(process, fd))
+                .map(|o| o.0)
+                .filter(|&o| o != FAILED);
             self.bump();
             r
         };
