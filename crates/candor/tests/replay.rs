@@ -1438,6 +1438,34 @@ os.close(fd)
         assert_eq!(calls["write"]["bytes"], 3 * 4096 + 100, "{fs}: {calls}");
         assert_eq!(calls["read"]["bytes"], 4096, "{fs}: {calls}");
     }
+    // git stores its objects by link() (and tries a symlink in `git init`): a first commit
+    // of five files, recorded and replayed exactly.
+    if !need_programs(&["git", "sh"]) {
+        return;
+    }
+    let Some(repo) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    for i in 0..5u8 {
+        std::fs::write(repo.path().join(format!("f{i}")), vec![b'a' + i; 20_000]).expect("write");
+    }
+    let git = d.path().join("git.trace");
+    record_in(
+        repo.path(),
+        &git,
+        &[
+            "sh",
+            "-c",
+            "git init -q . && git add . && git -c user.email=a@b -c user.name=a commit -qm one",
+        ],
+    );
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let r = replays_exactly(&git, ext4.path(), &["openat", "write", "rename", "unlink"]);
+    let calls = &r["extra"]["replay"]["calls"];
+    assert!(calls["link"]["calls"].as_u64().unwrap_or(0) >= 5, "{calls}");
+    assert_eq!(calls["link"]["errors"], 0, "{calls}");
 }
 
 /// Copies the kernel makes at offsets handed by pointer (copy_file_range with both
