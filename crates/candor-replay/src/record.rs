@@ -204,15 +204,6 @@ pub struct Converter {
     t0: Option<u64>,
     pub calls: u64,
     pub io_uring_enters: u64,
-    /// Copies the kernel made between descriptors that the trace cannot hold (at offsets
-    /// handed by pointer, or a splice), per call's name: calls and bytes moved. The note
-    /// says so.
-    pub copies: std::collections::BTreeMap<&'static str, (u64, u64)>,
-    /// The copies at the descriptors' positions, kept as a read and a write.
-    pub copies_kept: std::collections::BTreeMap<&'static str, (u64, u64)>,
-    /// The traced directories (a copy between two files outside them is none of the
-    /// trace's business).
-    dirs: Vec<String>,
 }
 
 fn quoted(p: &str) -> String {
@@ -234,13 +225,7 @@ fn open_flags(v: u64) -> String {
 
 impl Converter {
     pub fn new(opts: Options) -> Converter {
-        let dirs = opts
-            .dirs
-            .iter()
-            .map(|d| d.trim_end_matches('/').to_string())
-            .collect();
         Converter {
-            dirs,
             b: Builder::new(opts),
             fds: HashMap::new(),
             first_fds: HashMap::new(),
@@ -255,8 +240,6 @@ impl Converter {
             t0: None,
             calls: 0,
             io_uring_enters: 0,
-            copies: Default::default(),
-            copies_kept: Default::default(),
         }
     }
 
@@ -630,96 +613,38 @@ impl Converter {
                 return;
             }
             40 | 275 | 326 => {
-                let name = match c.nr {
-                    40 => "sendfile",
-                    275 => "splice",
-                    _ => "copy_file_range",
-                };
-                let (from, to) = match c.nr {
-                    40 => (a[1], a[0]),
-                    _ => (a[0], a[2]),
-                };
-                let mut under = |fd: u64| {
-                    self.fd_path(tg, fd as i32 as i64).is_some_and(|p| {
-                        self.dirs
-                            .iter()
-                            .any(|d| p == *d || p.starts_with(&format!("{d}/")))
-                    })
-                };
-                let (from_in, to_in) = (under(from), under(to));
-                if !from_in && !to_in {
-                    return;
-                }
-                // Where each end began: at the descriptor's position (None) when no offset
-                // pointer was handed, else at the offset the call left behind it (read by
-                // the recorder at exit) less the bytes it moved. sendfile takes a pointer
-                // for its source only.
+                // Copies inside the kernel, written as strace writes them: an offset
+                // handed by pointer is where the copy began (the recorder read the offset
+                // the call left behind it, at exit: less the bytes moved), `?` when it
+                // could not be read. The log's reader keeps each as its read and write.
                 let moved = c.ret.max(0) as u64;
-                let given = |ptr: u64, after: u64| {
-                    if ptr == 0 {
-                        Some(None)
-                    } else {
-                        after.checked_sub(moved).map(Some)
-                    }
+                let at = |ptr: u64, after: u64| match (ptr, after.checked_sub(moved)) {
+                    (0, _) => "NULL".to_string(),
+                    (_, Some(v)) => format!("[{v}]"),
+                    (_, None) => "?".to_string(),
                 };
-                let (from_at, to_at) = match c.nr {
-                    40 => (given(a[2], c.extra), Some(None)),
-                    _ => (given(a[1], c.extra), given(a[3], a[5])),
-                };
-                // A copy is kept as the read of its source and the write of its
-                // destination it stands for (a pipe's end, never in a traced directory,
-                // is left out); one whose offsets could not be read is named, not kept.
-                let (Some(from_at), Some(to_at)) = (from_at, to_at) else {
-                    let e = self.copies.entry(name).or_default();
-                    e.0 += 1;
-                    e.1 += moved;
-                    return;
-                };
-                let e = self.copies_kept.entry(name).or_default();
-                e.0 += 1;
-                e.1 += moved;
-                if c.ret <= 0 {
-                    return;
+                let fd = |s: &mut Self, v: u64| s.fd(tg, v as i32 as i64);
+                match c.nr {
+                    40 => (
+                        "sendfile",
+                        vec![fd(self, a[0]), fd(self, a[1]), at(a[2], c.extra), num(a[3])],
+                    ),
+                    _ => (
+                        if c.nr == 275 {
+                            "splice"
+                        } else {
+                            "copy_file_range"
+                        },
+                        vec![
+                            fd(self, a[0]),
+                            at(a[1], c.extra),
+                            fd(self, a[2]),
+                            at(a[3], a[5]),
+                            num(a[4]),
+                            "0".into(),
+                        ],
+                    ),
                 }
-                let start = c.ts.saturating_sub(t0);
-                let half = c.dur / 2;
-                for (fd, kept, read, at, time, dur) in [
-                    (from, from_in, true, from_at, start, half),
-                    (to, to_in, false, to_at, start + half, c.dur - half),
-                ] {
-                    if !kept {
-                        continue;
-                    }
-                    let mut args = vec![
-                        self.fd(tg, fd as i32 as i64),
-                        "\"\"".into(),
-                        c.ret.to_string(),
-                    ];
-                    let name = match (read, at) {
-                        (true, None) => "read",
-                        (false, None) => "write",
-                        (true, Some(o)) => {
-                            args.push(o.to_string());
-                            "pread64"
-                        }
-                        (false, Some(o)) => {
-                            args.push(o.to_string());
-                            "pwrite64"
-                        }
-                    };
-                    self.calls += 1;
-                    self.b.line(Line {
-                        tid: c.tid,
-                        tgid: Some(tg),
-                        time_ns: time,
-                        name: name.into(),
-                        args,
-                        ret: c.ret.to_string(),
-                        ret_path: None,
-                        dur_ns: dur,
-                    });
-                }
-                return;
             }
             332 => {
                 // statx(dirfd, path, flags, mask, buf): a stat by its other name.
@@ -762,7 +687,7 @@ impl Converter {
         let mut t = self.b.finish();
         t.header.source = "record".into();
         t.header.lost_events = lost;
-        t.header.complete = lost == 0;
+        t.header.complete &= lost == 0;
         if lost > 0 {
             t.header.notes.push(format!(
                 "{lost} calls were lost (the kernel's ring buffer was full): the trace is incomplete"
@@ -772,34 +697,6 @@ impl Converter {
             t.header.notes.push(format!(
                 "the application made {uring} io_uring_enter calls: the I/O they submitted is not in the trace"
             ));
-        }
-        let calls = |m: &std::collections::BTreeMap<&'static str, (u64, u64)>| {
-            m.iter()
-                .map(|(name, (n, b))| {
-                    format!(
-                        "{n} {name} call{} ({b} bytes)",
-                        if *n == 1 { "" } else { "s" }
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !self.copies_kept.is_empty() {
-            t.header.notes.push(format!(
-                "the application copied between files inside the kernel with {}: the trace holds each as the read of its source and the write of its destination (those in the traced directories; at the offsets the call was handed, or at the descriptors' positions), so a replay moves the same bytes through its own buffer",
-                calls(&self.copies_kept)
-            ));
-        }
-        let moved: u64 = self.copies.values().map(|(_, b)| b).sum();
-        if !self.copies.is_empty() {
-            t.header.notes.push(format!(
-                "the application copied between files inside the kernel with {}: those copies (whose offsets could not be read) are not in the trace, so a replay does not make them",
-                calls(&self.copies)
-            ));
-            // Bytes the application moved that no replay of this trace moves.
-            if moved > 0 {
-                t.header.complete = false;
-            }
         }
         t
     }

@@ -295,4 +295,60 @@ mod tests {
             "it existed: linked"
         );
     }
+
+    /// Copies inside the kernel, as strace writes them, are the reads and writes they
+    /// stand for: cp's copy_file_range at the descriptors' positions, one at offsets
+    /// handed by pointer, sendfile's `[20480] => [24576]`, splice through a pipe (whose
+    /// end is no file of the trace); one whose offset is not a number is named, not kept,
+    /// and the trace is then not complete.
+    #[test]
+    fn kernel_copies_in_a_log_are_their_reads_and_writes() {
+        const COPIES: &str = r#"7000 10:00:00.000100 openat(AT_FDCWD</w>, "a", O_RDONLY) = 3</w/a> <0.000010>
+7000 10:00:00.000200 openat(AT_FDCWD</w>, "b", O_WRONLY|O_CREAT, 0644) = 4</w/b> <0.000010>
+7000 10:00:00.000300 copy_file_range(3</w/a>, NULL, 4</w/b>, NULL, 9223372035781033984, 0) = 100000 <0.000368>
+7000 10:00:00.000400 copy_file_range(3</w/a>, [8192], 4</w/b>, [16384], 4096, 0) = 4096 <0.000064>
+7000 10:00:00.000500 sendfile(4</w/b>, 3</w/a>, [20480] => [24576], 4096) = 4096 <0.000039>
+7000 10:00:00.000600 splice(3</w/a>, [30000], 6<pipe:[30342]>, NULL, 1000, 0) = 1000 <0.000031>
+7000 10:00:00.000700 splice(5<pipe:[30342]>, NULL, 4</w/b>, [50000], 1000, 0) = 1000 <0.000066>
+7000 10:00:00.000800 copy_file_range(3</w/a>, 0x7ffd0000, 4</w/b>, NULL, 10, 0) = 10 <0.000010>
+"#;
+        let t = parse(
+            COPIES,
+            &Options {
+                dirs: vec!["/w".into()],
+                keep_paths: true,
+            },
+        )
+        .expect("parses");
+        let got: Vec<(&str, u64, i64)> = t.calls[0]
+            .iter()
+            .filter(|c| c.kind().is_data())
+            .map(|c| (c.kind().name(), c.offset, c.result))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("read", 0, 100000),
+                ("write", 0, 100000),
+                ("pread", 8192, 4096),
+                ("pwrite", 16384, 4096),
+                ("pread", 20480, 4096),
+                ("write", 100000, 4096),
+                ("pread", 30000, 1000),
+                ("pwrite", 50000, 1000),
+            ]
+        );
+        assert!(!t.header.complete);
+        let notes = t.header.notes.join(" | ");
+        assert!(
+            notes.contains("with 2 copy_file_range calls (104096 bytes), 1 sendfile call (4096 bytes), 2 splice calls (2000 bytes): the trace holds each"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("with 1 copy_file_range call (10 bytes): those copies"),
+            "{notes}"
+        );
+        // The pipe's ends are not counted as calls left out.
+        assert_eq!(t.header.outside_calls, 0, "{notes}");
+    }
 }

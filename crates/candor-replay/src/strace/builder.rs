@@ -89,6 +89,11 @@ pub struct Builder {
     /// Descriptors opened in the trace, per process.
     pub(super) opened: std::collections::HashSet<(u32, i64)>,
     inherited: Vec<Inherited>,
+    /// Copies made inside the kernel with an end in a traced directory, per call name
+    /// (calls, bytes moved): kept as their reads and writes, and those whose offsets
+    /// could not be read (not kept).
+    pub(super) copies_kept: BTreeMap<String, (u64, u64)>,
+    pub(super) copies: BTreeMap<String, (u64, u64)>,
 }
 
 impl Builder {
@@ -111,6 +116,8 @@ impl Builder {
             outside: 0,
             opened: Default::default(),
             inherited: Vec::new(),
+            copies_kept: BTreeMap::new(),
+            copies: BTreeMap::new(),
         }
     }
 
@@ -221,7 +228,7 @@ impl Builder {
 
     /// Whether a path is one of the files the trace keeps (a pipe, socket or anonymous
     /// inode never is).
-    fn inside(&self, path: &str) -> bool {
+    pub(super) fn inside(&self, path: &str) -> bool {
         if path.is_empty() || path.contains(":[") || path.starts_with("anon_inode:") {
             return false;
         }
@@ -409,10 +416,35 @@ impl Builder {
                 self.outside
             ));
         }
+        let calls = |m: &BTreeMap<String, (u64, u64)>| {
+            m.iter()
+                .map(|(name, (n, b))| {
+                    format!(
+                        "{n} {name} call{} ({b} bytes)",
+                        if *n == 1 { "" } else { "s" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.copies_kept.is_empty() {
+            notes.push(format!(
+                "the application copied between files inside the kernel with {}: the trace holds each as the read of its source and the write of its destination (those in the traced directories; at the offsets the call was handed, or at the descriptors' positions), so a replay moves the same bytes through its own buffer",
+                calls(&self.copies_kept)
+            ));
+        }
+        // Bytes the application moved that no replay of this trace moves.
+        let missing: u64 = self.copies.values().map(|(_, b)| b).sum();
+        if !self.copies.is_empty() {
+            notes.push(format!(
+                "the application copied between files inside the kernel with {}: those copies (whose offsets could not be read) are not in the trace, so a replay does not make them",
+                calls(&self.copies)
+            ));
+        }
         Trace {
             header: Header {
                 source: "strace".into(),
-                complete: true,
+                complete: missing == 0,
                 outside_calls: self.outside,
                 dirs: if self.opts.keep_paths {
                     self.opts.dirs.clone()

@@ -362,6 +362,74 @@ impl Builder {
                 c.file = Some(f);
                 c.file2 = Some(g);
             }
+            "copy_file_range" | "sendfile" | "splice" => {
+                // A copy inside the kernel, kept as the read of its source and the write of
+                // its destination it stands for (each end in a traced directory; a pipe's
+                // never is): at the descriptor's position when its offset is NULL, else a
+                // pread or pwrite at the offset it was handed (`[8192]`, or sendfile's
+                // `[20480] => [24576]`: the first number). One whose offset cannot be read
+                // is counted and named, not kept.
+                let (src, src_at, dst, dst_at) = match name {
+                    "sendfile" => (a(1), a(2), a(0), "NULL"),
+                    _ => (a(0), a(1), a(2), a(3)),
+                };
+                let ends: Vec<(String, Result<Option<u64>, ()>, bool)> =
+                    [(src, src_at, true), (dst, dst_at, false)]
+                        .into_iter()
+                        .filter(|(fd, _, _)| {
+                            fd_arg(fd).1.is_some_and(|p| self.inside(&normalize(&p)))
+                        })
+                        .map(|(fd, at, read)| (fd.to_string(), copy_offset(at), read))
+                        .collect();
+                if ends.is_empty() {
+                    return;
+                }
+                let moved = ret.max(0) as u64;
+                let readable = ends.iter().all(|(_, at, _)| at.is_ok());
+                let e = if readable {
+                    self.copies_kept.entry(name.to_string()).or_default()
+                } else {
+                    self.copies.entry(name.to_string()).or_default()
+                };
+                e.0 += 1;
+                e.1 += moved;
+                if !readable || ret <= 0 {
+                    return;
+                }
+                let half = l.dur_ns / 2;
+                for (fd, at, read) in ends {
+                    let at = at.unwrap_or_default();
+                    let mut args = vec![fd, "\"\"".into(), ret.to_string()];
+                    let name = match (read, at) {
+                        (true, None) => "read",
+                        (false, None) => "write",
+                        (true, Some(o)) => {
+                            args.push(o.to_string());
+                            "pread64"
+                        }
+                        (false, Some(o)) => {
+                            args.push(o.to_string());
+                            "pwrite64"
+                        }
+                    };
+                    let (time_ns, dur_ns) = if read {
+                        (l.time_ns, half)
+                    } else {
+                        (l.time_ns + half, l.dur_ns - half)
+                    };
+                    self.line(super::Line {
+                        tid: l.tid,
+                        tgid: l.tgid,
+                        time_ns,
+                        name: name.into(),
+                        args,
+                        ret: l.ret.clone(),
+                        ret_path: None,
+                        dur_ns,
+                    });
+                }
+                return;
+            }
             "link" | "linkat" | "symlink" | "symlinkat" => {
                 // link(old, new), linkat(olddirfd, old, newdirfd, new, flags),
                 // symlink(target, new), symlinkat(target, newdirfd, new).
@@ -452,4 +520,16 @@ impl Builder {
         }
         self.push(l.tid, c);
     }
+}
+
+/// A copy's offset argument: None for NULL (the descriptor's position), the offset it was
+/// handed (`[8192]`, `[20480] => [24576]`), or Err when it is neither.
+fn copy_offset(arg: &str) -> Result<Option<u64>, ()> {
+    let arg = arg.trim();
+    if arg == "NULL" || arg == "0" {
+        return Ok(None);
+    }
+    let inner = arg.strip_prefix('[').ok_or(())?;
+    let end = inner.find(']').ok_or(())?;
+    inner[..end].trim().parse().map(Some).map_err(|_| ())
 }
