@@ -71,6 +71,10 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 0: case 1: case 3: case 5: case 8: case 9: case 17: case 18: case 19: case 20:
 	case 32: case 33: case 72: case 74: case 75: case 77: case 277: case 285: case 292:
 	case 295: case 296: case 327: case 328: case 426:
+	case 78: case 217: /* getdents, getdents64 */
+	case 221: /* fadvise64 */
+	case 187: /* readahead */
+	case 162: case 306: /* sync, syncfs */
 	case 81: /* fchdir: the directory relative paths start from */
 	/* Copies the kernel makes between descriptors (sendfile, splice, copy_file_range):
 	 * kept so user space can say what the trace leaves out. */
@@ -84,6 +88,7 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 84: /* rmdir */
 	case 85: /* creat */
 	case 87: /* unlink */
+	case 76: /* truncate */
 		return 1;
 	case 82: /* rename */
 	case 86: /* link */

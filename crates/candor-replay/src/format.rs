@@ -56,10 +56,23 @@ pub enum Kind {
     /// symlink, symlinkat: `file` is the link made, `file2` what it points to when that is
     /// a file of the trace (none: a file outside the traced directories). Format 2.
     Symlink,
+    /// getdents64 (and getdents): a directory read through its descriptor; `size` the
+    /// buffer's, `result` the bytes of entries returned. Format 2.
+    Getdents,
+    /// posix_fadvise (fadvise64): `offset`, `size` (the length), `flags` the advice.
+    /// Format 2.
+    Fadvise,
+    /// readahead: `offset`, `size`. Format 2.
+    Readahead,
+    /// sync and syncfs: a flush of the filesystem (`fd` the descriptor syncfs named, -1
+    /// for sync). Format 2.
+    Syncfs,
+    /// truncate by path: `file`, `offset` the new length. Format 2.
+    Truncate,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 31] = [
         Kind::Open,
         Kind::Read,
         Kind::Write,
@@ -86,6 +99,11 @@ impl Kind {
         Kind::Dup,
         Kind::Link,
         Kind::Symlink,
+        Kind::Getdents,
+        Kind::Fadvise,
+        Kind::Readahead,
+        Kind::Syncfs,
+        Kind::Truncate,
     ];
 
     pub fn code(self) -> u8 {
@@ -125,13 +143,24 @@ impl Kind {
             Kind::Dup => "dup",
             Kind::Link => "link",
             Kind::Symlink => "symlink",
+            Kind::Getdents => "getdents64",
+            Kind::Fadvise => "fadvise",
+            Kind::Readahead => "readahead",
+            Kind::Syncfs => "syncfs",
+            Kind::Truncate => "truncate",
         }
     }
 
     /// The first trace format that holds calls of this kind.
     pub fn since(self) -> u16 {
         match self {
-            Kind::Link | Kind::Symlink => 2,
+            Kind::Link
+            | Kind::Symlink
+            | Kind::Getdents
+            | Kind::Fadvise
+            | Kind::Readahead
+            | Kind::Syncfs
+            | Kind::Truncate => 2,
             _ => 1,
         }
     }
@@ -164,6 +193,8 @@ impl Kind {
                 | Kind::Stat
                 | Kind::Link
                 | Kind::Symlink
+                | Kind::Syncfs
+                | Kind::Truncate
         )
     }
 

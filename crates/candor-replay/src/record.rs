@@ -465,6 +465,21 @@ impl Converter {
                 }
                 (name, vec![self.fd(tg, fdn), second])
             }
+            78 | 217 => (
+                "getdents64",
+                vec![self.fd(tg, fdn), "0x0".into(), num(a[2])],
+            ),
+            221 => (
+                "fadvise64",
+                vec![self.fd(tg, fdn), num(a[1]), num(a[2]), num(a[3])],
+            ),
+            187 => ("readahead", vec![self.fd(tg, fdn), num(a[1]), num(a[2])]),
+            162 => ("sync", vec![]),
+            306 => ("syncfs", vec![self.fd(tg, fdn)]),
+            76 => (
+                "truncate",
+                vec![quoted(&self.absolute(tg, None, &c.p1)), num(a[1])],
+            ),
             74 => ("fsync", vec![self.fd(tg, fdn)]),
             75 => ("fdatasync", vec![self.fd(tg, fdn)]),
             77 => ("ftruncate", vec![self.fd(tg, fdn), num(a[1])]),

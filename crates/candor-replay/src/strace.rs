@@ -141,6 +141,7 @@ pub fn parse(text: &str, opts: &Options) -> Result<Trace, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Kind;
 
     const LOG: &str = r#"4000 10:00:00.000100 openat(AT_FDCWD</w>, "d/a.db", O_RDWR|O_CREAT|O_CLOEXEC, 0644) = 3</w/d/a.db> <0.000020>
 4000 10:00:00.000200 pread64(3</w/d/a.db>, "SQLite format 3\0\20\0"..., 100, 0) = 100 <0.000005>
@@ -350,5 +351,58 @@ mod tests {
         );
         // The pipe's ends are not counted as calls left out.
         assert_eq!(t.header.outside_calls, 0, "{notes}");
+    }
+
+    /// Directory reads, advice, readahead, flushes and truncate by path are in the trace
+    /// (format 2): getdents64 on the directory's descriptor, which is then a directory;
+    /// posix_fadvise with its advice by name; sync and syncfs as one flush; truncate
+    /// giving the file its new size.
+    #[test]
+    fn directory_reads_hints_flushes_and_truncates_are_kept() {
+        const MORE: &str = r#"8000 10:00:00.000100 openat(AT_FDCWD</w>, "d", O_RDONLY|O_DIRECTORY) = 3</w/d> <0.000010>
+8000 10:00:00.000200 getdents64(3</w/d>, 0x55d0 /* 4 entries */, 32768) = 112 <0.000020>
+8000 10:00:00.000300 getdents64(3</w/d>, 0x55d0 /* 0 entries */, 32768) = 0 <0.000002>
+8000 10:00:00.000400 openat(AT_FDCWD</w>, "f", O_RDONLY) = 4</w/f> <0.000010>
+8000 10:00:00.000500 fadvise64(4</w/f>, 0, 0, POSIX_FADV_DONTNEED) = 0 <0.000010>
+8000 10:00:00.000600 readahead(4</w/f>, 4096, 65536) = 0 <0.000010>
+8000 10:00:00.000700 syncfs(4</w/f>) = 0 <0.000100>
+8000 10:00:00.000800 sync() = 0 <0.000100>
+8000 10:00:00.000900 truncate("/w/f", 8192) = 0 <0.000010>
+8000 10:00:00.001000 syncfs(5</etc/passwd>) = 0 <0.000100>
+"#;
+        let t = parse(
+            MORE,
+            &Options {
+                dirs: vec!["/w".into()],
+                keep_paths: true,
+            },
+        )
+        .expect("parses");
+        let got: Vec<(&str, u64, u64, u32, i64)> = t.calls[0]
+            .iter()
+            .filter(|c| c.kind() != Kind::Open)
+            .map(|c| (c.kind().name(), c.offset, c.size, c.flags, c.result))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("getdents64", 0, 32768, 0, 112),
+                ("getdents64", 0, 32768, 0, 0),
+                ("fadvise", 0, 0, 4, 0),
+                ("readahead", 4096, 65536, 0, 0),
+                ("syncfs", 0, 0, 0, 0),
+                ("syncfs", 0, 0, 0, 0),
+                ("truncate", 8192, 0, 0, 0),
+            ]
+        );
+        let dir = t
+            .header
+            .files
+            .iter()
+            .find(|f| f.path.as_deref() == Some("/w/d"));
+        assert_eq!(dir.map(|f| f.dir), Some(true));
+        // The syncfs of a file outside the traced directories is a call left out.
+        assert_eq!(t.header.outside_calls, 1);
+        assert_eq!(crate::format::encode(&t)[8..10], [2, 0]);
     }
 }

@@ -1525,3 +1525,57 @@ os.close(dst)
         "{r}"
     );
 }
+
+/// A directory listed (getdents64), a file's cache advice and readahead, a flush of the
+/// filesystem (syncfs and sync) and a truncate by path: recorded in the kernel (trace
+/// format 2) and made again by the replay, the directory reads counted by the kernel as
+/// the trace's, every call succeeding.
+#[test]
+fn directory_reads_hints_flushes_and_truncates_are_recorded_and_replayed() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["python3"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let script = r#"
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+os.mkdir("d")
+for i in range(20):
+    with open(f"d/f{i}", "wb") as f:
+        f.write(b"x" * 4096)
+assert len(os.listdir("d")) == 20
+fd = os.open("d/f1", os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+assert libc.readahead(fd, ctypes.c_longlong(0), ctypes.c_size_t(4096)) == 0
+assert libc.syncfs(fd) == 0
+os.close(fd)
+os.sync()
+os.truncate("d/f2", 100)
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("more.trace");
+    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let bytes = std::fs::read(&trace).expect("read the trace");
+    assert_eq!(bytes[8..10], [2, 0], "format 2 holds these calls");
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let r = replays_exactly(&trace, ext4.path(), &["getdents64", "openat", "write"]);
+    let calls = &r["extra"]["replay"]["calls"];
+    for (kind, n) in [
+        ("fadvise", 1),
+        ("readahead", 1),
+        ("syncfs", 2),
+        ("truncate", 1),
+    ] {
+        assert_eq!(calls[kind]["calls"], n, "{kind}: {calls}");
+        assert_eq!(calls[kind]["errors"], 0, "{kind}: {calls}");
+    }
+    assert!(
+        calls["getdents64"]["calls"].as_u64().unwrap_or(0) >= 2,
+        "{calls}"
+    );
+}

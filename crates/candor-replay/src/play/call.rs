@@ -312,6 +312,31 @@ impl Place {
                     let target = self.link_target(c.file2);
                     ret(libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) as i64)
                 }
+                Kind::Getdents => {
+                    let n = size.max(1);
+                    ret(libc::syscall(libc::SYS_getdents64, fd, buf.get(n), n) as i64)
+                }
+                Kind::Fadvise => {
+                    // posix_fadvise returns the error number itself.
+                    let e = libc::posix_fadvise(fd, c.offset as i64, c.size as i64, c.flags as i32);
+                    -(e as i64)
+                }
+                Kind::Readahead => {
+                    ret(libc::readahead(fd, c.offset as i64, c.size as usize) as i64)
+                }
+                // sync() of the whole machine is replayed as a flush of the replay's own
+                // filesystem: what the recording's flush did to the traced files.
+                Kind::Syncfs => ret(libc::syncfs(dir) as i64),
+                Kind::Truncate => {
+                    // No truncateat: the file's path through the directory's descriptor.
+                    let path = format!("/proc/self/fd/{dir}/");
+                    let mut p = path.into_bytes();
+                    p.extend_from_slice(name.to_bytes());
+                    match CString::new(p) {
+                        Ok(p) => ret(libc::truncate(p.as_ptr(), c.offset as i64) as i64),
+                        Err(_) => return Issued::Skipped("names no file".into()),
+                    }
+                }
                 Kind::Stat => {
                     let mut st: libc::stat = std::mem::zeroed();
                     ret(

@@ -362,6 +362,60 @@ impl Builder {
                 c.file = Some(f);
                 c.file2 = Some(g);
             }
+            "getdents64" | "getdents" | "fadvise64" | "readahead" | "syncfs" => {
+                // getdents64(fd, dirp, count), fadvise64(fd, offset, len, advice),
+                // readahead(fd, offset, count), syncfs(fd).
+                let Some((fd, id, path)) = self.on_fd(process, fd_arg(a(0))) else {
+                    return;
+                };
+                c.fd = fd as i32;
+                c.file = Some(id);
+                match name {
+                    "getdents64" | "getdents" => {
+                        c.kind = Some(Kind::Getdents);
+                        c.size = num(a(2));
+                        if ret >= 0 {
+                            c.result = ret;
+                        }
+                        self.state(&path).expect("known").dir = true;
+                    }
+                    "fadvise64" => {
+                        c.kind = Some(Kind::Fadvise);
+                        c.offset = num(a(1));
+                        c.size = num(a(2));
+                        c.flags = fadvise_advice(a(3));
+                    }
+                    "readahead" => {
+                        c.kind = Some(Kind::Readahead);
+                        c.offset = num(a(1));
+                        c.size = num(a(2));
+                    }
+                    _ => {
+                        // A flush of the traced files' filesystem: no file of its own.
+                        c.kind = Some(Kind::Syncfs);
+                        c.file = None;
+                    }
+                }
+            }
+            "sync" => c.kind = Some(Kind::Syncfs),
+            "truncate" => {
+                let Some(p) = string_arg(a(0)) else { return };
+                let Some(id) = self.traced(&p) else {
+                    return;
+                };
+                let length = num(a(1));
+                let s = self.state(&p).expect("known");
+                if s.existed.is_none() {
+                    s.existed = Some(ret >= 0);
+                }
+                if ret >= 0 {
+                    s.written = true;
+                    s.size_now = length;
+                }
+                c.kind = Some(Kind::Truncate);
+                c.file = Some(id);
+                c.offset = length;
+            }
             "copy_file_range" | "sendfile" | "splice" => {
                 // A copy inside the kernel, kept as the read of its source and the write of
                 // its destination it stands for (each end in a traced directory; a pipe's
@@ -532,4 +586,21 @@ fn copy_offset(arg: &str) -> Result<Option<u64>, ()> {
     let inner = arg.strip_prefix('[').ok_or(())?;
     let end = inner.find(']').ok_or(())?;
     inner[..end].trim().parse().map(Some).map_err(|_| ())
+}
+
+/// posix_fadvise's advice, by name (`POSIX_FADV_DONTNEED`) or number.
+fn fadvise_advice(arg: &str) -> u32 {
+    const NAMES: [&str; 6] = [
+        "POSIX_FADV_NORMAL",
+        "POSIX_FADV_RANDOM",
+        "POSIX_FADV_SEQUENTIAL",
+        "POSIX_FADV_WILLNEED",
+        "POSIX_FADV_DONTNEED",
+        "POSIX_FADV_NOREUSE",
+    ];
+    let arg = arg.trim();
+    match NAMES.iter().position(|n| *n == arg) {
+        Some(i) => i as u32,
+        None => num(arg) as u32,
+    }
 }
