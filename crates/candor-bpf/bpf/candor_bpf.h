@@ -112,6 +112,7 @@ struct page {
  * (an unsigned long, or a struct holding one), read at offset 0. */
 struct folio {
 	struct address_space *mapping;
+	unsigned long index;
 	unsigned long _flags_1;
 } __attribute__((preserve_access_index));
 

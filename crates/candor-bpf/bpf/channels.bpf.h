@@ -530,6 +530,28 @@ static __always_inline __u64 mpages_new(__u32 tgid, __u32 dev, __u64 ino, __u64 
 	return fresh;
 }
 
+/* `candor audit --record`: pages of a mapped file a tracked process (the callers have
+ * checked) faulted in or dirtied, as they happened (REC_MAPPED). */
+static __always_inline void record_mapped(__u32 tgid, __u32 dev, __u64 ino, __u64 start,
+					  __u64 n, __u64 write)
+{
+	if (!candor_record || tgid == candor_record_self)
+		return;
+	struct rec_call c = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	c.ts = bpf_ktime_get_ns();
+	c.tid = (__u32)id;
+	c.tgid = tgid;
+	c.nr = REC_MAPPED;
+	c.args[0] = dev;
+	c.args[1] = ino;
+	c.args[2] = start;
+	c.args[3] = n;
+	c.args[4] = write;
+	if (bpf_ringbuf_output(&rec_events, &c, sizeof(c), RB_NO_WAKEUP))
+		rec_lost_one();
+}
+
 static __always_inline void mapped_read(struct address_space *mapping, __u64 start, __u64 n)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -540,6 +562,7 @@ static __always_inline void mapped_read(struct address_space *mapping, __u64 sta
 	__u64 ino = 0;
 	if (bpf_probe_read_kernel(&in, sizeof(in), &mapping->host) || chan_inode(in, &dev, &ino, &flags))
 		return;
+	record_mapped(tgid, dev, ino, start, n, 0);
 	__u64 fresh = mpages_new(tgid, dev, ino, start, n);
 	if (!fresh)
 		return;
@@ -610,6 +633,11 @@ int candor_map_dirty(__u64 *ctx)
 	__u64 ino = 0;
 	if (bpf_probe_read_kernel(&in, sizeof(in), &mapping->host) || chan_inode(in, &dev, &ino, &flags))
 		return 0;
+	if (candor_record) {
+		__u64 index = 0;
+		bpf_probe_read_kernel(&index, sizeof(index), &folio->index);
+		record_mapped(tgid, dev, ino, index, pages, 1);
+	}
 	__u64 now = bpf_ktime_get_ns();
 	chan_add(tgid, dev, ino, flags, CHAN_MMAP, 1, pages * 4096, 1, now, now);
 	return 0;

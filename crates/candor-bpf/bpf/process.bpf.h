@@ -20,6 +20,11 @@ volatile const __u32 candor_record_self = 0;
 #define REC_PATH 256
 /* A fork: nr is this value and args[0] the child's pid. */
 #define REC_FORK 0xFFFF
+/* Pages of a mapped file a tracked process faulted in (read) or dirtied through a shared
+ * mapping (write): nr is this value, args[0] the file's device (its superblock's, kernel
+ * encoding), args[1] its inode, args[2] the first page's index, args[3] the pages, args[4]
+ * 1 for a write. */
+#define REC_MAPPED 0xFFFE
 
 /* One call, as user space reads it (crates/candor-bpf/src/record.rs, `RawCall`). */
 struct rec_call {
@@ -136,6 +141,16 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 	c.tid = (__u32)id;
 	c.tgid = tgid;
 	c.nr = nr;
+	/* mmap of a file: the file's device in args[0] (the address hint, not needed) and its
+	 * inode in extra, which the pages faulted through the mapping are named by. */
+	if (nr == 9 && ret >= 0 && (__s32)c.args[4] >= 0) {
+		__u32 d = 0, ff = 0, blk = 0;
+		__u64 i = 0;
+		if (!fd_inode((__u32)c.args[4], &d, &i, &ff, &blk)) {
+			c.args[0] = d;
+			c.extra = i;
+		}
+	}
 	/* openat2(dirfd, path, how, size): the open flags, the first field of *how. */
 	if (nr == 437)
 		bpf_probe_read_user(&c.extra, 8, (const void *)c.args[2]);

@@ -69,10 +69,14 @@ pub enum Kind {
     Syncfs,
     /// truncate by path: `file`, `offset` the new length. Format 2.
     Truncate,
+    /// Pages of a mapped file faulted in, or dirtied through a shared mapping (`flags` 1):
+    /// `file`, `offset` and `size` in bytes, whole pages. Recorded from the kernel's page
+    /// cache tracepoints, not a system call. Format 2.
+    Mapped,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 31] = [
+    pub const ALL: [Kind; 32] = [
         Kind::Open,
         Kind::Read,
         Kind::Write,
@@ -104,6 +108,7 @@ impl Kind {
         Kind::Readahead,
         Kind::Syncfs,
         Kind::Truncate,
+        Kind::Mapped,
     ];
 
     pub fn code(self) -> u8 {
@@ -148,6 +153,7 @@ impl Kind {
             Kind::Readahead => "readahead",
             Kind::Syncfs => "syncfs",
             Kind::Truncate => "truncate",
+            Kind::Mapped => "mapped",
         }
     }
 
@@ -160,7 +166,8 @@ impl Kind {
             | Kind::Fadvise
             | Kind::Readahead
             | Kind::Syncfs
-            | Kind::Truncate => 2,
+            | Kind::Truncate
+            | Kind::Mapped => 2,
             _ => 1,
         }
     }
@@ -195,6 +202,7 @@ impl Kind {
                 | Kind::Symlink
                 | Kind::Syncfs
                 | Kind::Truncate
+                | Kind::Mapped
         )
     }
 

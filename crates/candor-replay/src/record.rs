@@ -26,6 +26,10 @@ pub struct Recorded {
 
 /// The recorder's fork record number.
 pub const FORK: u32 = 0xFFFF;
+/// The recorder's record of pages of a mapped file faulted in or dirtied: args[0] the
+/// file's device, args[1] its inode, args[2] the first page, args[3] the pages, args[4] 1
+/// for a write (dirtied through a shared mapping).
+pub const MAPPED: u32 = 0xFFFE;
 
 /// Recorded calls kept while the application runs, made into a trace after it ends: the
 /// recorder's thread only packs each call (varints, 20 to 30 bytes) and reads each new
@@ -174,6 +178,9 @@ fn unpack(r: &mut crate::format::Reader, ts: &mut u64) -> Option<Recorded> {
 /// Turns recorded calls into a trace.
 pub struct Converter {
     b: Builder,
+    /// The files mapped by the recorded mmap calls, by (device, inode) as the kernel names
+    /// them in the pages faulted through a mapping.
+    mapped: HashMap<(u32, u64), String>,
     /// Each process's descriptors the recorded calls name a file for, per process (a
     /// fork copies its parent's table).
     fds: HashMap<u32, HashMap<i64, String>>,
@@ -227,6 +234,7 @@ impl Converter {
     pub fn new(opts: Options) -> Converter {
         Converter {
             b: Builder::new(opts),
+            mapped: HashMap::new(),
             fds: HashMap::new(),
             first_fds: HashMap::new(),
             read_at: HashMap::new(),
@@ -352,6 +360,26 @@ impl Converter {
         let fdn = a[0] as i32 as i64;
         let mut ret_path = None;
         let (name, args): (&str, Vec<String>) = match c.nr {
+            MAPPED => {
+                // Pages of a file mapped by a recorded mmap: kept for a file in the traced
+                // directories (those of libraries and other files are not calls, and are
+                // not counted as calls left out).
+                let Some(path) = self.mapped.get(&(a[0] as u32, a[1])).cloned() else {
+                    return;
+                };
+                if !self.b.inside(&path) {
+                    return;
+                }
+                (
+                    "mapped",
+                    vec![
+                        quoted(&path),
+                        num(a[2] << 12),
+                        num(a[3] << 12),
+                        if a[4] != 0 { "write" } else { "read" }.into(),
+                    ],
+                )
+            }
             FORK => {
                 // A new process starts with a copy of its parent's descriptors: those the
                 // recorded calls say name a file go on naming it in the child (a shell's
@@ -419,6 +447,12 @@ impl Converter {
                 let fd = a[4] as i32 as i64;
                 if fd < 0 {
                     return;
+                }
+                // The recorder put the file's device in args[0] and its inode in extra.
+                if c.ret >= 0 && c.extra != 0 {
+                    if let Some(p) = self.fd_path(tg, fd) {
+                        self.mapped.insert((a[0] as u32, c.extra), p);
+                    }
                 }
                 let mut prot = Vec::new();
                 if a[2] & 1 != 0 {

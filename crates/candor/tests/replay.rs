@@ -1579,3 +1579,49 @@ os.truncate("d/f2", 100)
         "{calls}"
     );
 }
+
+/// Pages of a mapped file: read faults (four 256 KiB apart, the file's cache dropped
+/// first, so each reads from the device) and a store through the shared mapping are
+/// recorded from the kernel's page cache tracepoints (`mapped` calls, format 2), and the
+/// replay faults the same pages in through its own mapping of the file, every one
+/// succeeding.
+#[test]
+fn pages_faulted_through_a_mapping_are_recorded_and_replayed() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !need_bpf() || !need_programs(&["python3"]) {
+        return;
+    }
+    let Some(src) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let script = r#"
+import mmap, os
+fd = os.open("big", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"m" * (1 << 20))
+os.fsync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+m = mmap.mmap(fd, 1 << 20, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+total = sum(m[off] for off in range(0, 1 << 20, 64 * 4096))
+assert total == 4 * ord("m")
+m[8192] = 0x41
+m.close()
+os.close(fd)
+"#;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("mapped.trace");
+    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let bytes = std::fs::read(&trace).expect("read the trace");
+    assert_eq!(bytes[8..10], [2, 0], "format 2 holds mapped pages");
+    let Some(ext4) = common::scratch("ext4", 64 << 20) else {
+        return;
+    };
+    let r = replays_exactly(&trace, ext4.path(), &["openat", "write"]);
+    let calls = &r["extra"]["replay"]["calls"];
+    // Four read faults at least (the kernel may map more around each), and the store.
+    assert!(
+        calls["mapped"]["calls"].as_u64().unwrap_or(0) >= 5,
+        "{calls}"
+    );
+    assert_eq!(calls["mapped"]["errors"], 0, "{calls}");
+    assert_eq!(calls["mmap"]["errors"], 0, "{calls}");
+}

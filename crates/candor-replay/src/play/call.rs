@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
 
 /// Open flags a replay passes on: access mode and the flags that change how the kernel
 /// treats the I/O; always O_NOFOLLOW and O_CLOEXEC.
@@ -137,6 +138,58 @@ pub(super) struct Place {
     /// `dir`'s absolute path, which symbolic links made by the replay point into (none:
     /// not known, and they point at nothing).
     pub(super) dir_path: Option<Vec<u8>>,
+    /// The mappings the replay's mmap calls made, kept for the pages the trace faults in
+    /// through them.
+    pub(super) maps: Maps,
+}
+
+/// The replay's file mappings, per file: kept (the trace holds no munmap) until the
+/// repetition ends, at most MAX_MAPS of them (the oldest unmapped first).
+#[derive(Default)]
+pub(super) struct Maps(Mutex<MapTable>);
+
+#[derive(Default)]
+struct MapTable {
+    /// (file, offset in the file, length, address), oldest first.
+    live: std::collections::VecDeque<(u32, u64, usize, usize)>,
+}
+
+/// The most mappings a replay keeps at once (the kernel's default limit per process is
+/// 65,530).
+const MAX_MAPS: usize = 4096;
+
+impl Maps {
+    fn add(&self, file: u32, offset: u64, len: usize, at: *mut libc::c_void) {
+        let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if t.live.len() >= MAX_MAPS {
+            if let Some((_, _, l, p)) = t.live.pop_front() {
+                // SAFETY: p and l are a mapping this table made and still holds.
+                unsafe { libc::munmap(p as *mut libc::c_void, l) };
+            }
+        }
+        t.live.push_back((file, offset, len, at as usize));
+    }
+
+    /// The newest mapping of `file` holding `offset`: its address there and the bytes
+    /// it holds from there on.
+    fn find(&self, file: u32, offset: u64) -> Option<(usize, usize)> {
+        let t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        t.live
+            .iter()
+            .rev()
+            .find(|(f, o, l, _)| *f == file && *o <= offset && offset < *o + *l as u64)
+            .map(|(_, o, l, p)| (p + (offset - o) as usize, l - (offset - o) as usize))
+    }
+}
+
+impl Drop for Maps {
+    fn drop(&mut self) {
+        let t = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, _, l, p) in t.live.drain(..) {
+            // SAFETY: each is a mapping this table made and still holds.
+            unsafe { libc::munmap(p as *mut libc::c_void, l) };
+        }
+    }
 }
 
 /// What a symbolic link whose target is outside the trace points to: a name in the
@@ -366,9 +419,33 @@ impl Place {
                     if p == libc::MAP_FAILED {
                         ret(-1)
                     } else {
-                        libc::munmap(p, len);
+                        match c.file {
+                            Some(f) => self.maps.add(f, off as u64, len, p),
+                            None => {
+                                libc::munmap(p, len);
+                            }
+                        }
                         0
                     }
+                }
+                Kind::Mapped => {
+                    // The pages faulted in (or dirtied) through the newest mapping of the
+                    // file that holds them, by the kernel's own fault path (madvise
+                    // MADV_POPULATE_READ/WRITE): a page past the file's end fails the call
+                    // (EFAULT) instead of raising SIGBUS.
+                    let Some((at, held)) = c.file.and_then(|f| self.maps.find(f, c.offset)) else {
+                        return Issued::Skipped(
+                            "was not made: no mapping of its file made in the replay holds it"
+                                .into(),
+                        );
+                    };
+                    let advice = if c.flags & 1 != 0 {
+                        libc::MADV_POPULATE_WRITE
+                    } else {
+                        libc::MADV_POPULATE_READ
+                    };
+                    let n = (c.size as usize).min(held);
+                    ret(libc::madvise(at as *mut libc::c_void, n, advice) as i64)
                 }
             }
         };

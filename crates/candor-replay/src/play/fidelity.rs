@@ -49,7 +49,7 @@ pub(super) fn compare(c: &Call, got: i64) -> Option<String> {
 /// The calls the kernel should count for a replay of `t`, per kind as the eBPF witness
 /// names them, with the bytes of reads and writes. Calls of kinds it does not count
 /// (sync_file_range, ftruncate, fallocate, fstat, mmap, dup, link, symlink, fadvise,
-/// readahead, syncfs, truncate) are not in it; getdents64 is counted without its bytes (the
+/// readahead, syncfs, truncate, mapped pages) are not in it; getdents64 is counted without its bytes (the
 /// replay's directories hold other names).
 pub fn expected(t: &Trace) -> BTreeMap<String, CallCount> {
     let mut out: BTreeMap<String, CallCount> = BTreeMap::new();
@@ -112,6 +112,7 @@ fn counted_as(kind: Kind) -> Option<&'static str> {
         | Kind::Fadvise
         | Kind::Readahead
         | Kind::Syncfs
-        | Kind::Truncate => None,
+        | Kind::Truncate
+        | Kind::Mapped => None,
     }
 }

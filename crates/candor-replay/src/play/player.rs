@@ -121,6 +121,7 @@ pub fn play(
             dir_path: std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
                 .ok()
                 .map(|p| std::os::unix::ffi::OsStringExt::into_vec(p.into_os_string())),
+            maps: Default::default(),
         },
         timing,
         t0_ns,

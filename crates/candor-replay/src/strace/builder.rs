@@ -228,7 +228,7 @@ impl Builder {
 
     /// Whether a path is one of the files the trace keeps (a pipe, socket or anonymous
     /// inode never is).
-    pub(super) fn inside(&self, path: &str) -> bool {
+    pub(crate) fn inside(&self, path: &str) -> bool {
         if path.is_empty() || path.contains(":[") || path.starts_with("anon_inode:") {
             return false;
         }

@@ -416,6 +416,27 @@ impl Builder {
                 c.file = Some(id);
                 c.offset = length;
             }
+            "mapped" => {
+                // The recorder's own line (no system call): pages of a mapped file faulted
+                // in or dirtied, `mapped("/w/f", offset, length, read|write)`.
+                let Some(p) = string_arg(a(0)) else { return };
+                let Some(id) = self.traced(&p) else {
+                    return;
+                };
+                c.kind = Some(Kind::Mapped);
+                c.file = Some(id);
+                c.offset = num(a(1));
+                c.size = num(a(2));
+                c.flags = u32::from(a(3).trim() == "write");
+                let s = self.state(&p).expect("known");
+                if !s.written {
+                    // Faulted-in pages hold the file's bytes: it had them at the start.
+                    s.saw_size(c.offset + c.size);
+                    if s.existed.is_none() {
+                        s.existed = Some(true);
+                    }
+                }
+            }
             "copy_file_range" | "sendfile" | "splice" => {
                 // A copy inside the kernel, kept as the read of its source and the write of
                 // its destination it stands for (each end in a traced directory; a pipe's
