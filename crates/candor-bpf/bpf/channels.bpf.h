@@ -140,14 +140,54 @@ struct {
 
 struct io_cqe {
 	__s32 res;
+	/* Until the request completes: the descriptor its SQE named (or, for a registered
+	 * file, its index). */
+	int fd;
+} __attribute__((preserve_access_index));
+
+/* The request's own command data, a read or write's `struct io_rw` for those. */
+struct io_cmd_data {
+} __attribute__((preserve_access_index));
+
+struct kiocb {
+	long long ki_pos;
+} __attribute__((preserve_access_index));
+
+struct io_rw {
+	struct kiocb kiocb;
+	__u64 addr;
+	__u32 len;
 } __attribute__((preserve_access_index));
 
 struct io_kiocb {
 	struct file *file;
 	__u8 opcode;
+	/* REQ_F_FIXED_FILE is bit 0 (the low word is enough). */
+	__u32 flags;
 	struct io_cqe cqe;
 	void *ctx;
+	struct io_cmd_data cmd;
 } __attribute__((preserve_access_index));
+
+/* `candor audit --record`: what a request of a tracked ring asked for, from its
+ * submission to its completion, where it is handed to user space (REC_URING). */
+struct uring_rec {
+	__u64 ts;
+	__s64 pos;
+	__u32 len;
+	__s32 fd;
+	__u32 tid;
+	__u8 op;
+	__u8 fixed;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct uring_rec);
+} uring_recs SEC(".maps");
 
 static __always_inline void chan_lost_add(__u32 chan, __u64 calls, __u64 bytes)
 {
@@ -403,6 +443,24 @@ static __always_inline void aio_submitted(const void *regs, __u64 accepted, __u3
 #define IORING_OP_READV_FIXED 60
 #define IORING_OP_WRITEV_FIXED 61
 
+/* The requests a recording keeps: reads, writes and fsyncs. */
+static __always_inline int uring_op_kept(__u8 op)
+{
+	switch (op) {
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+	case IORING_OP_FSYNC:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+	case IORING_OP_READV_FIXED:
+	case IORING_OP_WRITEV_FIXED:
+		return 1;
+	}
+	return 0;
+}
+
 /* io_uring_create(int fd, void *ctx, u32 sq_entries, u32 cq_entries, u32 flags): runs
  * in the creating task. */
 SEC("tp_btf/io_uring_create")
@@ -435,7 +493,49 @@ int candor_uring_submit(__u64 *ctx)
 		return 0;
 	__u64 key = (__u64)req, now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&uring_subs, &key, &now, BPF_ANY);
+	__u8 op = 0;
+	bpf_probe_read_kernel(&op, sizeof(op), &req->opcode);
+	if (candor_record && uring_op_kept(op)) {
+		struct uring_rec r = { .ts = now, .tid = (__u32)bpf_get_current_pid_tgid(), .op = op };
+		__u32 rflags = 0;
+		bpf_probe_read_kernel(&r.fd, sizeof(r.fd), &req->cqe.fd);
+		bpf_probe_read_kernel(&rflags, sizeof(rflags), &req->flags);
+		r.fixed = rflags & 1;
+		/* A read or write's position and length (iovecs for the vectored ones), set
+		 * from its SQE before this tracepoint. */
+		struct io_rw *rw = (struct io_rw *)&req->cmd;
+		bpf_probe_read_kernel(&r.pos, sizeof(r.pos), &rw->kiocb.ki_pos);
+		bpf_probe_read_kernel(&r.len, sizeof(r.len), &rw->len);
+		bpf_map_update_elem(&uring_recs, &key, &r, BPF_ANY);
+	}
 	return 0;
+}
+
+/* At a request's completion, its record for `candor audit --record`: args[0] the
+ * descriptor, args[1] the position (-1: the file's own), args[2] the length, args[3] the
+ * opcode, args[4] 1 for a registered file, ret the result; ts and tid its submission's. */
+static __always_inline void uring_record_done(struct io_kiocb *req, __u32 tgid, __s32 res)
+{
+	__u64 key = (__u64)req;
+	struct uring_rec *r = bpf_map_lookup_elem(&uring_recs, &key);
+	if (!r)
+		return;
+	struct rec_call c = {};
+	__u64 now = bpf_ktime_get_ns();
+	c.ts = r->ts;
+	c.dur = now > r->ts ? now - r->ts : 0;
+	c.ret = res;
+	c.tid = r->tid;
+	c.tgid = tgid;
+	c.nr = REC_URING;
+	c.args[0] = (__u64)(__s64)r->fd;
+	c.args[1] = (__u64)r->pos;
+	c.args[2] = r->len;
+	c.args[3] = r->op;
+	c.args[4] = r->fixed;
+	bpf_map_delete_elem(&uring_recs, &key);
+	if (bpf_ringbuf_output(&rec_events, &c, sizeof(c), RB_NO_WAKEUP))
+		rec_lost_one();
 }
 
 /* io_uring_complete(struct io_ring_ctx *ctx, void *req, struct io_uring_cqe *cqe): a
@@ -459,6 +559,9 @@ int candor_uring_complete(__u64 *ctx)
 	__s32 res = 0;
 	struct file *f = 0;
 	bpf_probe_read_kernel(&op, sizeof(op), &req->opcode);
+	bpf_probe_read_kernel(&res, sizeof(res), &req->cqe.res);
+	if (candor_record)
+		uring_record_done(req, tgid, res);
 	__u32 dir;
 	switch (op) {
 	case IORING_OP_READV:
@@ -472,7 +575,6 @@ int candor_uring_complete(__u64 *ctx)
 	case IORING_OP_FSYNC: dir = 2; break;
 	default: return 0;
 	}
-	bpf_probe_read_kernel(&res, sizeof(res), &req->cqe.res);
 	if (res < 0)
 		return 0;
 	bpf_probe_read_kernel(&f, sizeof(f), &req->file);

@@ -25,6 +25,8 @@ volatile const __u32 candor_record_self = 0;
  * encoding), args[1] its inode, args[2] the first page's index, args[3] the pages, args[4]
  * 1 for a write. */
 #define REC_MAPPED 0xFFFE
+/* An io_uring request of a tracked ring, at its completion (uring_record_done). */
+#define REC_URING 0xFFFD
 
 /* One call, as user space reads it (crates/candor-bpf/src/record.rs, `RawCall`). */
 struct rec_call {

@@ -30,6 +30,11 @@ pub const FORK: u32 = 0xFFFF;
 /// file's device, args[1] its inode, args[2] the first page, args[3] the pages, args[4] 1
 /// for a write (dirtied through a shared mapping).
 pub const MAPPED: u32 = 0xFFFE;
+/// The recorder's record of an io_uring request at its completion: args[0] the descriptor
+/// its SQE named, args[1] the position (-1: the file's own), args[2] the length (iovecs
+/// for the vectored ones), args[3] the opcode, args[4] 1 for a registered file; ret the
+/// result; ts and tid its submission's.
+pub const URING: u32 = 0xFFFD;
 
 /// Recorded calls kept while the application runs, made into a trace after it ends: the
 /// recorder's thread only packs each call (varints, 20 to 30 bytes) and reads each new
@@ -211,6 +216,10 @@ pub struct Converter {
     t0: Option<u64>,
     pub calls: u64,
     pub io_uring_enters: u64,
+    /// io_uring requests kept as the calls they stand for, and those on registered files
+    /// (whose descriptor the trace cannot name), not kept.
+    pub uring_kept: u64,
+    pub uring_fixed: u64,
 }
 
 fn quoted(p: &str) -> String {
@@ -248,6 +257,8 @@ impl Converter {
             t0: None,
             calls: 0,
             io_uring_enters: 0,
+            uring_kept: 0,
+            uring_fixed: 0,
         }
     }
 
@@ -360,6 +371,38 @@ impl Converter {
         let fdn = a[0] as i32 as i64;
         let mut ret_path = None;
         let (name, args): (&str, Vec<String>) = match c.nr {
+            URING => {
+                // An io_uring request, kept as the call it stands for, made by the thread
+                // that submitted it at its submission (a replay makes it synchronously).
+                if a[4] != 0 {
+                    self.uring_fixed += 1;
+                    return;
+                }
+                let fd = a[0] as i32 as i64;
+                let pos = a[1] as i64;
+                let at = (pos >= 0).then(|| num(pos as u64));
+                let (name, mut args): (&str, Vec<String>) = match (a[3], &at) {
+                    (22 | 4, Some(_)) => {
+                        ("pread64", vec![self.fd(tg, fd), "\"\"".into(), num(a[2])])
+                    }
+                    (22 | 4, None) => ("read", vec![self.fd(tg, fd), "\"\"".into(), num(a[2])]),
+                    (23 | 5, Some(_)) => {
+                        ("pwrite64", vec![self.fd(tg, fd), "\"\"".into(), num(a[2])])
+                    }
+                    (23 | 5, None) => ("write", vec![self.fd(tg, fd), "\"\"".into(), num(a[2])]),
+                    (1 | 60, Some(_)) => ("preadv", vec![self.fd(tg, fd), "[]".into(), num(a[2])]),
+                    (1 | 60, None) => ("readv", vec![self.fd(tg, fd), "[]".into(), num(a[2])]),
+                    (2 | 61, Some(_)) => ("pwritev", vec![self.fd(tg, fd), "[]".into(), num(a[2])]),
+                    (2 | 61, None) => ("writev", vec![self.fd(tg, fd), "[]".into(), num(a[2])]),
+                    (3, _) => ("fsync", vec![self.fd(tg, fd)]),
+                    _ => return,
+                };
+                if let (Some(p), true) = (at, name.starts_with('p')) {
+                    args.push(p);
+                }
+                self.uring_kept += 1;
+                (name, args)
+            }
             MAPPED => {
                 // Pages of a file mapped by a recorded mmap: kept for a file in the traced
                 // directories (those of libraries and other files are not calls, and are
@@ -743,8 +786,18 @@ impl Converter {
             ));
         }
         if uring > 0 {
+            let fixed = if self.uring_fixed > 0 {
+                t.header.complete = false;
+                format!(
+                    "; {} requests on registered files, whose descriptors the trace cannot name, are not",
+                    self.uring_fixed
+                )
+            } else {
+                String::new()
+            };
             t.header.notes.push(format!(
-                "the application made {uring} io_uring_enter calls: the I/O they submitted is not in the trace"
+                "the application made {uring} io_uring_enter calls: the {} read, write and fsync requests they submitted are in the trace as the calls they stand for, each made by the thread that submitted it, one at a time (the replay does not keep their queue depth){fixed}",
+                self.uring_kept
             ));
         }
         t
