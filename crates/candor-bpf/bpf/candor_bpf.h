@@ -82,6 +82,7 @@ struct task_io_accounting {
 
 struct task_struct {
 	unsigned int flags;
+	int pid;
 	struct files_struct *files;
 	struct task_io_accounting ioac;
 } __attribute__((preserve_access_index));

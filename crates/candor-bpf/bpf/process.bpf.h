@@ -207,15 +207,22 @@ static __always_inline void record_call(const __u64 *ctx, __u64 id, __u64 start,
 	bpf_ringbuf_submit(p, RB_NO_WAKEUP);
 }
 
-SEC("tracepoint/sched/sched_process_fork")
-int candor_fork(void *ctx)
+/* The process set's events are raw tracepoints typed by BTF, like the block programs: a
+ * classic tracepoint program is skipped whenever the CPU's bpf_prog_active count is up,
+ * which a BPF map system call of another task holds up while it is preempted (it only
+ * disables migration); a fork missed that way would leave the child out of the set. A raw
+ * tracepoint program is only skipped when it would run nested in itself. */
+
+/* sched_process_fork(struct task_struct *parent, struct task_struct *child). */
+SEC("tp_btf/sched_process_fork")
+int candor_fork(__u64 *ctx)
 {
 	__u32 parent = bpf_get_current_pid_tgid() >> 32;
 	__u8 set = set_of(parent);
 	if (!set)
 		return 0;
-	__u32 child = 0;
-	bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + 20);
+	struct task_struct *ct = (struct task_struct *)ctx[1];
+	__u32 child = ct->pid;
 	/* A child belongs where its parent does. */
 	bpf_map_update_elem(&tracked, &child, &set, BPF_ANY);
 	set_changed();
@@ -237,13 +244,13 @@ int candor_fork(void *ctx)
 	return 0;
 }
 
-SEC("tracepoint/sched/sched_process_exit")
-int candor_exit(void *ctx)
+/* sched_process_exit(struct task_struct *p, bool group_dead), in the exiting thread. */
+SEC("tp_btf/sched_process_exit")
+int candor_exit(__u64 *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	__u8 group_dead = 0;
-	bpf_probe_read_kernel(&group_dead, sizeof(group_dead), (char *)ctx + 32);
+	__u8 group_dead = (__u8)ctx[1];
 	if (candor_phases && is_tracked_tgid(tgid)) {
 		/* The thread's own I/O counters, final now: summed per process, they are what
 		 * /proc/PID/io showed for it (without its reaped children's). */

@@ -97,23 +97,27 @@ pub fn tracepoints() -> Vec<TracepointSpec> {
         attach: Attach::Btf,
         ..tp(category, name, program, required, &[], purpose)
     };
+    // The process set's fork and exit are raw tracepoints too (bpf/process.bpf.h says
+    // why). The exit's tracepoint must carry group_dead as its second argument: checked
+    // as its classic record's field in the format file.
     let mut v = vec![
-        tp(
+        btf(
             "sched",
             "sched_process_fork",
             "candor_fork",
             true,
-            &[("child_pid", 20)],
             "children",
         ),
-        tp(
-            "sched",
-            "sched_process_exit",
-            "candor_exit",
-            true,
-            &[("pid", 24), ("group_dead", 32)],
-            "process exits",
-        ),
+        TracepointSpec {
+            fields: vec![("group_dead", 32)],
+            ..btf(
+                "sched",
+                "sched_process_exit",
+                "candor_exit",
+                true,
+                "process exits",
+            )
+        },
     ];
     for (name, program) in SYSCALL_PROGRAMS {
         v.push(TracepointSpec {

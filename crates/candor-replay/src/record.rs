@@ -74,12 +74,15 @@ impl Spool {
         if c.nr == FORK {
             let child = c.args[0] as u32;
             // A new thread shares its process's descriptors: nothing to copy at its fork.
-            // Known while it lives (its Tgid); one gone already is taken for a process.
+            // Known while it lives (its Tgid); one gone already is taken for a process, and
+            // so is one ending, whose status shows Tgid 0 while it is being reaped (taken
+            // for a thread, a short-lived child lost its parent's descriptors, and its
+            // calls on them: one `echo` in a few hundred of a shell loop).
             let tgid = candor_procfs::Kernel::system()
                 .pid_status(candor_procfs::Pid::Id(child))
                 .ok()
                 .and_then(|s| s.get("Tgid").and_then(|t| t.trim().parse::<u32>().ok()));
-            if tgid.is_some_and(|t| t != child) {
+            if tgid.is_some_and(|t| t != 0 && t != child) {
                 self.conv.threads.insert(child);
             } else {
                 self.conv.seen(child);
@@ -535,9 +538,22 @@ impl Converter {
                     _ => num(a[1]),
                 };
                 if c.ret >= 0 && (c.nr != 72 || a[1] == 0 || a[1] == 1030) {
-                    if let Some(p) = self.fd_path(tg, fdn) {
-                        self.fds.entry(tg).or_default().insert(c.ret, p.clone());
-                        ret_path = Some(p);
+                    match self.fd_path(tg, fdn) {
+                        Some(p) => {
+                            self.fds.entry(tg).or_default().insert(c.ret, p.clone());
+                            ret_path = Some(p);
+                        }
+                        // A copy of a descriptor the trace does not follow (a pipe, a
+                        // terminal): the new one names no file of the trace any more. Kept,
+                        // the earlier name made a shell's restoring `dup2(11, 1)` leave fd 1
+                        // naming the file it had redirected it to, and the shell's later
+                        // calls on its standard output were the file's, in some recordings
+                        // of the same script and not in others.
+                        None => {
+                            if let Some(t) = self.fds.get_mut(&tg) {
+                                t.remove(&c.ret);
+                            }
+                        }
                     }
                 }
                 (name, vec![self.fd(tg, fdn), second])
@@ -945,6 +961,54 @@ mod tests {
             notes.contains("with 1 copy_file_range call (4096 bytes): those copies"),
             "{notes}"
         );
+    }
+
+    /// A shell redirecting its standard output (a pipe, which the trace does not follow) to
+    /// a traced file for one command and restoring it from its saved copy: after the
+    /// restoring dup2, fd 1 no longer names the file, and the shell's later write on it
+    /// is not the file's.
+    #[test]
+    fn a_dup_from_outside_the_trace_ends_what_the_descriptor_named() {
+        let mut conv = Converter::new(opts());
+        let me = u32::MAX - 9; // not running: /proc knows none of its descriptors
+        let call = |ts: u64, nr: u32, args: [u64; 6], ret: i64, p1: &str| Recorded {
+            ts,
+            dur: 100,
+            ret,
+            args,
+            extra: 0,
+            tid: me,
+            tgid: me,
+            nr,
+            p1: p1.into(),
+            p2: String::new(),
+        };
+        let at_fdcwd = -100i64 as u64;
+        for c in [
+            call(
+                1_000,
+                257,
+                [at_fdcwd, 0, 0o101, 0o644, 0, 0],
+                3,
+                "/tmp/spool/f",
+            ),
+            call(2_000, 72, [1, 0, 10, 0, 0, 0], 11, ""), // fcntl(1, F_DUPFD, 10)
+            call(3_000, 33, [3, 1, 0, 0, 0, 0], 1, ""),   // dup2(3, 1)
+            call(4_000, 1, [1, 0, 3, 0, 0, 0], 3, ""),    // write(1, "hi\n", 3)
+            call(5_000, 33, [11, 1, 0, 0, 0, 0], 1, ""),  // dup2(11, 1)
+            call(6_000, 1, [1, 0, 5, 0, 0, 0], 5, ""),    // write(1, ..., 5): the pipe
+        ] {
+            conv.add(c);
+        }
+        let t = conv.finish(0);
+        let writes: Vec<i64> = t
+            .calls
+            .iter()
+            .flatten()
+            .filter(|c| c.kind() == Kind::Write)
+            .map(|c| c.result)
+            .collect();
+        assert_eq!(writes, [3]);
     }
 
     /// A child forked after its parent opened a file writes it through the descriptor it

@@ -48,6 +48,12 @@ impl Builder {
                     return;
                 }
                 let Some((fd, id, _)) = self.on_fd(process, fd_arg(a(0))) else {
+                    // A copy of a descriptor outside the trace: the new one no longer names
+                    // the file (or the description) it may have named before.
+                    if ret >= 0 {
+                        self.closed(process, ret);
+                        self.opened.remove(&(process, ret));
+                    }
                     return;
                 };
                 c.kind = Some(Kind::Dup);
