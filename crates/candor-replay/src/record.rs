@@ -828,9 +828,9 @@ mod tests {
     /// Calls of this process (so its descriptors and working directory can be read) on a
     /// file under /tmp: an open with its path, writes, a positional write at an offset
     /// past 2^32, an lseek back by a negative amount, a failed call and the close.
-    fn calls() -> Vec<Recorded> {
-        let me = std::process::id();
-        let call = |ts: u64, nr: u32, args: [u64; 6], ret: i64, p1: &str| Recorded {
+    /// One recorded call of process `me` (its only thread).
+    fn rec(me: u32, ts: u64, nr: u32, args: [u64; 6], ret: i64, p1: &str) -> Recorded {
+        Recorded {
             ts,
             dur: 1_000 + ts % 7,
             ret,
@@ -841,7 +841,12 @@ mod tests {
             nr,
             p1: p1.into(),
             p2: String::new(),
-        };
+        }
+    }
+
+    fn calls() -> Vec<Recorded> {
+        let me = std::process::id();
+        let call = |ts, nr, args, ret, p1: &str| rec(me, ts, nr, args, ret, p1);
         let at_fdcwd = -100i64 as u64;
         vec![
             call(
@@ -971,18 +976,7 @@ mod tests {
     fn a_dup_from_outside_the_trace_ends_what_the_descriptor_named() {
         let mut conv = Converter::new(opts());
         let me = u32::MAX - 9; // not running: /proc knows none of its descriptors
-        let call = |ts: u64, nr: u32, args: [u64; 6], ret: i64, p1: &str| Recorded {
-            ts,
-            dur: 100,
-            ret,
-            args,
-            extra: 0,
-            tid: me,
-            tgid: me,
-            nr,
-            p1: p1.into(),
-            p2: String::new(),
-        };
+        let call = |ts, nr, args, ret, p1: &str| rec(me, ts, nr, args, ret, p1);
         let at_fdcwd = -100i64 as u64;
         for c in [
             call(

@@ -52,9 +52,24 @@ fn json(o: &Output) -> Value {
 
 /// Saves LOG (or `log`) as a trace in `dir`, replaying it once on `target` as it does.
 fn save_trace(dir: &Path, log: &str, target: &Path) -> std::path::PathBuf {
-    let l = dir.join("app.log");
+    let (o, t) = replay_strace_log(dir, "app", log, "1", target);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    t
+}
+
+/// Replays `log`, an strace log of files under /data written to `dir` as NAME.log, on
+/// `target` (`--repeat` times, the witness off, as JSON), saving its trace as NAME.trace
+/// in `dir`: what the command did, and the trace's path.
+fn replay_strace_log(
+    dir: &Path,
+    name: &str,
+    log: &str,
+    repeat: &str,
+    target: &Path,
+) -> (Output, std::path::PathBuf) {
+    let l = dir.join(format!("{name}.log"));
     std::fs::write(&l, log).expect("write the log");
-    let t = dir.join("app.trace");
+    let t = dir.join(format!("{name}.trace"));
     let o = replay(&[
         "--from-strace",
         l.to_str().unwrap(),
@@ -65,13 +80,12 @@ fn save_trace(dir: &Path, log: &str, target: &Path) -> std::path::PathBuf {
         "--witness",
         "off",
         "--repeat",
-        "1",
+        repeat,
         "--format",
         "json",
         target.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    t
+    (o, t)
 }
 
 /// The trace reads back as the log's calls (its fio iolog says so line by line), and a
@@ -443,24 +457,7 @@ fn links_in_a_trace_lead_only_inside_the_run_directory() {
 7 10:00:00.001900 read(3</data/hard>, "x"..., 8192) = 4096 <0.000010>
 7 10:00:00.002000 close(3</data/hard>) = 0 <0.000010>
 "#;
-    let l = d.path().join("links.log");
-    std::fs::write(&l, log).expect("write");
-    let t = d.path().join("links.trace");
-    let o = replay(&[
-        "--from-strace",
-        l.to_str().unwrap(),
-        "--traced-dir",
-        "/data",
-        "--save-trace",
-        t.to_str().unwrap(),
-        "--witness",
-        "off",
-        "--repeat",
-        "2",
-        "--format",
-        "json",
-        target.to_str().unwrap(),
-    ]);
+    let (o, t) = replay_strace_log(d.path(), "links", log, "2", &target);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let r = &json(&o)["results"][0]["extra"]["replay"];
     let calls = &r["calls"];
@@ -645,6 +642,20 @@ fn record_in(dir: &Path, trace: &Path, cmd: &[&str]) {
         .output()
         .expect("candor runs");
     assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// A Python script recorded in a scratch ext4 made for it (`candor audit --record`, the
+/// files it makes there kept): the directory holding the trace, and the trace. None, a
+/// counted skip, without eBPF, python3 or loop devices.
+fn record_python(script: &str) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    if !need_bpf() || !need_programs(&["python3"]) {
+        return None;
+    }
+    let src = common::scratch("ext4", 64 << 20)?;
+    let d = tempfile::tempdir().expect("a temporary directory");
+    let trace = d.path().join("script.trace");
+    record_in(src.path(), &trace, &["python3", "-c", script]);
+    Some((d, trace))
 }
 
 /// The trace as fio iolog v3 (`candor report TRACE --format fio-iolog`).
@@ -1314,12 +1325,6 @@ fn a_replay_of_many_threads_is_counted_exactly() {
 #[test]
 fn a_file_opened_with_openat2_is_recorded_and_replayed() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_bpf() || !need_programs(&["python3"]) {
-        return;
-    }
-    let Some(src) = common::scratch("ext4", 64 << 20) else {
-        return;
-    };
     // openat2(AT_FDCWD, "o2", {O_WRONLY|O_CREAT|O_APPEND, 0o644, 0}, 24), then two writes.
     let script = r#"
 import ctypes, os, struct
@@ -1333,9 +1338,9 @@ os.write(fd, b"a" * 4096)
 os.write(fd, b"b" * 1000)
 os.close(fd)
 "#;
-    let d = tempfile::tempdir().expect("a temporary directory");
-    let trace = d.path().join("o2.trace");
-    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let Some((_dir, trace)) = record_python(script) else {
+        return;
+    };
     let iolog = iolog(&trace);
     assert!(
         iolog.contains(" open")
@@ -1391,12 +1396,6 @@ fn a_replay_of_hundreds_of_processes_is_counted_exactly() {
 #[test]
 fn a_maildir_delivery_by_link_is_recorded_and_replayed_exactly() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_bpf() || !need_programs(&["python3"]) {
-        return;
-    }
-    let Some(src) = common::scratch("ext4", 64 << 20) else {
-        return;
-    };
     let script = r#"
 import os
 os.mkdir("tmp"); os.mkdir("new")
@@ -1416,9 +1415,9 @@ fd = os.open("new/alias", os.O_WRONLY | os.O_APPEND)
 os.write(fd, b"a" * 100)
 os.close(fd)
 "#;
-    let d = tempfile::tempdir().expect("a temporary directory");
-    let trace = d.path().join("maildir.trace");
-    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let Some((d, trace)) = record_python(script) else {
+        return;
+    };
     let bytes = std::fs::read(&trace).expect("read the trace");
     assert_eq!(bytes[8..10], [2, 0], "a trace with links is format 2");
     for fs in ["ext4", "xfs"] {
@@ -1476,12 +1475,6 @@ os.close(fd)
 #[test]
 fn copies_at_offsets_handed_by_pointer_replay_as_positional_reads_and_writes() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_bpf() || !need_programs(&["python3"]) {
-        return;
-    }
-    let Some(src) = common::scratch("ext4", 64 << 20) else {
-        return;
-    };
     let script = r#"
 import os
 src = os.open("src", os.O_RDWR | os.O_CREAT, 0o644)
@@ -1495,9 +1488,9 @@ assert os.splice(r, dst, 1000, offset_dst=50000) == 1000
 os.close(src)
 os.close(dst)
 "#;
-    let d = tempfile::tempdir().expect("a temporary directory");
-    let trace = d.path().join("copies.trace");
-    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let Some((_dir, trace)) = record_python(script) else {
+        return;
+    };
     // The lines, found by their offsets (the files' numbers follow the order they came in).
     let iolog = iolog(&trace);
     for line in [
@@ -1533,12 +1526,6 @@ os.close(dst)
 #[test]
 fn directory_reads_hints_flushes_and_truncates_are_recorded_and_replayed() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_bpf() || !need_programs(&["python3"]) {
-        return;
-    }
-    let Some(src) = common::scratch("ext4", 64 << 20) else {
-        return;
-    };
     let script = r#"
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -1555,9 +1542,9 @@ os.close(fd)
 os.sync()
 os.truncate("d/f2", 100)
 "#;
-    let d = tempfile::tempdir().expect("a temporary directory");
-    let trace = d.path().join("more.trace");
-    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let Some((_dir, trace)) = record_python(script) else {
+        return;
+    };
     let bytes = std::fs::read(&trace).expect("read the trace");
     assert_eq!(bytes[8..10], [2, 0], "format 2 holds these calls");
     let Some(ext4) = common::scratch("ext4", 64 << 20) else {
@@ -1588,12 +1575,6 @@ os.truncate("d/f2", 100)
 #[test]
 fn pages_faulted_through_a_mapping_are_recorded_and_replayed() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !need_bpf() || !need_programs(&["python3"]) {
-        return;
-    }
-    let Some(src) = common::scratch("ext4", 64 << 20) else {
-        return;
-    };
     let script = r#"
 import mmap, os
 fd = os.open("big", os.O_RDWR | os.O_CREAT, 0o644)
@@ -1607,9 +1588,9 @@ m[8192] = 0x41
 m.close()
 os.close(fd)
 "#;
-    let d = tempfile::tempdir().expect("a temporary directory");
-    let trace = d.path().join("mapped.trace");
-    record_in(src.path(), &trace, &["python3", "-c", script]);
+    let Some((_dir, trace)) = record_python(script) else {
+        return;
+    };
     let bytes = std::fs::read(&trace).expect("read the trace");
     assert_eq!(bytes[8..10], [2, 0], "format 2 holds mapped pages");
     let Some(ext4) = common::scratch("ext4", 64 << 20) else {

@@ -268,6 +268,28 @@ impl Builder {
         })
     }
 
+    /// A rename or a link from `from` (a file the trace keeps) to `to`, which returned
+    /// `ret`: `from` existed if it succeeded; then `to` is the same file under a new name,
+    /// made by the call (its size is `from`'s now).
+    pub(super) fn carried(&mut self, from: &str, to: &str, ret: i64) {
+        let Some(sf) = self.state(from) else { return };
+        if sf.existed.is_none() {
+            sf.existed = Some(ret >= 0);
+        }
+        let was = sf.clone();
+        if ret < 0 {
+            return;
+        }
+        if let Some(st) = self.state(to) {
+            if st.existed.is_none() {
+                st.existed = Some(false);
+            }
+            st.dir = was.dir;
+            st.written = true;
+            st.size_now = was.size_now;
+        }
+    }
+
     /// What is known of a file, by path.
     pub(super) fn state(&mut self, path: &str) -> Option<&mut FileState> {
         self.files.get_mut(&normalize(path))

@@ -20,6 +20,14 @@ impl Builder {
         }
         let process = *self.process.entry(l.tid).or_insert(l.tid);
         let a = |i: usize| l.args.get(i).map(String::as_str).unwrap_or("");
+        // A path argument `p` relative to the directory descriptor argument `d` (the *at
+        // calls).
+        let at = |d: usize, p: usize| {
+            Self::resolve(
+                fd_arg(a(d)).1.as_deref(),
+                &string_arg(a(p)).unwrap_or_default(),
+            )
+        };
         let mut c = Call {
             start_ns,
             dur_ns: l.dur_ns,
@@ -328,18 +336,8 @@ impl Builder {
                 }
             }
             "rename" | "renameat" | "renameat2" => {
-                let at = name != "rename";
-                let (from, to) = if at {
-                    (
-                        Self::resolve(
-                            fd_arg(a(0)).1.as_deref(),
-                            &string_arg(a(1)).unwrap_or_default(),
-                        ),
-                        Self::resolve(
-                            fd_arg(a(2)).1.as_deref(),
-                            &string_arg(a(3)).unwrap_or_default(),
-                        ),
-                    )
+                let (from, to) = if name != "rename" {
+                    (at(0, 1), at(2, 3))
                 } else {
                     (
                         string_arg(a(0)).unwrap_or_default(),
@@ -350,20 +348,7 @@ impl Builder {
                     self.outside += 1;
                     return;
                 };
-                let sf = self.state(&from).expect("known");
-                if sf.existed.is_none() {
-                    sf.existed = Some(ret >= 0);
-                }
-                let moved = sf.clone();
-                if ret >= 0 {
-                    let st = self.state(&to).expect("known");
-                    if st.existed.is_none() {
-                        st.existed = Some(false);
-                    }
-                    st.dir = moved.dir;
-                    st.written = true;
-                    st.size_now = moved.size_now;
-                }
+                self.carried(&from, &to, ret);
                 c.kind = Some(Kind::Rename);
                 c.file = Some(f);
                 c.file2 = Some(g);
@@ -519,23 +504,8 @@ impl Builder {
                         string_arg(a(0)).unwrap_or_default(),
                         string_arg(a(1)).unwrap_or_default(),
                     ),
-                    "linkat" => (
-                        Self::resolve(
-                            fd_arg(a(0)).1.as_deref(),
-                            &string_arg(a(1)).unwrap_or_default(),
-                        ),
-                        Self::resolve(
-                            fd_arg(a(2)).1.as_deref(),
-                            &string_arg(a(3)).unwrap_or_default(),
-                        ),
-                    ),
-                    _ => (
-                        string_arg(a(0)).unwrap_or_default(),
-                        Self::resolve(
-                            fd_arg(a(1)).1.as_deref(),
-                            &string_arg(a(2)).unwrap_or_default(),
-                        ),
-                    ),
+                    "linkat" => (at(0, 1), at(2, 3)),
+                    _ => (string_arg(a(0)).unwrap_or_default(), at(1, 2)),
                 };
                 let Some(made) = self.traced(&new) else {
                     return;
@@ -555,16 +525,7 @@ impl Builder {
                     let Some(from) = self.traced(&old) else {
                         return;
                     };
-                    let sf = self.state(&old).expect("known");
-                    if sf.existed.is_none() {
-                        sf.existed = Some(ret >= 0);
-                    }
-                    let linked = sf.clone();
-                    if ret >= 0 {
-                        let st = self.state(&new).expect("known");
-                        st.written = true;
-                        st.size_now = linked.size_now;
-                    }
+                    self.carried(&old, &new, ret);
                     c.kind = Some(Kind::Link);
                     c.file = Some(from);
                     c.file2 = Some(made);
