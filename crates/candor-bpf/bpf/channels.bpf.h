@@ -176,10 +176,13 @@ struct uring_rec {
 	__s64 pos;
 	__u32 len;
 	__s32 fd;
+	/* The submitting thread and its process (a ring inherited across a fork is used by
+	 * the child's threads too; an SQPOLL thread is one of the ring creator's). */
 	__u32 tid;
+	__u32 tgid;
 	__u8 op;
 	__u8 fixed;
-	__u16 pad;
+	__u8 pad[6];
 };
 
 struct {
@@ -496,7 +499,8 @@ int candor_uring_submit(__u64 *ctx)
 	__u8 op = 0;
 	bpf_probe_read_kernel(&op, sizeof(op), &req->opcode);
 	if (candor_record && uring_op_kept(op)) {
-		struct uring_rec r = { .ts = now, .tid = (__u32)bpf_get_current_pid_tgid(), .op = op };
+		__u64 id = bpf_get_current_pid_tgid();
+		struct uring_rec r = { .ts = now, .tid = (__u32)id, .tgid = id >> 32, .op = op };
 		__u32 rflags = 0;
 		bpf_probe_read_kernel(&r.fd, sizeof(r.fd), &req->cqe.fd);
 		bpf_probe_read_kernel(&rflags, sizeof(rflags), &req->flags);
@@ -513,8 +517,9 @@ int candor_uring_submit(__u64 *ctx)
 
 /* At a request's completion, its record for `candor audit --record`: args[0] the
  * descriptor, args[1] the position (-1: the file's own), args[2] the length, args[3] the
- * opcode, args[4] 1 for a registered file, ret the result; ts and tid its submission's. */
-static __always_inline void uring_record_done(struct io_kiocb *req, __u32 tgid, __s32 res)
+ * opcode, args[4] 1 for a registered file, ret the result; ts, tid and tgid its
+ * submission's. */
+static __always_inline void uring_record_done(struct io_kiocb *req, __s32 res)
 {
 	__u64 key = (__u64)req;
 	struct uring_rec *r = bpf_map_lookup_elem(&uring_recs, &key);
@@ -526,7 +531,7 @@ static __always_inline void uring_record_done(struct io_kiocb *req, __u32 tgid, 
 	c.dur = now > r->ts ? now - r->ts : 0;
 	c.ret = res;
 	c.tid = r->tid;
-	c.tgid = tgid;
+	c.tgid = r->tgid;
 	c.nr = REC_URING;
 	c.args[0] = (__u64)(__s64)r->fd;
 	c.args[1] = (__u64)r->pos;
@@ -561,7 +566,7 @@ int candor_uring_complete(__u64 *ctx)
 	bpf_probe_read_kernel(&op, sizeof(op), &req->opcode);
 	bpf_probe_read_kernel(&res, sizeof(res), &req->cqe.res);
 	if (candor_record)
-		uring_record_done(req, tgid, res);
+		uring_record_done(req, res);
 	__u32 dir;
 	switch (op) {
 	case IORING_OP_READV:

@@ -33,7 +33,7 @@ pub const MAPPED: u32 = 0xFFFE;
 /// The recorder's record of an io_uring request at its completion: args[0] the descriptor
 /// its SQE named, args[1] the position (-1: the file's own), args[2] the length (iovecs
 /// for the vectored ones), args[3] the opcode, args[4] 1 for a registered file; ret the
-/// result; ts and tid its submission's.
+/// result; ts, tid and tgid its submission's (the submitting thread's).
 pub const URING: u32 = 0xFFFD;
 
 /// Recorded calls kept while the application runs, made into a trace after it ends: the
