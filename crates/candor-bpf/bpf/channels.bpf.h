@@ -496,9 +496,11 @@ int candor_uring_submit(__u64 *ctx)
 		return 0;
 	__u64 key = (__u64)req, now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&uring_subs, &key, &now, BPF_ANY);
+	if (!candor_record)
+		return 0;
 	__u8 op = 0;
 	bpf_probe_read_kernel(&op, sizeof(op), &req->opcode);
-	if (candor_record && uring_op_kept(op)) {
+	if (uring_op_kept(op)) {
 		__u64 id = bpf_get_current_pid_tgid();
 		struct uring_rec r = { .ts = now, .tid = (__u32)id, .tgid = id >> 32, .op = op };
 		__u32 rflags = 0;

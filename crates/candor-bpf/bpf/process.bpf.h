@@ -84,7 +84,7 @@ static __always_inline int rec_paths_of(__s32 nr)
 	case 162: case 306: /* sync, syncfs */
 	case 81: /* fchdir: the directory relative paths start from */
 	/* Copies the kernel makes between descriptors (sendfile, splice, copy_file_range):
-	 * kept so user space can say what the trace leaves out. */
+	 * kept as the reads and writes they stand for (their offsets read at exit). */
 	case 40: case 275: case 326:
 		return 0;
 	case 2: /* open */
